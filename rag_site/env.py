@@ -1,0 +1,94 @@
+"""Typed environment readers for settings.
+
+Every reader records the variable's name in ``READ`` so a test can check that
+README, ``.env.example`` and ``docker-compose.yml`` name only real settings.
+A malformed value raises ``ImproperlyConfigured`` naming the variable, so a
+typo fails at start-up instead of at the first request.
+"""
+
+import os
+from pathlib import Path
+
+from django.core.exceptions import ImproperlyConfigured
+
+READ: set[str] = set()
+
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off", ""}
+
+
+def _raw(name: str) -> str | None:
+    READ.add(name)
+    # Secrets may come from a file (Docker/Kubernetes secrets): NAME_FILE.
+    file_name = os.environ.get(f"{name}_FILE")
+    if file_name:
+        try:
+            return Path(file_name).read_text().strip()
+        except OSError as exc:
+            raise ImproperlyConfigured(f"{name}_FILE={file_name!r} cannot be read: {exc}") from exc
+    return os.environ.get(name)
+
+
+def env_str(name: str, default: str = "") -> str:
+    value = _raw(name)
+    return default if value is None else value
+
+
+def env_bool(name: str, default: bool) -> bool:
+    value = _raw(name)
+    if value is None:
+        return default
+    lowered = value.strip().lower()
+    if lowered in _TRUE:
+        return True
+    if lowered in _FALSE:
+        return False
+    raise ImproperlyConfigured(f"{name}={value!r} is not a boolean; use one of 1/0, true/false, yes/no, on/off")
+
+
+def env_int(name: str, default: int, *, minimum: int | None = None, maximum: int | None = None) -> int:
+    value = _raw(name)
+    if value is None or value.strip() == "":
+        return default
+    try:
+        number = int(value)
+    except ValueError:
+        raise ImproperlyConfigured(f"{name}={value!r} is not an integer") from None
+    if minimum is not None and number < minimum:
+        raise ImproperlyConfigured(f"{name}={number} is below the minimum {minimum}")
+    if maximum is not None and number > maximum:
+        raise ImproperlyConfigured(f"{name}={number} is above the maximum {maximum}")
+    return number
+
+
+def env_float(name: str, default: float, *, minimum: float | None = None, maximum: float | None = None) -> float:
+    value = _raw(name)
+    if value is None or value.strip() == "":
+        return default
+    try:
+        number = float(value)
+    except ValueError:
+        raise ImproperlyConfigured(f"{name}={value!r} is not a number") from None
+    if (minimum is not None and number < minimum) or (maximum is not None and number > maximum):
+        raise ImproperlyConfigured(f"{name}={number} is outside [{minimum}, {maximum}]")
+    return number
+
+
+def env_list(name: str, default: list[str]) -> list[str]:
+    value = _raw(name)
+    if value is None:
+        return default
+    return [item.strip() for item in value.split(",") if item.strip()]
+
+
+def env_url(name: str, *, schemes: tuple[str, ...]) -> str | None:
+    """A URL whose scheme is one of ``schemes``, or None when unset."""
+    value = _raw(name)
+    if value is None or value.strip() == "":
+        return None
+    scheme = value.split("://", 1)[0] if "://" in value else ""
+    if scheme not in schemes:
+        raise ImproperlyConfigured(
+            f"{name}={value!r} is not a valid URL: the scheme must be one of {', '.join(schemes)}"
+        )
+    return value

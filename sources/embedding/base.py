@@ -1,0 +1,30 @@
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+
+
+class EmbeddingError(RuntimeError):
+    """The model could not be loaded or could not embed; the message says why."""
+
+
+@dataclass(frozen=True, slots=True)
+class ModelSpec:
+    """What identifies a model: vectors from two different specs never mix."""
+
+    provider: str
+    name: str
+    dimensions: int
+    normalized: bool
+
+    @property
+    def identity(self) -> str:
+        return f"{self.provider}:{self.name}:{self.dimensions}:{'norm' if self.normalized else 'raw'}"
+
+
+class Embedder(Protocol):
+    spec: ModelSpec
+
+    def embed(self, texts: list[str], *, batch_size: int = 64) -> np.ndarray:
+        """Return a float32 array of shape (len(texts), dimensions)."""
+        ...

@@ -1,0 +1,107 @@
+"""`make run`: the whole product in one terminal.
+
+manage.py has already started (or joined) the embedded PostgreSQL and
+started the embedded Redis when no URLs are configured. This command
+migrates, creates the first admin, loads the demo skills, then runs a Celery
+worker, Celery beat and gunicorn as child processes until Ctrl-C.
+"""
+
+import secrets
+import signal
+import sys
+import time
+from pathlib import Path
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.core.management import call_command
+from django.core.management.base import BaseCommand
+
+from rag_site.supervisor import Supervisor
+from sources.demo import demo_skills_load
+
+ADMIN_USERNAME = "admin"
+
+
+class Command(BaseCommand):
+    help = "Start rag-site: migrations, admin user, demo content, Celery worker and beat, web server."
+
+    def add_arguments(self, parser) -> None:
+        parser.add_argument("--no-demo", action="store_true", help="Do not load the demo skills.")
+
+    def handle(self, *args, no_demo: bool = False, **options) -> None:
+        self.stdout.write("applying migrations ...")
+        call_command("migrate", interactive=False, verbosity=0)
+        password = self._admin_ensure()
+        if not no_demo:
+            created = demo_skills_load()
+            if created:
+                self.stdout.write(f"loaded {len(created)} demo skills (indexing starts with the worker)")
+
+        python = sys.executable
+        supervisor = Supervisor(log_dir=settings.VAR_DIR / "log")
+        supervisor.start(
+            "worker",
+            [python, "-m", "celery", "-A", "rag_site", "worker", "--loglevel=INFO",
+             f"--concurrency={settings.RAG_WORKER_CONCURRENCY}", "--hostname=worker@%h"],
+        )
+        supervisor.start(
+            "beat",
+            [python, "-m", "celery", "-A", "rag_site", "beat", "--loglevel=INFO",
+             f"--schedule={settings.VAR_DIR / 'celerybeat-schedule'}"],
+        )
+        supervisor.start(
+            "web",
+            [python, "-m", "gunicorn", "rag_site.wsgi", f"--bind={settings.RAG_BIND}",
+             f"--workers={settings.RAG_WEB_WORKERS}", "--access-logfile=-", "--timeout=120"],
+        )
+        self._banner(password, supervisor.log_dir)
+
+        signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
+        code = 0
+        try:
+            while True:
+                failed = supervisor.poll_failed()
+                if failed:
+                    name, returncode = failed
+                    self.stderr.write(f"{name} exited with code {returncode}; see {supervisor.log_dir / (name + '.log')}")
+                    code = 1
+                    break
+                time.sleep(0.5)
+        except KeyboardInterrupt:
+            self.stdout.write("\nstopping ...")
+        finally:
+            supervisor.stop_all()
+            self.stdout.write("stopped web, worker and beat")
+        if code:
+            raise SystemExit(code)
+
+    def _admin_ensure(self) -> str | None:
+        """Create the first admin with a generated password, shown only now."""
+        User = get_user_model()
+        if User.objects.filter(is_superuser=True).exists():
+            return None
+        password = secrets.token_urlsafe(12)
+        User.objects.create_superuser(ADMIN_USERNAME, email="", password=password)
+        return password
+
+    def _banner(self, password: str | None, log_dir: Path) -> None:
+        host, _, port = settings.RAG_BIND.rpartition(":")
+        base = f"http://{host or '127.0.0.1'}:{port}"
+        lines = [
+            "",
+            "rag-site is running",
+            f"  search page   {base}/",
+            f"  admin         {base}/admin/",
+            f"  API docs      {base}/api/docs",
+        ]
+        if password:
+            lines += [
+                "",
+                "  first run: an admin user was created (this password is not shown again)",
+                f"    username  {ADMIN_USERNAME}",
+                f"    password  {password}",
+            ]
+        lines += ["", f"  logs          {log_dir}/", "  press Ctrl-C to stop everything", ""]
+        self.stdout.write("\n".join(lines))
+        self.stdout.flush()

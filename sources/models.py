@@ -1,0 +1,141 @@
+"""Knowledge sources and the one chunk table they all index into."""
+
+from django.contrib.postgres.indexes import GinIndex
+from django.contrib.postgres.search import SearchVector, SearchVectorField
+from django.db import models
+from django.db.models import Func, Value
+from pgvector.django import VectorField
+
+from sources.embedding import ModelSpec
+
+
+class EmbeddingModel(models.Model):
+    """A model's stable identity. Every chunk records the model that embedded it."""
+
+    class Provider(models.TextChoices):
+        LOCAL = "local", "Local (sentence-transformers)"
+
+    provider = models.CharField(max_length=32, choices=Provider.choices, default=Provider.LOCAL)
+    name = models.CharField(max_length=255, help_text="Model name or local path.")
+    dimensions = models.PositiveIntegerField()
+    normalized = models.BooleanField(default=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["provider", "name", "dimensions", "normalized"], name="embedding_model_identity")
+        ]
+
+    def __str__(self) -> str:
+        return self.spec.identity
+
+    @property
+    def spec(self) -> ModelSpec:
+        return ModelSpec(provider=self.provider, name=self.name, dimensions=self.dimensions, normalized=self.normalized)
+
+    @property
+    def hnsw_index_name(self) -> str:
+        return f"sources_chunk_hnsw_m{self.pk}"
+
+
+class Source(models.Model):
+    """What chunks belong to: a skill now; workspace roots and tools share it.
+
+    Scope lives here so one filter in SQL serves every channel: empty
+    ``bot_id``/``client_id`` means shared with everyone.
+    """
+
+    class Kind(models.TextChoices):
+        SKILL = "skill", "Skill"
+
+    kind = models.CharField(max_length=16, choices=Kind.choices)
+    key = models.CharField(max_length=512, unique=True, help_text="skill:<slug>")
+    title = models.CharField(max_length=255, blank=True)
+    bot_id = models.CharField(max_length=128, blank=True, default="")
+    client_id = models.CharField(max_length=128, blank=True, default="")
+    enabled = models.BooleanField(default=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return self.key
+
+
+class IndexStatus(models.TextChoices):
+    PENDING = "pending", "Not indexed yet"
+    QUEUED = "queued", "Queued"
+    RUNNING = "running", "Indexing"
+    INDEXED = "indexed", "Indexed"
+    FAILED = "failed", "Failed"
+
+
+class Skill(models.Model):
+    slug = models.SlugField(max_length=200, unique=True)
+    title = models.CharField(max_length=255, blank=True, help_text="Empty: taken from front matter or the first heading.")
+    body = models.TextField(help_text="Markdown, optionally starting with YAML front matter between --- lines.")
+    enabled = models.BooleanField(default=True)
+    metadata = models.JSONField(default=dict, blank=True, editable=False, help_text="The parsed front matter.")
+    source = models.OneToOneField(Source, null=True, blank=True, editable=False, on_delete=models.SET_NULL)
+    index_status = models.CharField(max_length=16, choices=IndexStatus.choices, default=IndexStatus.PENDING, editable=False)
+    content_hash = models.CharField(max_length=64, blank=True, editable=False)
+    indexed_at = models.DateTimeField(null=True, blank=True, editable=False)
+    last_error = models.TextField(blank=True, editable=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["slug"]
+
+    def __str__(self) -> str:
+        return self.title or self.slug
+
+
+def _identifier_words(field: str) -> Func:
+    # "ChunkSearch.run_query" -> "Chunk Search run query": the lexical channel
+    # then matches the words people type, not only the whole identifier.
+    camel = Func(models.F(field), Value(r"([a-z0-9])([A-Z])"), Value(r"\1 \2"), Value("g"), function="regexp_replace")
+    return Func(camel, Value("._/-:"), Value("     "), function="translate")
+
+
+class Chunk(models.Model):
+    source = models.ForeignKey(Source, on_delete=models.CASCADE, related_name="chunks")
+    path = models.CharField(max_length=1024, blank=True, default="", help_text="File path inside a root; empty for skills.")
+    chunk_index = models.PositiveIntegerField()
+    content = models.TextField()
+    context_prefix = models.TextField(blank=True, default="")
+    language = models.CharField(max_length=32, blank=True, default="")
+    symbol = models.CharField(max_length=512, blank=True, default="")
+    start_line = models.PositiveIntegerField()
+    end_line = models.PositiveIntegerField()
+    content_hash = models.CharField(max_length=64)
+    # No fixed dimension: each model's vectors get a partial HNSW index on
+    # embedding::halfvec(N), created when the model is first used.
+    embedding = VectorField(null=True)
+    embedding_model = models.ForeignKey(EmbeddingModel, null=True, on_delete=models.PROTECT, related_name="chunks")
+    chunking_version = models.CharField(max_length=32)
+    metadata = models.JSONField(default=dict, blank=True)
+    # Weighted for the lexical channel: symbol and path (A) over headings (B)
+    # over body (C).
+    search_vector = models.GeneratedField(
+        expression=(
+            SearchVector("symbol", _identifier_words("symbol"), _identifier_words("path"), config="english", weight="A")
+            + SearchVector("context_prefix", config="english", weight="B")
+            + SearchVector("content", config="english", weight="C")
+        ),
+        output_field=SearchVectorField(),
+        db_persist=True,
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["source", "path", "chunk_index"], name="chunk_unique_position"),
+        ]
+        indexes = [GinIndex(fields=["search_vector"], name="sources_chunk_search_gin")]
+
+    def __str__(self) -> str:
+        return f"{self.source.key}#{self.chunk_index}"
+
+    @property
+    def citation(self) -> str:
+        where = self.path or self.context_prefix or self.source.key
+        return f"{where}:{self.start_line}-{self.end_line}"

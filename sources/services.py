@@ -1,0 +1,204 @@
+"""Indexing services: the writes behind admin, tasks and commands."""
+
+import hashlib
+import logging
+from dataclasses import dataclass
+
+from django.conf import settings
+from django.db import connection, transaction
+from django.utils import timezone
+
+from rag_site.errors import ApplicationError
+from sources.chunking import CHUNKING_VERSION, ChunkResult, markdown_chunk
+from sources.embedding import EmbeddingError, embedder_for
+from sources.models import Chunk, EmbeddingModel, IndexStatus, Skill, Source
+
+log = logging.getLogger(__name__)
+
+
+class IndexingError(ApplicationError):
+    """Indexing a source failed for a reason worth showing to its owner."""
+
+
+@dataclass(frozen=True, slots=True)
+class IndexOutcome:
+    skipped: bool
+    chunks_embedded: int = 0
+    chunks_deleted: int = 0
+
+
+def embedding_model_default() -> EmbeddingModel:
+    """The configured model's row, created (with its HNSW index) on first use."""
+    embedder = embedder_for(provider="local", name=settings.RAG_EMBEDDING_MODEL, device=settings.RAG_EMBEDDING_DEVICE)
+    spec = embedder.spec
+    model, created = EmbeddingModel.objects.get_or_create(
+        provider=spec.provider, name=spec.name, dimensions=spec.dimensions, normalized=spec.normalized
+    )
+    if created:
+        embedding_model_index_ensure(model=model)
+    return model
+
+
+def embedding_model_index_ensure(*, model: EmbeddingModel) -> None:
+    """A partial HNSW index per model on ``embedding::halfvec(N)``.
+
+    One vector column holds every model's vectors; the cast to a fixed
+    dimension plus the partial predicate is pgvector's documented way to
+    index several dimensions in one table (halfvec halves the index size).
+    """
+    dims = int(model.dimensions)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"CREATE INDEX IF NOT EXISTS {model.hnsw_index_name} ON sources_chunk "
+            f"USING hnsw ((embedding::halfvec({dims})) halfvec_cosine_ops) "
+            f"WHERE embedding_model_id = {int(model.pk)}"
+        )
+
+
+def embed_text(chunk: ChunkResult) -> str:
+    # The heading path tells the model what the section is about; the
+    # content alone often does not name its topic.
+    return f"{chunk.context_prefix}\n\n{chunk.content}" if chunk.context_prefix else chunk.content
+
+
+def skill_fingerprint(*, skill: Skill, model: EmbeddingModel) -> str:
+    """Everything that changes the stored chunks: text, chunker, model, scope."""
+    parts = [skill.body, skill.title, CHUNKING_VERSION, model.spec.identity, str(settings.RAG_CHUNK_MAX_CHARS)]
+    return hashlib.sha256("\x1f".join(parts).encode()).hexdigest()
+
+
+def skill_enqueue_index(*, skill_id: int) -> None:
+    """Mark the skill queued and send the task once the current transaction commits."""
+    Skill.objects.filter(pk=skill_id).update(index_status=IndexStatus.QUEUED)
+
+    def send() -> None:
+        from sources.tasks import skill_index_task
+
+        try:
+            skill_index_task.delay(skill_id)
+        except Exception as exc:  # noqa: BLE001 - the broker may be down; say so on the skill
+            log.warning("could not queue indexing of skill %s: %s", skill_id, exc)
+            Skill.objects.filter(pk=skill_id).update(
+                index_status=IndexStatus.FAILED, last_error=f"could not queue indexing (is the worker's broker running?): {exc}"
+            )
+
+    transaction.on_commit(send)
+
+
+def skill_index(*, skill_id: int, force: bool = False) -> IndexOutcome | None:
+    """Chunk, embed and store one skill; a no-op when nothing changed.
+
+    Returns None when the skill no longer exists (deleted after queueing).
+    On failure the skill keeps its previous chunks and records the reason.
+    """
+    skill = Skill.objects.filter(pk=skill_id).first()
+    if skill is None:
+        return None
+    model = embedding_model_default()
+    fingerprint = skill_fingerprint(skill=skill, model=model)
+    # content_hash is written only on success, so equality means the stored
+    # chunks already are this exact text, chunker and model.
+    if not force and fingerprint == skill.content_hash:
+        _skill_source_sync(skill)
+        Skill.objects.filter(pk=skill_id).update(index_status=IndexStatus.INDEXED, last_error="")
+        return IndexOutcome(skipped=True)
+
+    Skill.objects.filter(pk=skill_id).update(index_status=IndexStatus.RUNNING)
+    if len(skill.body.encode()) > settings.RAG_MAX_SKILL_BYTES:
+        raise IndexingError(f"the skill body is {len(skill.body.encode()):,} bytes; the limit is RAG_MAX_SKILL_BYTES={settings.RAG_MAX_SKILL_BYTES:,}")
+    document = markdown_chunk(skill.body, max_chars=settings.RAG_CHUNK_MAX_CHARS)
+    if document.front_matter.error:
+        raise IndexingError(document.front_matter.error)
+    chunks = document.chunks
+    try:
+        vectors = embedder_for(provider=model.provider, name=model.name).embed(
+            [embed_text(c) for c in chunks], batch_size=settings.RAG_EMBED_BATCH_SIZE
+        )
+    except EmbeddingError as exc:
+        raise IndexingError(str(exc)) from exc
+    return _skill_store(skill_id=skill_id, chunks=chunks, vectors=vectors, model=model, fingerprint=fingerprint, metadata=document.front_matter.data)
+
+
+@transaction.atomic
+def _skill_store(*, skill_id, chunks, vectors, model, fingerprint, metadata) -> IndexOutcome | None:
+    # The row lock serialises two workers indexing the same skill; the
+    # delete + insert in one transaction means a search never sees half of it.
+    skill = Skill.objects.select_for_update().filter(pk=skill_id).first()
+    if skill is None:
+        return None
+    source = _skill_source_sync(skill, title=_skill_title(skill, metadata, chunks))
+    deleted, _ = Chunk.objects.filter(source=source).delete()
+    Chunk.objects.bulk_create(
+        Chunk(
+            source=source,
+            path="",
+            chunk_index=index,
+            content=chunk.content,
+            context_prefix=chunk.context_prefix,
+            language=chunk.language,
+            symbol=chunk.symbol,
+            start_line=chunk.start_line,
+            end_line=chunk.end_line,
+            content_hash=hashlib.sha256(chunk.content.encode()).hexdigest(),
+            embedding=vector,
+            embedding_model=model,
+            chunking_version=CHUNKING_VERSION,
+            metadata=chunk.metadata,
+        )
+        for index, (chunk, vector) in enumerate(zip(chunks, vectors, strict=True))
+    )
+    Skill.objects.filter(pk=skill_id).update(
+        content_hash=fingerprint,
+        metadata=metadata,
+        indexed_at=timezone.now(),
+        index_status=IndexStatus.INDEXED,
+        last_error="",
+    )
+    return IndexOutcome(skipped=False, chunks_embedded=len(chunks), chunks_deleted=deleted)
+
+
+def skill_index_failed(*, skill_id: int, reason: str) -> None:
+    Skill.objects.filter(pk=skill_id).update(index_status=IndexStatus.FAILED, last_error=reason[:2000])
+
+
+def _skill_title(skill: Skill, metadata: dict, chunks: list[ChunkResult]) -> str:
+    if skill.title:
+        return skill.title
+    for key in ("title", "name"):
+        if isinstance(metadata.get(key), str) and metadata[key].strip():
+            return metadata[key].strip()
+    for chunk in chunks:
+        if chunk.metadata.get("heading"):
+            return chunk.metadata["heading"]
+    return skill.slug
+
+
+def _skill_source_sync(skill: Skill, *, title: str | None = None) -> Source:
+    """The skill's Source row, created on first index; enabled follows the skill."""
+    source = skill.source
+    if source is None:
+        source, _ = Source.objects.get_or_create(key=f"skill:{skill.slug}", defaults={"kind": Source.Kind.SKILL})
+        Skill.objects.filter(pk=skill.pk).update(source=source)
+    changes = {"enabled": skill.enabled, "key": f"skill:{skill.slug}"}
+    if title is not None:
+        changes["title"] = title
+    if any(getattr(source, field) != value for field, value in changes.items()):
+        Source.objects.filter(pk=source.pk).update(**changes)
+    return source
+
+
+def skill_delete_source(*, skill_id: int) -> None:
+    """Deleting a skill deletes its source and, by cascade, its chunks.
+
+    Reads the link from the database: the caller's instance may predate the
+    first indexing, which sets it.
+    """
+    Source.objects.filter(skill__pk=skill_id).delete()
+
+
+def skills_reverify() -> int:
+    """Queue every skill; unchanged ones are skipped by hash without embedding."""
+    ids = list(Skill.objects.values_list("pk", flat=True))
+    for skill_id in ids:
+        skill_enqueue_index(skill_id=skill_id)
+    return len(ids)
