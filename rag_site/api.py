@@ -2,7 +2,7 @@
 
 from django.http import Http404
 from ninja import NinjaAPI
-from ninja.errors import ValidationError
+from ninja.errors import HttpError, ValidationError
 
 from rag_site.errors import ApplicationError
 from retrieval.api import router as retrieval_router
@@ -13,9 +13,16 @@ api.add_router("/v1", retrieval_router)
 api.add_router("/v1", sources_router)
 
 
+_LOCATIONS = {"body", "query", "path", "header", "cookie", "form", "file"}
+
+
 def _field(location: list) -> str:
-    # ("body", "payload", "k") -> "k": the caller knows it sent a body.
-    parts = [str(p) for p in location if p not in ("body", "payload", "query", "path")]
+    # ("body", "payload", "k") -> "k": the caller knows where it sent it.
+    parts = [str(p) for p in location]
+    if parts and parts[0] in _LOCATIONS:
+        parts = parts[1:]
+    if parts and parts[0] == "payload":
+        parts = parts[1:]
     return ".".join(parts) or "request"
 
 
@@ -33,3 +40,9 @@ def application_error(request, exc: ApplicationError):
 @api.exception_handler(Http404)
 def not_found(request, exc: Http404):
     return api.create_response(request, {"error": "not found", "detail": []}, status=404)
+
+
+@api.exception_handler(HttpError)
+def http_error(request, exc: HttpError):
+    # e.g. a body that is not JSON: "Cannot parse request body".
+    return api.create_response(request, {"error": str(exc), "detail": []}, status=exc.status_code)

@@ -137,5 +137,5 @@ class Chunk(models.Model):
 
     @property
     def citation(self) -> str:
-        where = self.path or self.context_prefix or self.source.key
-        return f"{where}:{self.start_line}-{self.end_line}"
+        # path:start-end for files, skill:<slug>:start-end for skills.
+        return f"{self.path or self.source.key}:{self.start_line}-{self.end_line}"

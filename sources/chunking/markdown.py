@@ -42,7 +42,14 @@ def markdown_chunk(text: str, *, max_chars: int = 1500) -> MarkdownDocument:
     # Top-level blocks: (start, end) line spans relative to the body.
     blocks = [tuple(t.map) for t in tokens if t.level == 0 and t.map is not None and t.nesting >= 0]
     chunks: list[ChunkResult] = []
-    for section in _sections(tokens, len(lines) - offset):
+    sections = _sections(tokens, len(lines) - offset)
+    heading_ends = {start: end for start, end in _heading_spans(tokens)}
+
+    def bare(section: _Section) -> bool:
+        after = heading_ends.get(section.start)
+        return after is not None and not any(line.strip() for line in lines[offset + after : offset + section.end])
+
+    for section in _merge_bare_headings(sections, bare=bare):
         spans = [(max(s, section.start), min(e, section.end)) for s, e in blocks if s < section.end and e > section.start]
         for start, end in _pack(lines, offset, spans, section, max_chars):
             chunk = _chunk(lines, offset + start, offset + end, section)
@@ -69,6 +76,29 @@ def _sections(tokens: list, line_count: int) -> list[_Section]:
         stack.append((level, f"{'#' * level} {title}"))
         sections.append(_Section(start, end, " > ".join(label for _, label in stack), title))
     return sections
+
+
+def _heading_spans(tokens: list) -> list[tuple[int, int]]:
+    return [tuple(t.map) for t in tokens if t.type == "heading_open" and t.level == 0 and t.map]
+
+
+def _merge_bare_headings(sections: list[_Section], *, bare) -> list[_Section]:
+    """A heading with no text of its own opens the next section's chunk.
+
+    "# Guide" directly followed by "## Install" would otherwise be a chunk
+    holding one heading line; merged, no line is lost and no hit is empty.
+    """
+    merged: list[_Section] = []
+    carry: int | None = None
+    for position, section in enumerate(sections):
+        if carry is not None:
+            section = _Section(carry, section.end, section.prefix, section.heading)
+            carry = None
+        if section.heading and bare(section) and position + 1 < len(sections):
+            carry = section.start
+            continue
+        merged.append(section)
+    return merged
 
 
 def _pack(lines: list[str], offset: int, spans: list, section: _Section, max_chars: int) -> list[tuple[int, int]]:

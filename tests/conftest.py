@@ -1,0 +1,51 @@
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="module")
+def celery_worker(django_db_setup, django_db_blocker):
+    """A real Celery worker process on the test database and the embedded Redis."""
+    from django.db import connection
+
+    from rag_site.celery import app
+
+    database = connection.settings_dict["NAME"]  # test_<name>, created by pytest-django
+    url = os.environ["DATABASE_URL"].rsplit("/", 1)[0] + "/" + database
+    log_path = Path(os.environ["RAG_VAR_DIR"]) / "test-worker.log"
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(log_path, "ab") as log:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "celery", "-A", "rag_site", "worker", "--pool=solo", "--loglevel=INFO",
+             "--without-gossip", "--without-mingle", "--hostname=test-worker@%h"],
+            cwd=ROOT, env={**os.environ, "DATABASE_URL": url}, stdout=log, stderr=subprocess.STDOUT,
+        )
+    try:
+        deadline = time.monotonic() + 120
+        while not app.control.ping(timeout=1.0):
+            if process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"the Celery worker did not start:\n{log_path.read_text()[-3000:]}")
+        yield process
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+
+
+def wait_for(predicate, *, timeout: float = 90.0, interval: float = 0.25, what: str = "condition"):
+    """Poll until ``predicate()`` is truthy; the timeout only bounds a hang."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(interval)
+    raise AssertionError(f"timed out waiting for {what}")

@@ -1,0 +1,78 @@
+import json
+
+import pytest
+
+from sources import services
+from tests.factories import SkillFactory
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def indexed():
+    bodies = {
+        "deploy": "# Deploy\n\nShip the containers with docker compose.\n\n## Backups\n\nRun pg_dump every night to back up PostgreSQL.\n",
+        "cooking": "# Cooking\n\nBoil pasta in salted water for nine minutes.\n",
+    }
+    for slug, body in bodies.items():
+        services.skill_index(skill_id=SkillFactory(slug=slug, body=body).pk)
+
+
+def post(client, payload):
+    return client.post("/api/v1/search", data=json.dumps(payload), content_type="application/json")
+
+
+def test_hybrid_search_finds_the_section_and_explains_itself(client, indexed):
+    response = post(client, {"query": "nightly database backup", "k": 3})
+    assert response.status_code == 200
+    top = response.json()["hits"][0]
+    assert top["heading_path"] == "# Deploy > ## Backups"
+    assert top["citation"] == "skill:deploy:5-7"
+    assert top["source"] == "skill"
+    assert set(top["channels"]) == {"lexical", "vector"}
+    assert top["channels"]["vector"]["rank"] == 1
+
+
+@pytest.mark.parametrize("mode", ["lexical", "vector"])
+def test_a_single_channel_can_be_asked_for(client, indexed, mode):
+    hits = post(client, {"query": "pasta water", "mode": mode})
+    assert hits.status_code == 200
+    assert hits.json()["hits"][0]["source_key"] == "skill:cooking"
+    assert all(set(hit["channels"]) == {mode} for hit in hits.json()["hits"])
+
+
+def test_a_query_that_matches_nothing_lexically_returns_no_lexical_hits(client, indexed):
+    assert post(client, {"query": "the of and", "mode": "lexical"}).json()["hits"] == []
+
+
+@pytest.mark.parametrize(
+    ("payload", "field"),
+    [({"query": ""}, "query"), ({"query": "x", "k": 0}, "k"), ({"query": "x", "k": 10_000}, "k"),
+     ({"query": "x", "mode": "psychic"}, "mode"), ({}, "query"), ({"query": 42}, "query")],
+)
+def test_invalid_input_gets_a_422_naming_the_field(client, payload, field):
+    response = post(client, payload)
+    assert response.status_code == 422
+    body = response.json()
+    assert body["error"].startswith("invalid request:")
+    assert any(message.startswith(f"{field}:") for message in body["detail"])
+
+
+def test_malformed_json_gets_a_4xx_json_body(client):
+    response = client.post("/api/v1/search", data="{not json", content_type="application/json")
+    assert 400 <= response.status_code < 500
+    assert "error" in response.json()
+
+
+def test_skill_status_endpoint_says_why_indexing_failed(client):
+    skill = SkillFactory(slug="broken")
+    services.skill_index_failed(skill_id=skill.pk, reason="front matter is not valid YAML at line 2: boom")
+    body = client.get("/api/v1/skills/broken").json()
+    assert body["index_status"] == "failed"
+    assert "not valid YAML" in body["last_error"]
+    assert client.get("/api/v1/skills/nope").status_code == 404
+
+
+def test_the_openapi_docs_are_served(client):
+    assert client.get("/api/docs").status_code == 200
+    assert "/api/v1/search" in client.get("/api/openapi.json").json()["paths"]

@@ -1,0 +1,32 @@
+import pytest
+
+from sources import services
+from tests.factories import SkillFactory
+
+pytestmark = pytest.mark.django_db
+
+
+def test_the_empty_page_says_what_to_do(client):
+    page = client.get("/").content.decode()
+    assert "Nothing is indexed yet" in page
+    assert "vendor/htmx/htmx.min.js" in page
+
+
+def test_htmx_requests_get_only_the_results_partial(client):
+    services.skill_index(skill_id=SkillFactory(slug="deploy", body="# Deploy\n\n## Rollback\n\nRevert the release tag.\n").pk)
+    full = client.get("/", {"q": "rollback release"}).content.decode()
+    partial = client.get("/", {"q": "rollback release"}, headers={"HX-Request": "true"}).content.decode()
+    assert "<html" in full and "<html" not in partial
+    assert "# Deploy &gt; ## Rollback" in partial
+    assert 'id="results"' in partial
+
+
+def test_no_match_explains_itself(client):
+    partial = client.get("/", {"q": "zzzqqq"}, headers={"HX-Request": "true"}).content.decode()
+    assert "No matches" in partial
+
+
+def test_htmx_is_served_locally(client):
+    response = client.get("/static/vendor/htmx/htmx.min.js")
+    assert response.status_code == 200
+    assert b"htmx" in b"".join(response.streaming_content)[:5000]

@@ -1,0 +1,88 @@
+import pytest
+from django.db import connection
+
+from sources import services
+from sources.models import Chunk, EmbeddingModel, IndexStatus, Skill, Source
+from tests.factories import SkillFactory
+
+pytestmark = pytest.mark.django_db
+
+BODY = "---\nname: Deployment guide\n---\n# Deploy\n\nShip it with docker compose.\n\n## Backups\n\nRun pg_dump every night.\n"
+
+
+def test_it_stores_one_chunk_per_section_with_real_embeddings():
+    skill = SkillFactory(body=BODY)
+    outcome = services.skill_index(skill_id=skill.pk)
+    assert outcome.chunks_embedded == 2
+    chunks = list(Chunk.objects.filter(source__skill=skill).order_by("chunk_index"))
+    assert [c.context_prefix for c in chunks] == ["# Deploy", "# Deploy > ## Backups"]
+    assert chunks[1].start_line == 8 and chunks[1].end_line == 10
+    assert len(chunks[0].embedding) == 384
+    assert chunks[0].embedding_model.spec.identity == "local:all-MiniLM-L6-v2:384:norm"
+    skill.refresh_from_db()
+    assert skill.index_status == IndexStatus.INDEXED
+    assert skill.metadata == {"name": "Deployment guide"}
+    assert skill.source.title == "Deployment guide"
+
+
+def test_the_model_gets_a_partial_hnsw_index_on_halfvec():
+    services.skill_index(skill_id=SkillFactory(body=BODY).pk)
+    model = EmbeddingModel.objects.get()
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT indexdef FROM pg_indexes WHERE indexname = %s", [model.hnsw_index_name])
+        (definition,) = cursor.fetchone()
+    assert "hnsw" in definition and "halfvec(384)" in definition and "halfvec_cosine_ops" in definition
+    assert f"embedding_model_id = {model.pk}" in definition
+
+
+def test_it_skips_an_unchanged_skill():
+    skill = SkillFactory(body=BODY)
+    services.skill_index(skill_id=skill.pk)
+    first_ids = set(Chunk.objects.values_list("pk", flat=True))
+    assert services.skill_index(skill_id=skill.pk).skipped
+    assert set(Chunk.objects.values_list("pk", flat=True)) == first_ids
+
+
+def test_an_edit_replaces_all_chunks():
+    skill = SkillFactory(body=BODY)
+    services.skill_index(skill_id=skill.pk)
+    Skill.objects.filter(pk=skill.pk).update(body="# Other\n\nCompletely different.\n")
+    outcome = services.skill_index(skill_id=skill.pk)
+    assert (outcome.chunks_deleted, outcome.chunks_embedded) == (2, 1)
+    assert list(Chunk.objects.values_list("content", flat=True)) == ["# Other\n\nCompletely different."]
+
+
+def test_a_failure_is_recorded_and_the_old_chunks_stay():
+    skill = SkillFactory(body=BODY)
+    services.skill_index(skill_id=skill.pk)
+    Skill.objects.filter(pk=skill.pk).update(body="---\nname: [broken\n---\n# New\n")
+    with pytest.raises(services.IndexingError, match="not valid YAML") as caught:
+        services.skill_index(skill_id=skill.pk)
+    services.skill_index_failed(skill_id=skill.pk, reason=caught.value.message)
+    skill.refresh_from_db()
+    assert skill.index_status == IndexStatus.FAILED
+    assert "not valid YAML" in skill.last_error
+    assert Chunk.objects.filter(source__skill=skill).count() == 2
+
+
+def test_deleting_a_skill_deletes_its_chunks():
+    skill = SkillFactory(body=BODY)
+    services.skill_index(skill_id=skill.pk)
+    Skill.objects.get(pk=skill.pk).delete()
+    assert not Source.objects.exists()
+    assert not Chunk.objects.exists()
+
+
+def test_a_deleted_skill_is_a_quiet_no_op():
+    assert services.skill_index(skill_id=987654) is None
+
+
+def test_a_disabled_skill_is_not_searchable():
+    from retrieval.search import Mode, chunks_search
+
+    skill = SkillFactory(body=BODY)
+    services.skill_index(skill_id=skill.pk)
+    assert chunks_search(query="pg_dump backups", mode=Mode.LEXICAL)
+    Skill.objects.filter(pk=skill.pk).update(enabled=False)
+    services.skill_index(skill_id=skill.pk)
+    assert chunks_search(query="pg_dump backups", mode=Mode.LEXICAL) == []
