@@ -38,6 +38,7 @@ class Command(BaseCommand):
             if created:
                 self.stdout.write(f"loaded {len(created)} demo skills (indexing starts with the worker)")
 
+        settings.STATIC_ROOT.mkdir(parents=True, exist_ok=True)  # whitenoise warns when it is missing
         python = sys.executable
         supervisor = Supervisor(log_dir=settings.VAR_DIR / "log")
         supervisor.start(
