@@ -47,30 +47,25 @@ def env_bool(name: str, default: bool) -> bool:
 
 
 def env_int(name: str, default: int, *, minimum: int | None = None, maximum: int | None = None) -> int:
+    return _number(name, default, int, "an integer", minimum, maximum)
+
+
+def env_float(name: str, default: float, *, minimum: float | None = None, maximum: float | None = None) -> float:
+    return _number(name, default, float, "a number", minimum, maximum)
+
+
+def _number(name, default, cast, kind, minimum, maximum):
     value = _raw(name)
     if value is None or value.strip() == "":
         return default
     try:
-        number = int(value)
+        number = cast(value)
     except ValueError:
-        raise ImproperlyConfigured(f"{name}={value!r} is not an integer") from None
+        raise ImproperlyConfigured(f"{name}={value!r} is not {kind}") from None
     if minimum is not None and number < minimum:
         raise ImproperlyConfigured(f"{name}={number} is below the minimum {minimum}")
     if maximum is not None and number > maximum:
         raise ImproperlyConfigured(f"{name}={number} is above the maximum {maximum}")
-    return number
-
-
-def env_float(name: str, default: float, *, minimum: float | None = None, maximum: float | None = None) -> float:
-    value = _raw(name)
-    if value is None or value.strip() == "":
-        return default
-    try:
-        number = float(value)
-    except ValueError:
-        raise ImproperlyConfigured(f"{name}={value!r} is not a number") from None
-    if (minimum is not None and number < minimum) or (maximum is not None and number > maximum):
-        raise ImproperlyConfigured(f"{name}={number} is outside [{minimum}, {maximum}]")
     return number
 
 
