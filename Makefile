@@ -10,7 +10,7 @@ STAMP := $(VENV)/.installed-$(shell cat pyproject.toml package.json | sha256sum 
 PIP := $(PY) -m pip install --quiet --disable-pip-version-check
 NPM := npm install --no-audit --no-fund --no-package-lock --silent
 
-.PHONY: install run test bench clean-var
+.PHONY: install run test browser clean-var
 
 install: $(STAMP)
 
@@ -28,8 +28,16 @@ $(STAMP): pyproject.toml package.json
 run: install
 	$(PY) manage.py rag_run
 
-test: install
+test: install browser
 	$(VENV)/bin/pytest
+
+# Headless Chromium for the browser tests, from Debian's packages (root
+# only; otherwise those tests are skipped with a reason).
+browser:
+	@command -v chromium >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 \
+	  && echo "installing chromium for the browser tests ..." \
+	  && { apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; } \
+	  || echo "chromium is not installed: the browser tests will be skipped"; }
 
 # Removes the embedded PostgreSQL and Redis data of `make run` (var/).
 clean-var:
