@@ -3,19 +3,25 @@
 Each section (a heading and the lines up to the next heading) is one chunk
 whose ``context_prefix`` is its heading path (``# Doc > ## Section``); text
 before the first heading is a chunk of its own. Sections longer than
-``max_chars`` split between top-level blocks (paragraphs, lists, fences), and
-a single oversized block splits between lines. Headings inside fenced code are
-not headings: the parser, not a regex, decides.
+``max_chars`` split between top-level blocks (paragraphs, lists, fences); a
+single oversized block goes to the window, which prefers paragraph breaks and
+sentence ends. Headings inside fenced code are not headings: the parser, not
+a regex, decides.
 """
 
+import re
 from dataclasses import dataclass
 
 from markdown_it import MarkdownIt
 
 from sources.chunking.frontmatter import FrontMatter, front_matter_split
 from sources.chunking.types import ChunkResult
+from sources.chunking.window import Lines, span_chunk, window_chunks
 
 _PARSER = MarkdownIt("commonmark")
+# markdown-it turns a lone "\r" into a line break; line numbers would then
+# disagree with the "\n" lines we cite, so such text goes to the window.
+_LONE_CR = re.compile(r"\r(?!\n)")
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,42 +38,50 @@ class _Section:
     heading: str
 
 
-def markdown_chunk(text: str, *, max_chars: int = 1500) -> MarkdownDocument:
+def markdown_chunk(text: str, *, max_chars: int = 1500, overlap: int = 200) -> MarkdownDocument:
     """Chunk a markdown document; never raises on any ``str`` input."""
-    lines = text.splitlines()
-    front = front_matter_split(lines)
+    lines = Lines(text)
+    front = front_matter_split(lines.items)
     offset = front.line_count
-    body = "\n".join(lines[offset:])
-    tokens = _PARSER.parse(body)
-    # Top-level blocks: (start, end) line spans relative to the body.
-    blocks = [tuple(t.map) for t in tokens if t.level == 0 and t.map is not None and t.nesting >= 0]
-    chunks: list[ChunkResult] = []
-    sections = _sections(tokens, len(lines) - offset)
-    heading_ends = {start: end for start, end in _heading_spans(tokens)}
+    if _LONE_CR.search(text):
+        chunks = window_chunks(lines, offset, len(lines), max_chars=max_chars, overlap=overlap, language="markdown")
+        return MarkdownDocument(chunks=chunks, front_matter=front)
+    tokens = _PARSER.parse(lines.text(offset, len(lines)))
+    # Top-level block starts, as absolute line indexes.
+    block_starts = sorted({t.map[0] + offset for t in tokens if t.level == 0 and t.map is not None and t.nesting >= 0})
+    heading_ends = {t.map[0] + offset: t.map[1] + offset for t in tokens if _is_heading(t)}
 
     def bare(section: _Section) -> bool:
         after = heading_ends.get(section.start)
-        return after is not None and not any(line.strip() for line in lines[offset + after : offset + section.end])
+        return after is not None and not any(not lines.blank(i) for i in range(after, section.end))
 
-    for section in _merge_bare_headings(sections, bare=bare):
-        spans = [(max(s, section.start), min(e, section.end)) for s, e in blocks if s < section.end and e > section.start]
-        for start, end in _pack(lines, offset, spans, section, max_chars):
-            chunk = _chunk(lines, offset + start, offset + end, section)
-            if chunk is not None:
-                chunks.append(chunk)
+    chunks: list[ChunkResult] = []
+    for section in _merge_bare_headings(_sections(tokens, offset, len(lines)), bare=bare):
+        metadata = {"heading": section.heading} if section.heading else {}
+        for start, end in _pack(lines, block_starts, section, max_chars):
+            common = {"language": "markdown", "context_prefix": section.prefix, "metadata": metadata}
+            if lines.size(start, end) <= max_chars:
+                chunk = span_chunk(lines, start, end, **common)
+                chunks.extend([chunk] if chunk else [])
+            else:
+                chunks.extend(window_chunks(lines, start, end, max_chars=max_chars, overlap=overlap, **common))
     return MarkdownDocument(chunks=chunks, front_matter=front)
 
 
-def _sections(tokens: list, line_count: int) -> list[_Section]:
+def _is_heading(token) -> bool:
+    return token.type == "heading_open" and token.level == 0 and bool(token.map)
+
+
+def _sections(tokens: list, offset: int, line_count: int) -> list[_Section]:
     headings = []
     for index, token in enumerate(tokens):
-        if token.type == "heading_open" and token.level == 0 and token.map:
+        if _is_heading(token):
             title = tokens[index + 1].content.strip() if index + 1 < len(tokens) else ""
-            headings.append((token.map[0], int(token.tag[1]), title))
+            headings.append((token.map[0] + offset, int(token.tag[1]), title))
     sections: list[_Section] = []
     first = headings[0][0] if headings else line_count
-    if first > 0:
-        sections.append(_Section(0, first, "", ""))
+    if first > offset:
+        sections.append(_Section(offset, first, "", ""))
     stack: list[tuple[int, str]] = []
     for position, (start, level, title) in enumerate(headings):
         end = headings[position + 1][0] if position + 1 < len(headings) else line_count
@@ -76,10 +90,6 @@ def _sections(tokens: list, line_count: int) -> list[_Section]:
         stack.append((level, f"{'#' * level} {title}"))
         sections.append(_Section(start, end, " > ".join(label for _, label in stack), title))
     return sections
-
-
-def _heading_spans(tokens: list) -> list[tuple[int, int]]:
-    return [tuple(t.map) for t in tokens if t.type == "heading_open" and t.level == 0 and t.map]
 
 
 def _merge_bare_headings(sections: list[_Section], *, bare) -> list[_Section]:
@@ -101,56 +111,16 @@ def _merge_bare_headings(sections: list[_Section], *, bare) -> list[_Section]:
     return merged
 
 
-def _pack(lines: list[str], offset: int, spans: list, section: _Section, max_chars: int) -> list[tuple[int, int]]:
-    """Split a section into line ranges of at most ``max_chars`` at block boundaries."""
-    if _size(lines, offset, section.start, section.end) <= max_chars or not spans:
+def _pack(lines: Lines, block_starts: list[int], section: _Section, max_chars: int) -> list[tuple[int, int]]:
+    """Line ranges of at most ``max_chars``, cut only where a top-level block starts."""
+    if lines.size(section.start, section.end) <= max_chars:
         return [(section.start, section.end)]
-    # Units run from one block start to the next; greedily pack whole units.
-    cuts = sorted({section.start, *(s for s, _ in spans if s > section.start), section.end})
+    cuts = [section.start, *(s for s in block_starts if section.start < s < section.end), section.end]
     pieces: list[tuple[int, int]] = []
     piece_start = section.start
-    for unit_start, unit_end in zip(cuts, cuts[1:]):
-        if unit_start > piece_start and _size(lines, offset, piece_start, unit_end) > max_chars:
-            pieces.extend(_split_lines(lines, offset, piece_start, unit_start, max_chars))
+    for unit_start, unit_end in zip(cuts, cuts[1:], strict=False):
+        if unit_start > piece_start and lines.size(piece_start, unit_end) > max_chars:
+            pieces.append((piece_start, unit_start))
             piece_start = unit_start
-    pieces.extend(_split_lines(lines, offset, piece_start, section.end, max_chars))
+    pieces.append((piece_start, section.end))
     return pieces
-
-
-def _split_lines(lines: list[str], offset: int, start: int, end: int, max_chars: int) -> list[tuple[int, int]]:
-    """A block bigger than the budget splits between lines (a single long line stays whole)."""
-    if _size(lines, offset, start, end) <= max_chars:
-        return [(start, end)]
-    pieces = []
-    piece_start, size = start, 0
-    for index in range(start, end):
-        line_size = len(lines[offset + index]) + 1
-        if size and size + line_size > max_chars:
-            pieces.append((piece_start, index))
-            piece_start, size = index, 0
-        size += line_size
-    pieces.append((piece_start, end))
-    return pieces
-
-
-def _size(lines: list[str], offset: int, start: int, end: int) -> int:
-    return sum(len(line) + 1 for line in lines[offset + start : offset + end])
-
-
-def _chunk(lines: list[str], start: int, end: int, section: _Section) -> ChunkResult | None:
-    # Trim blank lines at both ends so the cited range is the text itself.
-    while start < end and not lines[start].strip():
-        start += 1
-    while end > start and not lines[end - 1].strip():
-        end -= 1
-    if start >= end:
-        return None
-    return ChunkResult(
-        content="\n".join(lines[start:end]),
-        context_prefix=section.prefix,
-        language="markdown",
-        symbol="",
-        start_line=start + 1,
-        end_line=end,
-        metadata={"heading": section.heading} if section.heading else {},
-    )

@@ -5,7 +5,7 @@ from sources.chunking import markdown_chunk
 
 
 def cited(text: str, chunk) -> str:
-    return "\n".join(text.splitlines()[chunk.start_line - 1 : chunk.end_line])
+    return "\n".join(text.split("\n")[chunk.start_line - 1 : chunk.end_line])
 
 
 def test_headings_become_the_context_prefix():
@@ -85,11 +85,13 @@ def test_chunks_cite_exact_lines_and_keep_every_line(lines, max_chars):
     document = markdown_chunk(text, max_chars=max_chars)
     covered = set()
     for chunk in document.chunks:
+        if "char_start" in chunk.metadata:
+            continue  # a window inside one long line: checked in test_chunking
         assert chunk.content == cited(text, chunk)
         assert chunk.content.strip()
         covered.update(range(chunk.start_line, chunk.end_line + 1))
     body_start = document.front_matter.line_count
-    for number, line in enumerate(text.splitlines(), start=1):
+    for number, line in enumerate(text.split("\n"), start=1):
         if number > body_start and line.strip():
             assert number in covered, f"line {number} {line!r} is in no chunk"
     assert markdown_chunk(text, max_chars=max_chars) == document
