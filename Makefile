@@ -39,6 +39,10 @@ browser:
 	  && { apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; } \
 	  || echo "chromium is not installed: the browser tests will be skipped"; }
 
+# Speed, measured by the project's own command (numbers for the notes).
+bench: install
+	$(PY) manage.py rag_bench chunk "$$($(PY) -c 'import django, os; print(os.path.dirname(django.__file__))')"
+
 # Removes the embedded PostgreSQL and Redis data of `make run` (var/).
 clean-var:
 	rm -rf var

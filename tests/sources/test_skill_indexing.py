@@ -86,3 +86,9 @@ def test_a_disabled_skill_is_not_searchable():
     Skill.objects.filter(pk=skill.pk).update(enabled=False)
     services.skill_index(skill_id=skill.pk)
     assert chunks_search(query="pg_dump backups", mode=Mode.LEXICAL) == []
+
+
+def test_a_nul_character_is_a_clear_error_not_a_database_crash():
+    skill = SkillFactory(body="# T\n\nbad \x00 byte\n")
+    with pytest.raises(services.IndexingError, match="NUL"):
+        services.skill_index(skill_id=skill.pk)
