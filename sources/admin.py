@@ -27,8 +27,6 @@ class SkillForm(forms.ModelForm):
         body = self.cleaned_data["body"]
         if len(body.encode()) > settings.RAG_MAX_SKILL_BYTES:
             raise forms.ValidationError(f"The body is larger than RAG_MAX_SKILL_BYTES ({settings.RAG_MAX_SKILL_BYTES:,} bytes).")
-        if "\x00" in body:
-            raise forms.ValidationError("The body contains NUL characters; remove them.")
         front = front_matter_split(body.split("\n"))
         if front.error:
             raise forms.ValidationError(front.error[0].upper() + front.error[1:] + ".")

@@ -106,8 +106,6 @@ def skill_index(*, skill_id: int, force: bool = False) -> IndexOutcome | None:
     Skill.objects.filter(pk=skill_id).update(index_status=IndexStatus.RUNNING)
     if len(skill.body.encode()) > settings.RAG_MAX_SKILL_BYTES:
         raise IndexingError(f"the skill body is {len(skill.body.encode()):,} bytes; the limit is RAG_MAX_SKILL_BYTES={settings.RAG_MAX_SKILL_BYTES:,}")
-    if "\x00" in skill.body:
-        raise IndexingError("the skill body contains NUL characters, which cannot be stored as text; remove them")
     document = markdown_chunk(skill.body, max_chars=settings.RAG_CHUNK_MAX_CHARS)
     if document.front_matter.error:
         raise IndexingError(document.front_matter.error)

@@ -88,7 +88,10 @@ def test_a_disabled_skill_is_not_searchable():
     assert chunks_search(query="pg_dump backups", mode=Mode.LEXICAL) == []
 
 
-def test_a_nul_character_is_a_clear_error_not_a_database_crash():
-    skill = SkillFactory(body="# T\n\nbad \x00 byte\n")
-    with pytest.raises(services.IndexingError, match="NUL"):
-        services.skill_index(skill_id=skill.pk)
+def test_the_admin_form_refuses_nul_and_bad_front_matter_with_a_message():
+    from sources.admin import SkillForm
+
+    nul = SkillForm(data={"slug": "n", "title": "", "enabled": True, "body": "# T\n\nbad \x00 byte\n"})
+    assert not nul.is_valid() and "Null characters are not allowed" in nul.errors["body"][0]
+    yaml = SkillForm(data={"slug": "y", "title": "", "enabled": True, "body": "---\nname: [x\n---\n# T\n"})
+    assert not yaml.is_valid() and "not valid YAML" in yaml.errors["body"][0]
