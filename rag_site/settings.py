@@ -147,6 +147,7 @@ RAG_EMBEDDING_MODEL = env_str("RAG_EMBEDDING_MODEL", "all-MiniLM-L6-v2")
 RAG_EMBEDDING_DEVICE = env_str("RAG_EMBEDDING_DEVICE", "cpu")
 RAG_EMBED_BATCH_SIZE = env_int("RAG_EMBED_BATCH_SIZE", 64, minimum=1, maximum=4096)
 RAG_CHUNK_MAX_CHARS = env_int("RAG_CHUNK_MAX_CHARS", 1500, minimum=200)
+RAG_CHUNK_OVERLAP = env_int("RAG_CHUNK_OVERLAP", 200, minimum=0)
 RAG_SEARCH_DEFAULT_K = env_int("RAG_SEARCH_DEFAULT_K", 10, minimum=1)
 RAG_SEARCH_MAX_K = env_int("RAG_SEARCH_MAX_K", 50, minimum=1)
 # Each channel fetches this many candidates before fusion; more costs latency
@@ -160,6 +161,16 @@ RAG_HNSW_EF_SEARCH = env_int("RAG_HNSW_EF_SEARCH", 100, minimum=1, maximum=1000)
 RAG_SKILL_REVERIFY_MINUTES = env_int("RAG_SKILL_REVERIFY_MINUTES", 30, minimum=0)
 RAG_MAX_SKILL_BYTES = env_int("RAG_MAX_SKILL_BYTES", 1_000_000, minimum=1000)
 RAG_INDEX_RETRY_DELAY = env_float("RAG_INDEX_RETRY_DELAY", 10.0, minimum=0.0)
+
+# --- Workspace roots and index jobs -----------------------------------------
+# Roots may only be registered under these directories (admin and API refuse
+# others); by default, the directory this checkout sits in.
+RAG_ROOT_BASE_DIRS = [str(Path(p).resolve()) for p in env_list("RAG_ROOT_BASE_DIRS", [str(BASE_DIR.parent)])]
+# A running job whose worker has not reported for this long is marked failed
+# (its worker died) and, up to RAG_JOB_MAX_ATTEMPTS, started again; indexing
+# is idempotent, so the new attempt resumes where the old one stopped.
+RAG_JOB_STALE_SECONDS = env_int("RAG_JOB_STALE_SECONDS", 300, minimum=10)
+RAG_JOB_MAX_ATTEMPTS = env_int("RAG_JOB_MAX_ATTEMPTS", 3, minimum=1)
 
 # --- `make run` -------------------------------------------------------------
 RAG_BIND = env_str("RAG_BIND", "127.0.0.1:8000")

@@ -1,7 +1,9 @@
 """The two candidate channels, each one SQL query with the scope filter inside.
 
 The filter sits in the SQL of both channels (never applied afterwards), so a
-chunk outside the caller's scope cannot leak through either one.
+chunk outside the caller's scope cannot leak through either one. Only each
+source's active generation is read, so a model switch in progress is
+invisible until it flips.
 """
 
 from dataclasses import dataclass
@@ -12,8 +14,29 @@ from django.db import connection, transaction
 
 from sources.models import EmbeddingModel
 
-# A request without identity sees shared sources only (empty bot and client).
-_SCOPE_SQL = "s.enabled AND s.bot_id = '' AND s.client_id = ''"
+
+@dataclass(frozen=True, slots=True)
+class Scope:
+    """Who is asking. Empty values see shared sources only."""
+
+    bot_id: str = ""
+    client_id: str = ""
+    channel: str = ""
+    kinds: tuple[str, ...] = ()  # empty = every kind of source
+
+    def sql(self) -> tuple[str, list]:
+        clauses = [
+            "s.enabled",
+            "c.generation = s.active_generation",
+            "(s.bot_id = '' OR s.bot_id = %s)",
+            "(s.client_id = '' OR s.client_id = %s)",
+            "(cardinality(s.channels) = 0 OR %s = ANY(s.channels))",
+        ]
+        params: list = [self.bot_id, self.client_id, self.channel]
+        if self.kinds:
+            clauses.append("s.kind = ANY(%s)")
+            params.append(list(self.kinds))
+        return " AND ".join(clauses), params
 
 
 @dataclass(frozen=True, slots=True)
@@ -23,13 +46,14 @@ class Candidate:
     score: float
 
 
-def lexical_candidates(*, query: str, limit: int) -> list[Candidate]:
+def lexical_candidates(*, query: str, scope: Scope, limit: int) -> list[Candidate]:
     """Full-text candidates, any query word matching (OR), ranked by ts_rank.
 
     websearch_to_tsquery ANDs every word, which finds nothing for most
     natural-language questions; OR over the query's lexemes lets the rank
     reward documents matching more of them.
     """
+    where, params = scope.sql()
     sql = f"""
         WITH q AS (
             SELECT NULLIF(array_to_string(ARRAY(
@@ -39,26 +63,38 @@ def lexical_candidates(*, query: str, limit: int) -> list[Candidate]:
         )
         SELECT c.id, ts_rank(c.search_vector, q.query, 1) AS score
         FROM sources_chunk c JOIN sources_source s ON s.id = c.source_id, q
-        WHERE q.query IS NOT NULL AND c.search_vector @@ q.query AND {_SCOPE_SQL}
+        WHERE q.query IS NOT NULL AND c.search_vector @@ q.query AND {where}
         ORDER BY score DESC, c.id
         LIMIT %s
     """
     with connection.cursor() as cursor:
-        cursor.execute(sql, [query, limit])
+        cursor.execute(sql, [query, *params, limit])
         rows = cursor.fetchall()
     return [Candidate(chunk_id=row[0], rank=rank, score=float(row[1])) for rank, row in enumerate(rows, start=1)]
 
 
-def vector_candidates(*, vector: np.ndarray, model: EmbeddingModel, limit: int) -> list[Candidate]:
+def visible_models(*, scope: Scope) -> list[EmbeddingModel]:
+    """The models whose vectors this scope can see (one vector query each)."""
+    where, params = scope.sql()
+    where = where.replace("c.generation = s.active_generation AND ", "")
+    ids = EmbeddingModel.objects.raw(
+        f"SELECT DISTINCT m.* FROM sources_embeddingmodel m JOIN sources_source s ON s.embedding_model_id = m.id WHERE {where}",
+        params,
+    )
+    return list(ids)
+
+
+def vector_candidates(*, vector: np.ndarray, model: EmbeddingModel, scope: Scope, limit: int) -> list[Candidate]:
     """Nearest chunks of one model by cosine similarity, through its HNSW index."""
     dims = int(model.dimensions)
+    where, params = scope.sql()
     # The expression and predicate match the partial index exactly, so the
     # planner can use it; iterative scans keep returning rows when the scope
     # filter removes many of the nearest ones.
     sql = f"""
         SELECT c.id, 1 - (c.embedding::halfvec({dims}) <=> %s::halfvec({dims})) AS score
         FROM sources_chunk c JOIN sources_source s ON s.id = c.source_id
-        WHERE c.embedding_model_id = {int(model.pk)} AND {_SCOPE_SQL}
+        WHERE c.embedding_model_id = {int(model.pk)} AND {where}
         ORDER BY c.embedding::halfvec({dims}) <=> %s::halfvec({dims})
         LIMIT %s
     """
@@ -68,6 +104,6 @@ def vector_candidates(*, vector: np.ndarray, model: EmbeddingModel, limit: int) 
             "SELECT set_config('hnsw.ef_search', %s, true), set_config('hnsw.iterative_scan', 'relaxed_order', true)",
             [str(max(settings.RAG_HNSW_EF_SEARCH, limit))],
         )
-        cursor.execute(sql, [literal, literal, limit])
+        cursor.execute(sql, [literal, *params, literal, limit])
         rows = cursor.fetchall()
     return [Candidate(chunk_id=row[0], rank=rank, score=float(row[1])) for rank, row in enumerate(rows, start=1)]

@@ -8,6 +8,10 @@ class SearchIn(Schema):
     query: str = Field(..., min_length=1, max_length=2000, description="What to look for, in plain words.")
     k: int = Field(settings.RAG_SEARCH_DEFAULT_K, ge=1, le=settings.RAG_SEARCH_MAX_K, description="How many hits to return.")
     mode: Literal["hybrid", "lexical", "vector"] = Field("hybrid", description="Which channels to use.")
+    sources: list[Literal["skill", "file", "tool"]] = Field(default_factory=list, description="Kinds of source to search; empty = all.")
+    bot_id: str = Field("", max_length=128, description="Caller's bot; empty sees shared sources only.")
+    client_id: str = Field("", max_length=128, description="Caller's client; empty sees shared sources only.")
+    channel: str = Field("", max_length=128, description="Caller's channel, for segments gated to channels.")
 
 
 class ChannelOut(Schema):
@@ -17,7 +21,7 @@ class ChannelOut(Schema):
 
 class HitOut(Schema):
     chunk_id: int
-    source: str = Field(..., description="Kind of source: skill (more to come).")
+    source: str = Field(..., description="Kind of source: skill, file or tool.")
     source_key: str
     title: str
     path: str
@@ -30,6 +34,7 @@ class HitOut(Schema):
     content: str
     score: float = Field(..., description="Fused score (RRF) in hybrid mode, else the channel's own score.")
     channels: dict[str, ChannelOut] = Field(..., description="Rank and score in each channel that found the chunk.")
+    tool: dict | None = Field(None, description="For tool hits: the full schema in OpenAI function format.")
 
 
 class SearchOut(Schema):
@@ -42,3 +47,21 @@ class SearchOut(Schema):
 class ErrorOut(Schema):
     error: str
     detail: list[str] | dict = Field(default_factory=list)
+
+
+class ToolSearchIn(Schema):
+    query: str = Field(..., min_length=1, max_length=2000)
+    k: int = Field(10, ge=1, le=settings.RAG_SEARCH_MAX_K)
+    bot_id: str = Field("", max_length=128)
+    client_id: str = Field("", max_length=128)
+
+
+class ToolHitOut(Schema):
+    key: str
+    score: float
+    schema_: dict = Field(..., alias="schema", description="OpenAI function format: {type: function, function: {...}}.")
+
+
+class ToolSearchOut(Schema):
+    query: str
+    tools: list[ToolHitOut]

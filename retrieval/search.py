@@ -6,10 +6,14 @@ from dataclasses import dataclass, field
 from django.conf import settings
 
 from rag_site.errors import ApplicationError
-from retrieval.channels import Candidate, lexical_candidates, vector_candidates
+import logging
+
+from retrieval.channels import Candidate, Scope, lexical_candidates, vector_candidates, visible_models
 from retrieval.fusion import rrf_fuse
 from sources.embedding import EmbeddingError, embedder_for
-from sources.models import Chunk, EmbeddingModel
+from sources.models import Chunk
+
+log = logging.getLogger(__name__)
 
 
 class Mode(enum.StrEnum):
@@ -48,7 +52,7 @@ class Hit:
         return self.chunk.citation
 
 
-def chunks_search(*, query: str, k: int | None = None, mode: Mode = Mode.HYBRID) -> list[Hit]:
+def chunks_search(*, query: str, k: int | None = None, mode: Mode = Mode.HYBRID, scope: Scope = Scope()) -> list[Hit]:
     """The ``k`` best chunks for ``query``, each explaining its channel ranks."""
     query = query.strip()
     if not query:
@@ -60,18 +64,23 @@ def chunks_search(*, query: str, k: int | None = None, mode: Mode = Mode.HYBRID)
 
     channels: dict[str, list[Candidate]] = {}
     if mode in (Mode.HYBRID, Mode.LEXICAL):
-        channels["lexical"] = lexical_candidates(query=query, limit=limit)
+        channels["lexical"] = lexical_candidates(query=query, scope=scope, limit=limit)
     if mode in (Mode.HYBRID, Mode.VECTOR):
-        channels["vector"] = _vector(query=query, limit=limit)
+        channels.update(_vector(query=query, scope=scope, limit=limit))
 
-    if mode is Mode.HYBRID:
-        fused = rrf_fuse({name: [c.chunk_id for c in found] for name, found in channels.items()}, k=settings.RAG_RRF_K)
-    else:
-        (found,) = channels.values()
+    if mode is Mode.LEXICAL or (mode is Mode.VECTOR and len(channels) == 1):
+        found = next(iter(channels.values()), [])
         fused = [(c.chunk_id, c.score) for c in found]
+    else:
+        fused = rrf_fuse({name: [c.chunk_id for c in found] for name, found in channels.items()}, k=settings.RAG_RRF_K)
     top = fused[:k]
 
-    explain = {name: {c.chunk_id: ChannelScore(c.rank, c.score) for c in found} for name, found in channels.items()}
+    # Each model's list is its own ranking; hits explain it as "vector".
+    explain: dict[str, dict[int, ChannelScore]] = {}
+    for name, found in channels.items():
+        bucket = explain.setdefault(name.split(":")[0], {})
+        for c in found:
+            bucket.setdefault(c.chunk_id, ChannelScore(c.rank, c.score))
     rows = Chunk.objects.select_related("source").in_bulk([chunk_id for chunk_id, _ in top])
     return [
         Hit(
@@ -84,14 +93,20 @@ def chunks_search(*, query: str, k: int | None = None, mode: Mode = Mode.HYBRID)
     ]
 
 
-def _vector(*, query: str, limit: int) -> list[Candidate]:
-    model = EmbeddingModel.objects.filter(
-        provider="local", name=settings.RAG_EMBEDDING_MODEL
-    ).order_by("-pk").first()
-    if model is None:
-        return []  # nothing has been embedded yet, so nothing to find
-    try:
-        vector = embedder_for(provider=model.provider, name=model.name, device=settings.RAG_EMBEDDING_DEVICE).embed([query])[0]
-    except EmbeddingError as exc:
-        raise ApplicationError(f"the query could not be embedded: {exc}", status=503) from exc
-    return vector_candidates(vector=vector, model=model, limit=limit)
+def _vector(*, query: str, scope: Scope, limit: int) -> dict[str, list[Candidate]]:
+    """One candidate list per model visible to the scope; a model that fails is skipped."""
+    lists: dict[str, list[Candidate]] = {}
+    failures = []
+    models = visible_models(scope=scope)
+    for model in models:
+        try:
+            embedder = embedder_for(provider=model.provider, name=model.name, device=settings.RAG_EMBEDDING_DEVICE)
+            vector = embedder.embed([query])[0]
+        except EmbeddingError as exc:
+            log.warning("vector search skipped model %s: %s", model, exc)
+            failures.append(str(exc))
+            continue
+        lists[f"vector:{model.pk}"] = vector_candidates(vector=vector, model=model, scope=scope, limit=limit)
+    if models and len(failures) == len(models):
+        raise ApplicationError(f"the query could not be embedded: {failures[0]}", status=503)
+    return lists

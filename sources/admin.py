@@ -103,3 +103,6 @@ class EmbeddingModelAdmin(admin.ModelAdmin):
 
     def has_add_permission(self, request) -> bool:
         return False  # rows are created from RAG_EMBEDDING_MODEL when first used
+
+
+from sources import admin_roots  # noqa: E402,F401 - registers roots, jobs and tools

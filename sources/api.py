@@ -2,8 +2,10 @@ from django.db.models import Count
 from django.shortcuts import get_object_or_404
 from ninja import Router
 
-from sources.models import Skill
-from sources.schemas import SkillOut
+from rag_site.errors import ApplicationError
+from sources import jobs
+from sources.models import IndexJob, Skill, WorkspaceRoot
+from sources.schemas import JobOut, ReindexIn, ReindexOut, RootOut, SkillOut
 
 router = Router(tags=["sources"])
 
@@ -33,3 +35,44 @@ def skills_list(request):
 @router.get("/skills/{slug}", response=SkillOut)
 def skill_detail(request, slug: str):
     return _skill_out(get_object_or_404(_skills().select_related("source"), slug=slug))
+
+
+def _job_out(job: IndexJob) -> JobOut:
+    return JobOut(
+        id=job.pk, root_id=job.root_id, root=job.root.name, status=job.status, trigger=job.trigger, attempt=job.attempt,
+        force=job.force, message=job.message, progress=job.progress, files_total=job.files_total,
+        files_seen=job.files_seen, files_changed=job.files_changed, files_unchanged=job.files_unchanged,
+        files_skipped=job.files_skipped, files_failed=job.files_failed, files_deleted=job.files_deleted,
+        chunks_embedded=job.chunks_embedded, chunks_deleted=job.chunks_deleted, errors=job.errors, worker=job.worker,
+        created_at=job.created_at, started_at=job.started_at, finished_at=job.finished_at,
+    )
+
+
+@router.get("/roots", response=list[RootOut])
+def roots_list(request):
+    """Workspace roots with their latest index job."""
+    out = []
+    for root in WorkspaceRoot.objects.all():
+        last = root.jobs.select_related("root").first()
+        out.append(RootOut(id=root.pk, name=root.name, path=root.path, enabled=root.enabled,
+                           last_verified_at=root.last_verified_at, last_job=_job_out(last) if last else None))
+    return out
+
+
+@router.post("/roots/{root_id}/reindex", response={202: ReindexOut, 200: ReindexOut})
+def root_reindex(request, root_id: int, payload: ReindexIn):
+    """Queue a re-index (202). If one is already queued or running, that job is returned (200, created=false).
+
+    Without ``force`` a root verified within its cooldown is refused (429)."""
+    job, created = jobs.root_reindex_request(root_id=root_id, force=payload.force, trigger="api")
+    job = IndexJob.objects.select_related("root").get(pk=job.pk)
+    return (202 if created else 200), ReindexOut(created=created, job=_job_out(job))
+
+
+@router.get("/index-jobs/{job_id}", response=JobOut)
+def index_job(request, job_id: int):
+    """Status, counters, progress and the first errors of one index job."""
+    job = IndexJob.objects.select_related("root").filter(pk=job_id).first()
+    if job is None:
+        raise ApplicationError(f"index job {job_id} does not exist", status=404)
+    return _job_out(job)

@@ -1,5 +1,6 @@
 """Knowledge sources and the one chunk table they all index into."""
 
+from django.contrib.postgres.fields import ArrayField
 from django.contrib.postgres.indexes import GinIndex
 from django.contrib.postgres.search import SearchVector, SearchVectorField
 from django.db import models
@@ -39,21 +40,32 @@ class EmbeddingModel(models.Model):
 
 
 class Source(models.Model):
-    """What chunks belong to: a skill now; workspace roots and tools share it.
+    """What chunks belong to: a skill, a tool, or one segment of a workspace root.
 
-    Scope lives here so one filter in SQL serves every channel: empty
-    ``bot_id``/``client_id`` means shared with everyone.
+    Scope and channel gating live here so one filter in SQL serves every
+    channel: empty ``bot_id``/``client_id`` means shared with everyone, an
+    empty ``channels`` list means every channel may see it. Searches read
+    only ``active_generation``: a model change builds the next generation
+    beside it and flips this number in one transaction.
     """
 
     class Kind(models.TextChoices):
         SKILL = "skill", "Skill"
+        FILE = "file", "Workspace files"
+        TOOL = "tool", "Tool"
 
     kind = models.CharField(max_length=16, choices=Kind.choices)
-    key = models.CharField(max_length=512, unique=True, help_text="skill:<slug>")
+    key = models.CharField(max_length=512, unique=True, help_text="skill:<slug>, tool:<key>, root:<id>[:segment:<id>]")
     title = models.CharField(max_length=255, blank=True)
     bot_id = models.CharField(max_length=128, blank=True, default="")
     client_id = models.CharField(max_length=128, blank=True, default="")
+    channels = ArrayField(models.CharField(max_length=128), default=list, blank=True)
     enabled = models.BooleanField(default=True)
+    active_generation = models.PositiveIntegerField(default=0)
+    embedding_model = models.ForeignKey(
+        "EmbeddingModel", null=True, blank=True, on_delete=models.PROTECT, related_name="+",
+        help_text="The model of the active generation's vectors.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     def __str__(self) -> str:
@@ -68,12 +80,9 @@ class IndexStatus(models.TextChoices):
     FAILED = "failed", "Failed"
 
 
-class Skill(models.Model):
-    slug = models.SlugField(max_length=200, unique=True)
-    title = models.CharField(max_length=255, blank=True, help_text="Empty: taken from front matter or the first heading.")
-    body = models.TextField(help_text="Markdown, optionally starting with YAML front matter between --- lines.")
-    enabled = models.BooleanField(default=True)
-    metadata = models.JSONField(default=dict, blank=True, editable=False, help_text="The parsed front matter.")
+class Indexed(models.Model):
+    """Index state shared by skills and tools (one source each)."""
+
     source = models.OneToOneField(Source, null=True, blank=True, editable=False, on_delete=models.SET_NULL)
     index_status = models.CharField(max_length=16, choices=IndexStatus.choices, default=IndexStatus.PENDING, editable=False)
     content_hash = models.CharField(max_length=64, blank=True, editable=False)
@@ -81,6 +90,17 @@ class Skill(models.Model):
     last_error = models.TextField(blank=True, editable=False)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        abstract = True
+
+
+class Skill(Indexed):
+    slug = models.SlugField(max_length=200, unique=True)
+    title = models.CharField(max_length=255, blank=True, help_text="Empty: taken from front matter or the first heading.")
+    body = models.TextField(help_text="Markdown, optionally starting with YAML front matter between --- lines.")
+    enabled = models.BooleanField(default=True)
+    metadata = models.JSONField(default=dict, blank=True, editable=False, help_text="The parsed front matter.")
 
     class Meta:
         ordering = ["slug"]
@@ -99,6 +119,7 @@ def _identifier_words(field: str) -> Func:
 class Chunk(models.Model):
     source = models.ForeignKey(Source, on_delete=models.CASCADE, related_name="chunks")
     path = models.CharField(max_length=1024, blank=True, default="", help_text="File path inside a root; empty for skills.")
+    generation = models.PositiveIntegerField(default=0)
     chunk_index = models.PositiveIntegerField()
     content = models.TextField()
     context_prefix = models.TextField(blank=True, default="")
@@ -128,7 +149,7 @@ class Chunk(models.Model):
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(fields=["source", "path", "chunk_index"], name="chunk_unique_position"),
+            models.UniqueConstraint(fields=["source", "generation", "path", "chunk_index"], name="chunk_unique_position"),
         ]
         indexes = [GinIndex(fields=["search_vector"], name="sources_chunk_search_gin")]
 
@@ -139,3 +160,14 @@ class Chunk(models.Model):
     def citation(self) -> str:
         # path:start-end for files, skill:<slug>:start-end for skills.
         return f"{self.path or self.source.key}:{self.start_line}-{self.end_line}"
+
+
+# Models in their own module, registered with this app.
+from sources.models_roots import (  # noqa: E402,F401
+    IndexedFile,
+    IndexJob,
+    JobStatus,
+    Segment,
+    Tool,
+    WorkspaceRoot,
+)

@@ -3,23 +3,47 @@
 from django.conf import settings
 
 REVERIFY_TASK_NAME = "Re-verify skills"
+REAP_TASK_NAME = "Fail and retry stalled index jobs"
 
 
 def schedules_ensure(**kwargs) -> None:
-    """Create the periodic re-verify on first migrate; never overwrite an admin's edits.
+    """Create the fixed schedules on first migrate; never overwrite an admin's edits.
 
-    Connected to post_migrate, so every deployment gets it after `migrate`.
+    Connected to post_migrate, so every deployment gets them after `migrate`.
     """
+    minutes = settings.RAG_SKILL_REVERIFY_MINUTES
+    _ensure(REVERIFY_TASK_NAME, "sources.tasks.skills_reverify_task", max(minutes, 1), enabled=minutes > 0,
+            description="Queues every skill; unchanged skills are skipped by content hash, changed ones re-embedded.")
+    _ensure(REAP_TASK_NAME, "sources.tasks.jobs_reap_task", 1, enabled=True,
+            description="Marks running index jobs whose worker died as failed, with the reason, and starts them again.")
+
+
+def _ensure(name: str, task: str, minutes: int, *, enabled: bool, description: str) -> None:
     from django_celery_beat.models import IntervalSchedule, PeriodicTask
 
-    if PeriodicTask.objects.filter(name=REVERIFY_TASK_NAME).exists():
+    if PeriodicTask.objects.filter(name=name).exists():
         return
-    minutes = settings.RAG_SKILL_REVERIFY_MINUTES
-    interval, _ = IntervalSchedule.objects.get_or_create(every=max(minutes, 1), period=IntervalSchedule.MINUTES)
-    PeriodicTask.objects.create(
-        name=REVERIFY_TASK_NAME,
-        task="sources.tasks.skills_reverify_task",
-        interval=interval,
-        enabled=minutes > 0,
-        description="Queues every skill; unchanged skills are skipped by content hash, changed ones re-embedded.",
+    interval, _ = IntervalSchedule.objects.get_or_create(every=minutes, period=IntervalSchedule.MINUTES)
+    PeriodicTask.objects.create(name=name, task=task, interval=interval, enabled=enabled, description=description)
+
+
+def root_schedule_sync(*, root) -> None:
+    """One editable periodic task per root, following its re-verify interval."""
+    from django_celery_beat.models import IntervalSchedule, PeriodicTask
+
+    name = f"Re-verify root {root.pk}"
+    if root.reverify_minutes == 0 or not root.enabled:
+        PeriodicTask.objects.filter(name=name).update(enabled=False)
+        return
+    interval, _ = IntervalSchedule.objects.get_or_create(every=root.reverify_minutes, period=IntervalSchedule.MINUTES)
+    PeriodicTask.objects.update_or_create(
+        name=name,
+        defaults={"task": "sources.tasks.root_reverify_task", "args": f"[{root.pk}]", "interval": interval, "enabled": True,
+                  "description": f"Re-verifies workspace root {root.name!r}: only changed files are embedded."},
     )
+
+
+def root_schedule_delete(*, root_id: int) -> None:
+    from django_celery_beat.models import PeriodicTask
+
+    PeriodicTask.objects.filter(name=f"Re-verify root {root_id}").delete()

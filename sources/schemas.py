@@ -11,3 +11,47 @@ class SkillOut(Schema):
     indexed_at: datetime | None
     last_error: str
     chunks: int
+
+
+class ReindexIn(Schema):
+    force: bool = False
+
+
+class JobOut(Schema):
+    id: int
+    root_id: int
+    root: str
+    status: str
+    trigger: str
+    attempt: int
+    force: bool
+    message: str
+    progress: float
+    files_total: int
+    files_seen: int
+    files_changed: int
+    files_unchanged: int
+    files_skipped: int
+    files_failed: int
+    files_deleted: int
+    chunks_embedded: int
+    chunks_deleted: int
+    errors: list[dict]
+    worker: str
+    created_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+
+
+class ReindexOut(Schema):
+    created: bool
+    job: JobOut
+
+
+class RootOut(Schema):
+    id: int
+    name: str
+    path: str
+    enabled: bool
+    last_verified_at: datetime | None
+    last_job: JobOut | None

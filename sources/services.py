@@ -5,13 +5,14 @@ import logging
 from dataclasses import dataclass
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import transaction
 from django.utils import timezone
 
 from rag_site.errors import ApplicationError
 from sources.chunking import CHUNKING_VERSION, ChunkResult, markdown_chunk
-from sources.embedding import EmbeddingError, embedder_for
-from sources.models import Chunk, EmbeddingModel, IndexStatus, Skill, Source
+from sources.embedding import EmbeddingError
+from sources.models import EmbeddingModel, IndexStatus, Skill, Source
+from sources.store import FileChunks, embedding_model_for, files_embed, files_replace
 
 log = logging.getLogger(__name__)
 
@@ -28,37 +29,7 @@ class IndexOutcome:
 
 
 def embedding_model_default() -> EmbeddingModel:
-    """The configured model's row, created (with its HNSW index) on first use."""
-    embedder = embedder_for(provider="local", name=settings.RAG_EMBEDDING_MODEL, device=settings.RAG_EMBEDDING_DEVICE)
-    spec = embedder.spec
-    model, created = EmbeddingModel.objects.get_or_create(
-        provider=spec.provider, name=spec.name, dimensions=spec.dimensions, normalized=spec.normalized
-    )
-    if created:
-        embedding_model_index_ensure(model=model)
-    return model
-
-
-def embedding_model_index_ensure(*, model: EmbeddingModel) -> None:
-    """A partial HNSW index per model on ``embedding::halfvec(N)``.
-
-    One vector column holds every model's vectors; the cast to a fixed
-    dimension plus the partial predicate is pgvector's documented way to
-    index several dimensions in one table (halfvec halves the index size).
-    """
-    dims = int(model.dimensions)
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"CREATE INDEX IF NOT EXISTS {model.hnsw_index_name} ON sources_chunk "
-            f"USING hnsw ((embedding::halfvec({dims})) halfvec_cosine_ops) "
-            f"WHERE embedding_model_id = {int(model.pk)}"
-        )
-
-
-def embed_text(chunk: ChunkResult) -> str:
-    # The heading path tells the model what the section is about; the
-    # content alone often does not name its topic.
-    return f"{chunk.context_prefix}\n\n{chunk.content}" if chunk.context_prefix else chunk.content
+    return embedding_model_for(settings.RAG_EMBEDDING_MODEL)
 
 
 def skill_fingerprint(*, skill: Skill, model: EmbeddingModel) -> str:
@@ -109,51 +80,30 @@ def skill_index(*, skill_id: int, force: bool = False) -> IndexOutcome | None:
     document = markdown_chunk(skill.body, max_chars=settings.RAG_CHUNK_MAX_CHARS)
     if document.front_matter.error:
         raise IndexingError(document.front_matter.error)
-    chunks = document.chunks
-    try:
-        vectors = embedder_for(provider=model.provider, name=model.name).embed(
-            [embed_text(c) for c in chunks], batch_size=settings.RAG_EMBED_BATCH_SIZE
-        )
-    except EmbeddingError as exc:
-        raise IndexingError(str(exc)) from exc
-    return _skill_store(skill_id=skill_id, chunks=chunks, vectors=vectors, model=model, fingerprint=fingerprint, metadata=document.front_matter.data)
+    return _skill_store(
+        skill_id=skill_id, chunks=document.chunks, model=model, fingerprint=fingerprint, metadata=document.front_matter.data
+    )
 
 
-@transaction.atomic
-def _skill_store(*, skill_id, chunks, vectors, model, fingerprint, metadata) -> IndexOutcome | None:
-    # The row lock serialises two workers indexing the same skill; the
-    # delete + insert in one transaction means a search never sees half of it.
-    skill = Skill.objects.select_for_update().filter(pk=skill_id).first()
+def _skill_store(*, skill_id, chunks, model, fingerprint, metadata) -> IndexOutcome | None:
+    skill = Skill.objects.filter(pk=skill_id).first()
     if skill is None:
         return None
     source = _skill_source_sync(skill, title=_skill_title(skill, metadata, chunks))
-    deleted, _ = Chunk.objects.filter(source=source).delete()
-    Chunk.objects.bulk_create(
-        Chunk(
-            source=source,
-            path="",
-            chunk_index=index,
-            content=chunk.content,
-            context_prefix=chunk.context_prefix,
-            language=chunk.language,
-            symbol=chunk.symbol,
-            start_line=chunk.start_line,
-            end_line=chunk.end_line,
-            content_hash=hashlib.sha256(chunk.content.encode()).hexdigest(),
-            embedding=vector,
-            embedding_model=model,
-            chunking_version=CHUNKING_VERSION,
-            metadata=chunk.metadata,
+    batch = [FileChunks(source=source, generation=source.active_generation, path="", chunks=chunks)]
+    try:
+        files_embed(batch, model=model)
+    except EmbeddingError as exc:
+        raise IndexingError(str(exc)) from exc
+    with transaction.atomic():
+        # The row lock serialises two workers indexing the same skill.
+        if not Skill.objects.select_for_update().filter(pk=skill_id).exists():
+            return None
+        deleted = files_replace(batch, model=model, track_state=False)
+        Source.objects.filter(pk=source.pk).update(embedding_model=model)
+        Skill.objects.filter(pk=skill_id).update(
+            content_hash=fingerprint, metadata=metadata, indexed_at=timezone.now(), index_status=IndexStatus.INDEXED, last_error=""
         )
-        for index, (chunk, vector) in enumerate(zip(chunks, vectors, strict=True))
-    )
-    Skill.objects.filter(pk=skill_id).update(
-        content_hash=fingerprint,
-        metadata=metadata,
-        indexed_at=timezone.now(),
-        index_status=IndexStatus.INDEXED,
-        last_error="",
-    )
     return IndexOutcome(skipped=False, chunks_embedded=len(chunks), chunks_deleted=deleted)
 
 

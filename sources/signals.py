@@ -1,10 +1,12 @@
-"""Thin receivers: every way a skill is saved (admin, ORM, API) queues indexing."""
+"""Thin receivers: every way a source is saved (admin, ORM, API) reaches its service."""
 
-from django.db.models.signals import post_save, pre_delete
+from django.db.models.signals import post_delete, post_save, pre_delete
 from django.dispatch import receiver
 
-from sources import services
-from sources.models import Skill
+from sources import services, tools
+from sources.models import Segment, Skill, Source, Tool, WorkspaceRoot
+from sources.roots import root_sources_sync
+from sources.schedules import root_schedule_delete, root_schedule_sync
 
 
 @receiver(post_save, sender=Skill, dispatch_uid="skill_saved_index")
@@ -16,3 +18,36 @@ def skill_saved(sender, instance: Skill, raw: bool = False, **kwargs) -> None:
 @receiver(pre_delete, sender=Skill, dispatch_uid="skill_deleted_source")
 def skill_deleting(sender, instance: Skill, **kwargs) -> None:
     services.skill_delete_source(skill_id=instance.pk)
+
+
+@receiver(post_save, sender=Tool, dispatch_uid="tool_saved_index")
+def tool_saved(sender, instance: Tool, raw: bool = False, **kwargs) -> None:
+    if not raw:
+        tools.tool_enqueue_index(tool_id=instance.pk)
+
+
+@receiver(pre_delete, sender=Tool, dispatch_uid="tool_deleted_source")
+def tool_deleting(sender, instance: Tool, **kwargs) -> None:
+    Source.objects.filter(tool__pk=instance.pk).delete()
+
+
+@receiver(post_save, sender=WorkspaceRoot, dispatch_uid="root_saved")
+def root_saved(sender, instance: WorkspaceRoot, raw: bool = False, **kwargs) -> None:
+    # Scope and enabled apply to search at once, without waiting for a job.
+    if not raw:
+        root_sources_sync(root=instance)
+        root_schedule_sync(root=instance)
+
+
+@receiver(pre_delete, sender=WorkspaceRoot, dispatch_uid="root_deleting")
+def root_deleting(sender, instance: WorkspaceRoot, **kwargs) -> None:
+    Source.objects.filter(key=f"root:{instance.pk}").delete()
+    Source.objects.filter(key__startswith=f"root:{instance.pk}:segment:").delete()
+    root_schedule_delete(root_id=instance.pk)
+
+
+@receiver(post_save, sender=Segment, dispatch_uid="segment_saved")
+@receiver(post_delete, sender=Segment, dispatch_uid="segment_deleted")
+def segment_changed(sender, instance: Segment, raw: bool = False, **kwargs) -> None:
+    if not raw and WorkspaceRoot.objects.filter(pk=instance.root_id).exists():
+        root_sources_sync(root=WorkspaceRoot.objects.get(pk=instance.root_id))

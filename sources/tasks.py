@@ -6,7 +6,9 @@ from celery import shared_task
 from django.conf import settings
 from django.db import DatabaseError
 
-from sources import services
+from rag_site.errors import ApplicationError
+from sources import jobs, roots, services, tools
+from sources.models import JobStatus
 
 log = logging.getLogger(__name__)
 
@@ -31,6 +33,52 @@ def skill_index_task(self, skill_id: int, force: bool = False) -> dict | None:
     if outcome is None:
         return None  # deleted after it was queued: nothing to do
     return {"status": "skipped" if outcome.skipped else "indexed", "chunks": outcome.chunks_embedded}
+
+
+@shared_task(acks_late=True, reject_on_worker_lost=True)
+def tool_index_task(tool_id: int) -> str | None:
+    try:
+        changed = tools.tool_index(tool_id=tool_id)
+    except ApplicationError as exc:
+        tools.tool_index_failed(tool_id=tool_id, reason=exc.message)
+        return "failed"
+    except Exception as exc:
+        tools.tool_index_failed(tool_id=tool_id, reason=f"unexpected error: {type(exc).__name__}: {exc}")
+        raise
+    return None if changed is None else ("indexed" if changed else "skipped")
+
+
+@shared_task(acks_late=True, reject_on_worker_lost=True)
+def root_index_task(job_id: int) -> str | None:
+    """Run an index job. A redelivered message for a finished job does nothing."""
+    job = jobs.job_start(job_id=job_id)
+    if job is None:
+        return None
+    try:
+        roots.root_index(job=job)
+    except ApplicationError as exc:
+        jobs.job_finish(job_id=job_id, status=JobStatus.FAILED, message=exc.message, job=job)
+        return "failed"
+    except Exception as exc:
+        jobs.job_finish(job_id=job_id, status=JobStatus.FAILED, message=f"unexpected error: {type(exc).__name__}: {exc}", job=job)
+        raise
+    return "done"
+
+
+@shared_task(acks_late=True)
+def root_reverify_task(root_id: int) -> int | None:
+    """The periodic re-verify of one root (its schedule is editable in admin)."""
+    try:
+        job, _ = jobs.root_reindex_request(root_id=root_id, trigger="schedule")
+    except ApplicationError as exc:
+        log.info("root %s not re-verified: %s", root_id, exc.message)  # cooldown, disabled or deleted
+        return None
+    return job.pk
+
+
+@shared_task(acks_late=True)
+def jobs_reap_task() -> list[int]:
+    return jobs.jobs_reap()
 
 
 @shared_task(acks_late=True)

@@ -1,0 +1,156 @@
+"""Workspace roots, their segments, tools, per-file index state and jobs."""
+
+from django.db import models
+from django.db.models import Q
+
+from sources.models import EmbeddingModel, Indexed, Source
+
+DEFAULT_INCLUDE = (
+    "*.py *.pyi *.ipynb *.md *.markdown *.mdx *.rst *.txt *.js *.jsx *.mjs *.cjs *.ts *.tsx *.mts *.go *.rs *.java *.kt "
+    "*.scala *.c *.h *.cc *.cpp *.hpp *.cs *.rb *.php *.swift *.lua *.sh *.sql *.json *.yaml *.yml *.toml *.ini *.cfg "
+    "*.html *.css Dockerfile Makefile"
+)
+DEFAULT_EXCLUDE_DIRS = (
+    ".git .hg .svn node_modules __pycache__ .venv venv env dist build .next .nuxt target .mypy_cache .pytest_cache "
+    ".ruff_cache .tox .idea .vscode coverage htmlcov .cache vendor"
+)
+
+
+def words(value: str) -> list[str]:
+    return [word for word in value.replace(",", " ").split() if word]
+
+
+class WorkspaceRoot(models.Model):
+    name = models.CharField(max_length=200, unique=True)
+    path = models.CharField(max_length=1024, unique=True, help_text="Absolute directory, under one of RAG_ROOT_BASE_DIRS.")
+    include_globs = models.TextField(default=DEFAULT_INCLUDE, help_text="File name patterns to index, separated by spaces.")
+    exclude_dirs = models.TextField(default=DEFAULT_EXCLUDE_DIRS, help_text="Directory names never entered.")
+    max_file_bytes = models.PositiveIntegerField(default=500_000)
+    embedding_model_name = models.CharField(max_length=255, blank=True, help_text="Empty: RAG_EMBEDDING_MODEL.")
+    bot_id = models.CharField(max_length=128, blank=True, default="", help_text="Empty: shared with every bot.")
+    client_id = models.CharField(max_length=128, blank=True, default="", help_text="Empty: shared with every client.")
+    enabled = models.BooleanField(default=True)
+    cooldown_seconds = models.PositiveIntegerField(default=300, help_text="Minimum time between full re-verifies (force bypasses it).")
+    reverify_minutes = models.PositiveIntegerField(default=30, help_text="Periodic re-verify interval; 0 = off.")
+    source = models.OneToOneField(Source, null=True, blank=True, editable=False, on_delete=models.SET_NULL,
+                                  help_text="The default segment: files no segment claims.")
+    last_verified_at = models.DateTimeField(null=True, blank=True, editable=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Segment(models.Model):
+    root = models.ForeignKey(WorkspaceRoot, on_delete=models.CASCADE, related_name="segments")
+    name = models.CharField(max_length=200)
+    path_glob = models.CharField(max_length=512, help_text='Files of the root this segment claims, e.g. "docs/**" or "src/api/*.py".')
+    embedding_model_name = models.CharField(max_length=255, blank=True, help_text="Empty: the root's model.")
+    channels = models.CharField(max_length=1024, blank=True, help_text="Channels allowed to see it, separated by spaces; empty = all.")
+    source = models.OneToOneField(Source, null=True, blank=True, editable=False, on_delete=models.SET_NULL)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["root", "path_glob"], name="segment_unique_glob")]
+
+    def __str__(self) -> str:
+        return f"{self.root.name}: {self.name}"
+
+
+class Tool(Indexed):
+    key = models.CharField(max_length=300, unique=True, editable=False, help_text="local:{name} or mcp:{server}:{name}")
+    name = models.CharField(max_length=200)
+    server = models.CharField(max_length=200, blank=True, help_text="MCP server name; empty for a local tool.")
+    description = models.TextField(blank=True)
+    parameters = models.JSONField(default=dict, blank=True, help_text="JSON Schema of the arguments (an object schema).")
+    enabled = models.BooleanField(default=True)
+
+    class Meta:
+        ordering = ["key"]
+
+    def __str__(self) -> str:
+        return self.key
+
+    def save(self, *args, **kwargs) -> None:
+        # The key is derived, so it can never disagree with name and server.
+        self.key = f"mcp:{self.server}:{self.name}" if self.server else f"local:{self.name}"
+        super().save(*args, **kwargs)
+
+    @property
+    def openai_schema(self) -> dict:
+        return {
+            "type": "function",
+            "function": {"name": self.name, "description": self.description, "parameters": self.parameters or {"type": "object", "properties": {}}},
+        }
+
+
+class IndexedFile(models.Model):
+    """What is stored for one file: unchanged stat and hash mean nothing to do."""
+
+    source = models.ForeignKey(Source, on_delete=models.CASCADE, related_name="files")
+    generation = models.PositiveIntegerField(default=0)
+    path = models.CharField(max_length=1024)
+    size = models.BigIntegerField()
+    mtime_ns = models.BigIntegerField()
+    content_hash = models.CharField(max_length=64)
+    chunking_version = models.CharField(max_length=32)
+    embedding_model = models.ForeignKey(EmbeddingModel, on_delete=models.PROTECT, related_name="+")
+    chunk_count = models.PositiveIntegerField(default=0)
+    indexed_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["source", "generation", "path"], name="indexed_file_unique")]
+
+
+class JobStatus(models.TextChoices):
+    QUEUED = "queued", "Queued"
+    RUNNING = "running", "Running"
+    SUCCEEDED = "succeeded", "Succeeded"
+    FAILED = "failed", "Failed"
+    CANCELLED = "cancelled", "Cancelled"
+
+
+ACTIVE_JOB_STATUSES = (JobStatus.QUEUED, JobStatus.RUNNING)
+
+
+class IndexJob(models.Model):
+    root = models.ForeignKey(WorkspaceRoot, on_delete=models.CASCADE, related_name="jobs")
+    status = models.CharField(max_length=16, choices=JobStatus.choices, default=JobStatus.QUEUED)
+    force = models.BooleanField(default=False)
+    trigger = models.CharField(max_length=32, default="admin")
+    attempt = models.PositiveIntegerField(default=1)
+    message = models.TextField(blank=True)
+    files_total = models.PositiveIntegerField(default=0)
+    files_seen = models.PositiveIntegerField(default=0)
+    files_changed = models.PositiveIntegerField(default=0)
+    files_unchanged = models.PositiveIntegerField(default=0)
+    files_skipped = models.PositiveIntegerField(default=0)
+    files_failed = models.PositiveIntegerField(default=0)
+    files_deleted = models.PositiveIntegerField(default=0)
+    chunks_embedded = models.PositiveIntegerField(default=0)
+    chunks_deleted = models.PositiveIntegerField(default=0)
+    errors = models.JSONField(default=list, blank=True, help_text="The first problems: [{path, reason}].")
+    worker = models.CharField(max_length=255, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [
+            # One root is never indexed by two jobs at once; a second request
+            # finds this one instead of starting another.
+            models.UniqueConstraint(fields=["root"], condition=Q(status__in=["queued", "running"]), name="one_active_job_per_root")
+        ]
+
+    def __str__(self) -> str:
+        return f"job {self.pk} ({self.root}, {self.status})"
+
+    @property
+    def progress(self) -> float:
+        if self.status == JobStatus.SUCCEEDED:
+            return 1.0
+        return round(self.files_seen / self.files_total, 3) if self.files_total else 0.0

@@ -1,0 +1,228 @@
+"""Indexing a workspace root: walk, compare with stored state, embed what
+changed in batches across files, delete what disappeared."""
+
+import hashlib
+import logging
+import os
+import time
+from dataclasses import dataclass
+
+import pathspec
+from django.conf import settings
+from django.db import connection, transaction
+from django.utils import timezone
+
+from rag_site.errors import ApplicationError
+from sources import jobs
+from sources.chunking import CHUNKING_VERSION, chunk_text
+from sources.embedding import EmbeddingError
+from sources.models import Chunk, EmbeddingModel, IndexedFile, IndexJob, JobStatus, Segment, Source, WorkspaceRoot
+from sources.models_roots import words
+from sources.store import FileChunks, embedding_model_for, files_embed, files_replace
+from sources.walk import Candidate, Skipped, WalkRules, read_text, walk
+
+log = logging.getLogger(__name__)
+
+_LOCK_CLASS = 4242  # advisory-lock namespace for roots
+_HEARTBEAT_SECONDS = 2.0
+
+
+@dataclass(slots=True)
+class SegmentPlan:
+    source: Source
+    glob: str  # "" for the root's default segment
+    matcher: pathspec.PathSpec | None
+    model: EmbeddingModel
+    generation: int  # where this run writes
+    rebuilding: bool  # a new model: written beside the active generation, flipped at the end
+
+
+def root_path_validate(path: str) -> str:
+    """The real path of a directory allowed as a root, or a clear error."""
+    if not os.path.isabs(path):
+        raise ApplicationError(f"{path!r} is not an absolute path")
+    real = os.path.realpath(path)
+    if not os.path.isdir(real):
+        raise ApplicationError(f"{path!r} is not an existing directory")
+    allowed = settings.RAG_ROOT_BASE_DIRS
+    if not any(os.path.commonpath([real, base]) == base for base in allowed):
+        raise ApplicationError(f"{real!r} is outside the allowed base directories ({', '.join(allowed)}; RAG_ROOT_BASE_DIRS)")
+    return real
+
+
+@transaction.atomic
+def root_sources_sync(*, root: WorkspaceRoot) -> None:
+    """Source rows for the root's default segment and each segment, with scope and channels."""
+    scope = {"bot_id": root.bot_id, "client_id": root.client_id, "enabled": root.enabled, "kind": Source.Kind.FILE}
+    default, _ = Source.objects.update_or_create(key=f"root:{root.pk}", defaults={**scope, "title": root.name, "channels": []})
+    if root.source_id != default.pk:
+        WorkspaceRoot.objects.filter(pk=root.pk).update(source=default)
+        root.source = default
+    for segment in root.segments.all():
+        source, _ = Source.objects.update_or_create(
+            key=f"root:{root.pk}:segment:{segment.pk}",
+            defaults={**scope, "title": f"{root.name}: {segment.name}", "channels": words(segment.channels)},
+        )
+        if segment.source_id != source.pk:
+            Segment.objects.filter(pk=segment.pk).update(source=source)
+    # Segments deleted since: their sources (and chunks, by cascade) go too.
+    keep = {f"root:{root.pk}"} | {f"root:{root.pk}:segment:{pk}" for pk in root.segments.values_list("pk", flat=True)}
+    Source.objects.filter(key__startswith=f"root:{root.pk}:segment:").exclude(key__in=keep).delete()
+
+
+def _plans(root: WorkspaceRoot) -> list[SegmentPlan]:
+    root_sources_sync(root=root)
+    plans = []
+    for segment in root.segments.select_related("source"):
+        matcher = pathspec.PathSpec.from_lines("gitwildmatch", [segment.path_glob])
+        plans.append(_plan(segment.source, segment.path_glob, matcher, segment.embedding_model_name or root.embedding_model_name))
+    # The most specific segment wins: longest glob first, the default last.
+    plans.sort(key=lambda p: -len(p.glob))
+    plans.append(_plan(Source.objects.get(pk=root.source_id), "", None, root.embedding_model_name))
+    return plans
+
+
+def _plan(source: Source, glob: str, matcher, model_name: str) -> SegmentPlan:
+    model = embedding_model_for(model_name)
+    rebuilding = source.embedding_model_id is not None and source.embedding_model_id != model.pk
+    generation = source.active_generation + 1 if rebuilding else source.active_generation
+    return SegmentPlan(source, glob, matcher, model, generation, rebuilding)
+
+
+def _segment_for(path: str, plans: list[SegmentPlan]) -> SegmentPlan:
+    return next(p for p in plans if p.matcher is None or p.matcher.match_file(path))
+
+
+def root_index(*, job: IndexJob) -> None:
+    """Run one job to its end; the job records the outcome (never left running)."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_try_advisory_lock(%s, %s)", [_LOCK_CLASS, job.root_id])
+        (locked,) = cursor.fetchone()
+    if not locked:
+        jobs.job_finish(job_id=job.pk, status=JobStatus.CANCELLED, message="another worker is indexing this root right now")
+        return
+    try:
+        _Run(job).run()
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_unlock(%s, %s)", [_LOCK_CLASS, job.root_id])
+
+
+class _Run:
+    def __init__(self, job: IndexJob) -> None:
+        self.job = job
+        self.root: WorkspaceRoot = job.root
+        self.pending: list[tuple[SegmentPlan, FileChunks]] = []
+        self.pending_chunks = 0
+        self.last_beat = 0.0
+
+    def run(self) -> None:
+        root = self.root
+        if not os.path.isdir(root.path):
+            raise ApplicationError(f"the root directory {root.path!r} does not exist or is not a directory")
+        plans = _plans(root)
+        states = {
+            (s.source_id, s.generation, s.path): s
+            for s in IndexedFile.objects.filter(source__in=[p.source for p in plans])
+        }
+        rules = WalkRules(
+            include=tuple(words(root.include_globs)), exclude_dirs=frozenset(words(root.exclude_dirs)),
+            max_file_bytes=root.max_file_bytes,
+        )
+        entries = list(walk(root.path, rules))
+        self.job.files_total = len(entries)
+        self._beat(force=True)
+        kept: set[tuple[int, int, str]] = set()
+        for entry in entries:
+            self.job.files_seen += 1
+            if isinstance(entry, Skipped):
+                self._skip(entry)
+            else:
+                plan = _segment_for(entry.path, plans)
+                if self._consider(entry, plan, states.get((plan.source.pk, plan.generation, entry.path))):
+                    kept.add((plan.source.pk, plan.generation, entry.path))
+            self._beat()
+        self._flush()
+        self._delete_missing(plans, states, kept)
+        self._flip(plans)
+        WorkspaceRoot.objects.filter(pk=root.pk).update(last_verified_at=timezone.now())
+        job = self.job
+        summary = (f"{job.files_changed} changed, {job.files_unchanged} unchanged, {job.files_skipped} skipped, "
+                   f"{job.files_failed} failed, {job.files_deleted} removed; {job.chunks_embedded} chunks embedded")
+        jobs.job_finish(job_id=job.pk, status=JobStatus.SUCCEEDED, message=summary, job=job)
+
+    def _consider(self, entry: Candidate, plan: SegmentPlan, state: IndexedFile | None) -> bool:
+        """Queue the file if it changed; True when it stays in the index."""
+        current = state is not None and state.chunking_version == CHUNKING_VERSION and state.embedding_model_id == plan.model.pk
+        if current and state.size == entry.size and state.mtime_ns == entry.mtime_ns:
+            self.job.files_unchanged += 1  # not even read
+            return True
+        text = read_text(entry, self.root.max_file_bytes)
+        if isinstance(text, Skipped):
+            self._skip(text, failed=text.reason.startswith("unreadable"))
+            return False
+        digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+        if current and state.content_hash == digest:
+            IndexedFile.objects.filter(pk=state.pk).update(size=entry.size, mtime_ns=entry.mtime_ns)
+            self.job.files_unchanged += 1  # touched, same content
+            return True
+        chunks = chunk_text(text, entry.path, max_chars=settings.RAG_CHUNK_MAX_CHARS, overlap=settings.RAG_CHUNK_OVERLAP)
+        self.pending.append((plan, FileChunks(
+            source=plan.source, generation=plan.generation, path=entry.path, chunks=chunks,
+            size=entry.size, mtime_ns=entry.mtime_ns, content_hash=digest,
+        )))
+        self.pending_chunks += len(chunks)
+        self.job.files_changed += 1
+        if self.pending_chunks >= settings.RAG_EMBED_BATCH_SIZE:
+            self._flush()
+        return True
+
+    def _flush(self) -> None:
+        by_model: dict[int, tuple[EmbeddingModel, list[FileChunks]]] = {}
+        for plan, file_chunks in self.pending:
+            by_model.setdefault(plan.model.pk, (plan.model, []))[1].append(file_chunks)
+        for model, files in by_model.values():
+            try:
+                files_embed(files, model=model)
+            except EmbeddingError as exc:
+                raise ApplicationError(str(exc)) from exc
+            self.job.chunks_deleted += files_replace(files, model=model, track_state=True)
+            self.job.chunks_embedded += sum(len(f.chunks) for f in files)
+        self.pending, self.pending_chunks = [], 0
+        self._beat(force=True)
+
+    def _skip(self, skipped: Skipped, *, failed: bool = False) -> None:
+        if failed:
+            self.job.files_failed += 1
+        else:
+            self.job.files_skipped += 1
+        if len(self.job.errors) < jobs.MAX_ERRORS_KEPT:
+            self.job.errors.append({"path": skipped.path, "reason": skipped.reason})
+
+    def _delete_missing(self, plans: list[SegmentPlan], states: dict, kept: set) -> None:
+        """Files gone, now excluded or now unreadable lose their chunks."""
+        written = {(p.source.pk, p.generation) for p in plans}
+        gone: dict[tuple[int, int], list[str]] = {}
+        for key in states:
+            if key not in kept and key[:2] in written:
+                gone.setdefault(key[:2], []).append(key[2])
+        with transaction.atomic():
+            for (source_id, generation), paths in gone.items():
+                self.job.chunks_deleted += Chunk.objects.filter(source_id=source_id, generation=generation, path__in=paths).delete()[0]
+                IndexedFile.objects.filter(source_id=source_id, generation=generation, path__in=paths).delete()
+                self.job.files_deleted += len(paths)
+
+    def _flip(self, plans: list[SegmentPlan]) -> None:
+        """Make each segment's written generation the one searches read, atomically."""
+        for plan in plans:
+            with transaction.atomic():
+                Source.objects.filter(pk=plan.source.pk).update(active_generation=plan.generation, embedding_model=plan.model)
+                if plan.rebuilding:
+                    Chunk.objects.filter(source=plan.source, generation__lt=plan.generation).delete()
+                    IndexedFile.objects.filter(source=plan.source, generation__lt=plan.generation).delete()
+
+    def _beat(self, *, force: bool = False) -> None:
+        now = time.monotonic()
+        if force or now - self.last_beat >= _HEARTBEAT_SECONDS:
+            jobs.job_progress(self.job)
+            self.last_beat = now

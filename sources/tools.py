@@ -1,0 +1,93 @@
+"""Tools (JSON function schemas) as one searchable chunk each."""
+
+import hashlib
+
+from django.db import transaction
+from django.utils import timezone
+from jsonschema import Draft202012Validator, SchemaError
+
+from rag_site.errors import ApplicationError
+from sources.chunking import CHUNKING_VERSION, ChunkResult
+from sources.embedding import EmbeddingError
+from sources.models import IndexStatus, Source, Tool
+from sources.store import FileChunks, embedding_model_for, files_embed, files_replace
+
+
+def tool_parameters_validate(parameters: object) -> None:
+    """The arguments schema must be a valid JSON Schema of an object."""
+    if not isinstance(parameters, dict):
+        raise ApplicationError("parameters must be a JSON object (a JSON Schema)")
+    if parameters and parameters.get("type", "object") != "object":
+        raise ApplicationError('parameters must describe an object: "type": "object"')
+    try:
+        Draft202012Validator.check_schema(parameters)
+    except SchemaError as exc:
+        where = "/".join(str(p) for p in exc.path) or "the schema"
+        raise ApplicationError(f"parameters is not a valid JSON Schema at {where}: {exc.message}") from None
+
+
+def tool_text(tool: Tool) -> str:
+    """What the search sees: name, server, description and every parameter."""
+    lines = [tool.name.replace("_", " ") + f" ({tool.name})"]
+    if tool.server:
+        lines.append(f"server: {tool.server}")
+    if tool.description:
+        lines.append(tool.description)
+    properties = (tool.parameters or {}).get("properties", {}) or {}
+    required = set((tool.parameters or {}).get("required", []) or [])
+    for name, spec in properties.items():
+        spec = spec if isinstance(spec, dict) else {}
+        kind = spec.get("type", "any")
+        note = " (required)" if name in required else ""
+        lines.append(f"- {name}: {kind}{note} {spec.get('description', '')}".rstrip())
+    return "\n".join(lines)
+
+
+def tool_index(*, tool_id: int) -> bool | None:
+    """Embed the tool unless unchanged; None if it was deleted meanwhile."""
+    tool = Tool.objects.filter(pk=tool_id).first()
+    if tool is None:
+        return None
+    model = embedding_model_for()
+    text = tool_text(tool)
+    fingerprint = hashlib.sha256("\x1f".join([text, CHUNKING_VERSION, model.spec.identity]).encode()).hexdigest()
+    source, _ = Source.objects.update_or_create(
+        key=f"tool:{tool.key}", defaults={"kind": Source.Kind.TOOL, "title": tool.key, "enabled": tool.enabled}
+    )
+    if tool.source_id != source.pk:
+        Tool.objects.filter(pk=tool_id).update(source=source)
+    if fingerprint == tool.content_hash:
+        Tool.objects.filter(pk=tool_id).update(index_status=IndexStatus.INDEXED, last_error="")
+        return False
+    chunk = ChunkResult(content=text, context_prefix="", language="tool", symbol=tool.key, start_line=1,
+                        end_line=text.count("\n") + 1, metadata={"tool": tool.key})
+    batch = [FileChunks(source=source, generation=source.active_generation, path="", chunks=[chunk])]
+    try:
+        files_embed(batch, model=model)
+    except EmbeddingError as exc:
+        raise ApplicationError(str(exc)) from exc
+    with transaction.atomic():
+        files_replace(batch, model=model, track_state=False)
+        Source.objects.filter(pk=source.pk).update(embedding_model=model)
+        Tool.objects.filter(pk=tool_id).update(
+            content_hash=fingerprint, indexed_at=timezone.now(), index_status=IndexStatus.INDEXED, last_error=""
+        )
+    return True
+
+
+def tool_index_failed(*, tool_id: int, reason: str) -> None:
+    Tool.objects.filter(pk=tool_id).update(index_status=IndexStatus.FAILED, last_error=reason[:2000])
+
+
+def tool_enqueue_index(*, tool_id: int) -> None:
+    Tool.objects.filter(pk=tool_id).update(index_status=IndexStatus.QUEUED)
+
+    def send() -> None:
+        from sources.tasks import tool_index_task
+
+        try:
+            tool_index_task.delay(tool_id)
+        except Exception as exc:  # noqa: BLE001
+            tool_index_failed(tool_id=tool_id, reason=f"could not queue indexing (is the broker running?): {exc}")
+
+    transaction.on_commit(send)
