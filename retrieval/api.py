@@ -26,7 +26,7 @@ def tools_search(request, payload: ToolSearchIn):
     tools = _tools_for(hits)
     return ToolSearchOut(
         query=payload.query,
-        tools=[ToolHitOut(key=tools[h.chunk.source_id].key, score=h.score, schema=tools[h.chunk.source_id].openai_schema)
+        tools=[ToolHitOut(key=tools[h.chunk.source_id].key, score=h.score, openai_schema=tools[h.chunk.source_id].openai_schema)
                for h in hits if h.chunk.source_id in tools],
     )
 

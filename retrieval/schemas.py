@@ -59,7 +59,7 @@ class ToolSearchIn(Schema):
 class ToolHitOut(Schema):
     key: str
     score: float
-    schema_: dict = Field(..., alias="schema", description="OpenAI function format: {type: function, function: {...}}.")
+    openai_schema: dict = Field(..., description="The tool in OpenAI function format: {type: function, function: {...}}.")
 
 
 class ToolSearchOut(Schema):

@@ -1,6 +1,7 @@
 from django.db.models import Count
 from django.shortcuts import get_object_or_404
 from ninja import Router
+from ninja.responses import Status
 
 from rag_site.errors import ApplicationError
 from sources import jobs
@@ -66,7 +67,7 @@ def root_reindex(request, root_id: int, payload: ReindexIn):
     Without ``force`` a root verified within its cooldown is refused (429)."""
     job, created = jobs.root_reindex_request(root_id=root_id, force=payload.force, trigger="api")
     job = IndexJob.objects.select_related("root").get(pk=job.pk)
-    return (202 if created else 200), ReindexOut(created=created, job=_job_out(job))
+    return Status(202 if created else 200, ReindexOut(created=created, job=_job_out(job)))
 
 
 @router.get("/index-jobs/{job_id}", response=JobOut)

@@ -74,7 +74,7 @@ def _plans(root: WorkspaceRoot) -> list[SegmentPlan]:
     root_sources_sync(root=root)
     plans = []
     for segment in root.segments.select_related("source"):
-        matcher = pathspec.PathSpec.from_lines("gitwildmatch", [segment.path_glob])
+        matcher = pathspec.GitIgnoreSpec.from_lines([segment.path_glob])
         plans.append(_plan(segment.source, segment.path_glob, matcher, segment.embedding_model_name or root.embedding_model_name))
     # The most specific segment wins: longest glob first, the default last.
     plans.sort(key=lambda p: -len(p.glob))

@@ -52,6 +52,10 @@ def embedding_model_index_ensure(*, model: EmbeddingModel) -> None:
     """
     dims = int(model.dimensions)
     with connection.cursor() as cursor:
+        if connection.in_atomic_block:
+            # PostgreSQL refuses CREATE INDEX while deferred foreign-key
+            # checks on the table are pending in this transaction.
+            cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
         cursor.execute(
             f"CREATE INDEX IF NOT EXISTS {model.hnsw_index_name} ON sources_chunk "
             f"USING hnsw ((embedding::halfvec({dims})) halfvec_cosine_ops) "

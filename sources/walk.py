@@ -112,7 +112,7 @@ def _gitignore(directory: str) -> pathspec.PathSpec | None:
         lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
     except OSError:
         return None
-    return pathspec.PathSpec.from_lines("gitwildmatch", lines)
+    return pathspec.GitIgnoreSpec.from_lines(lines)
 
 
 def _ignored(ignores: list[tuple[str, pathspec.PathSpec]], relative: str) -> bool:

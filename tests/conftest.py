@@ -1,3 +1,4 @@
+import contextlib
 import os
 import subprocess
 import sys
@@ -9,8 +10,8 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 
 
-@pytest.fixture(scope="module")
-def celery_worker(django_db_setup, django_db_blocker):
+@contextlib.contextmanager
+def running_worker(name: str = "test-worker", **env: str):
     """A real Celery worker process on the test database and the embedded Redis."""
     from django.db import connection
 
@@ -18,26 +19,33 @@ def celery_worker(django_db_setup, django_db_blocker):
 
     database = connection.settings_dict["NAME"]  # test_<name>, created by pytest-django
     url = os.environ["DATABASE_URL"].rsplit("/", 1)[0] + "/" + database
-    log_path = Path(os.environ["RAG_VAR_DIR"]) / "test-worker.log"
+    log_path = Path(os.environ["RAG_VAR_DIR"]) / f"{name}.log"
     log_path.parent.mkdir(parents=True, exist_ok=True)
     with open(log_path, "ab") as log:
         process = subprocess.Popen(
             [sys.executable, "-m", "celery", "-A", "rag_site", "worker", "--pool=solo", "--loglevel=INFO",
-             "--without-gossip", "--without-mingle", "--hostname=test-worker@%h"],
-            cwd=ROOT, env={**os.environ, "DATABASE_URL": url}, stdout=log, stderr=subprocess.STDOUT,
+             "--without-gossip", "--without-mingle", f"--hostname={name}@%h"],
+            cwd=ROOT, env={**os.environ, "DATABASE_URL": url, **env}, stdout=log, stderr=subprocess.STDOUT,
         )
     try:
         deadline = time.monotonic() + 120
-        while not app.control.ping(timeout=1.0):
+        while not any(host.startswith(f"{name}@") for reply in app.control.ping(timeout=1.0) for host in reply):
             if process.poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError(f"the Celery worker did not start:\n{log_path.read_text()[-3000:]}")
         yield process
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            process.kill()
+        if process.poll() is None:
+            process.terminate()
+            try:
+                process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                process.kill()
+
+
+@pytest.fixture(scope="module")
+def celery_worker(django_db_setup, django_db_blocker):
+    with running_worker() as process:
+        yield process
 
 
 def wait_for(predicate, *, timeout: float = 90.0, interval: float = 0.25, what: str = "condition"):

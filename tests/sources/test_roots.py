@@ -1,0 +1,210 @@
+"""Indexing workspace roots through the real pipeline (PostgreSQL, MiniLM)."""
+
+from pathlib import Path
+
+import pytest
+from django.db.models import Count
+
+from rag_site.errors import ApplicationError
+from retrieval.channels import Scope
+from retrieval.search import Mode, chunks_search
+from sources import jobs, roots
+from sources.chunking import chunk_text
+from sources.models import Chunk, IndexedFile, IndexJob, JobStatus, Segment, Source, WorkspaceRoot
+from tests.tree import tree_make
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def root(tmp_path, settings):
+    settings.RAG_ROOT_BASE_DIRS = [str(tmp_path)]
+    directory = tmp_path / "repo"
+    directory.mkdir()
+    return WorkspaceRoot.objects.create(name="repo", path=str(directory), cooldown_seconds=0)
+
+
+def index(root: WorkspaceRoot, *, force: bool = True) -> IndexJob:
+    job, created = jobs.root_reindex_request(root_id=root.pk, force=force, trigger="test")
+    assert created
+    roots.root_index(job=jobs.job_start(job_id=job.pk))
+    job.refresh_from_db()
+    return job
+
+
+def stored(root: WorkspaceRoot) -> dict[str, int]:
+    rows = Chunk.objects.filter(source__key__startswith=f"root:{root.pk}").values("path").annotate(n=Count("id"))
+    return {row["path"]: row["n"] for row in rows}
+
+
+def test_edit_delete_and_rename_touch_exactly_those_files(root):
+    directory = Path(root.path)
+    paths = tree_make(directory, files=240)
+    first = index(root)
+    assert first.status == JobStatus.SUCCEEDED, first.message
+    assert (first.files_total, first.files_changed, first.files_skipped) == (240, 240, 0)
+    assert set(stored(root)) == set(paths)
+    assert first.chunks_embedded == sum(stored(root).values())
+    assert {c.language for c in Chunk.objects.all()} >= {"python", "typescript", "markdown", "go"}
+
+    unchanged = index(root)
+    assert (unchanged.files_unchanged, unchanged.files_changed, unchanged.chunks_embedded) == (240, 0, 0)
+
+    edited = directory / paths[0]
+    edited.write_text(edited.read_text() + "\n\ndef zebra_sorting_helper():\n    return 'zebra'\n")
+    expected = len(chunk_text(edited.read_text(), paths[0]))
+    after_edit = index(root)
+    assert (after_edit.files_changed, after_edit.files_unchanged) == (1, 239)
+    assert after_edit.chunks_embedded == expected
+    assert stored(root)[paths[0]] == expected
+
+    (directory / paths[1]).unlink()
+    renamed_from, renamed_to = paths[2], paths[2].replace("guide_", "renamed_")
+    (directory / renamed_from).rename(directory / renamed_to)
+    after_moves = index(root)
+    assert (after_moves.files_deleted, after_moves.files_changed) == (2, 1)
+    assert paths[1] not in stored(root) and renamed_from not in stored(root) and renamed_to in stored(root)
+    hits = chunks_search(query="zebra sorting helper", mode=Mode.LEXICAL)
+    assert hits[0].chunk.path == paths[0] and hits[0].chunk.symbol == "zebra_sorting_helper"
+    assert not IndexedFile.objects.filter(path__in=[paths[1], renamed_from]).exists()
+
+
+def test_bad_files_are_skipped_and_listed_and_the_job_still_succeeds(root, tmp_path):
+    directory = Path(root.path)
+    (directory / "good.py").write_text("def ok():\n    return 1\n")
+    (directory / "binary.py").write_bytes(b"\x7fELF\x00\x00\x01")
+    (directory / "latin.md").write_bytes(b"caf\xe9 au lait")
+    (directory / "big.md").write_text("word " * 200_000)
+    (tmp_path / "secret.md").write_text("password")
+    (directory / "escape.md").symlink_to(tmp_path / "secret.md")
+    (directory / "broken.py").symlink_to(directory / "nowhere.py")
+    job = index(root)
+    assert job.status == JobStatus.SUCCEEDED
+    reasons = {error["path"]: error["reason"] for error in job.errors}
+    assert set(reasons) == {"binary.py", "latin.md", "big.md", "escape.md", "broken.py"}
+    assert reasons["escape.md"] == "symlink points outside the root"
+    assert job.files_skipped + job.files_failed == 5 and job.files_changed == 1
+    assert set(stored(root)) == {"good.py"}
+
+
+def test_a_file_that_turns_binary_loses_its_chunks(root):
+    target = Path(root.path) / "a.py"
+    target.write_text("def a():\n    return 1\n")
+    index(root)
+    target.write_bytes(b"\x00" * 10)
+    job = index(root)
+    assert job.files_deleted == 1 and stored(root) == {}
+
+
+def test_a_second_request_gets_the_active_job_and_the_cooldown_is_enforced(root):
+    first, created = jobs.root_reindex_request(root_id=root.pk)
+    second, created_again = jobs.root_reindex_request(root_id=root.pk, force=True)
+    assert created and not created_again and second.pk == first.pk
+    roots.root_index(job=jobs.job_start(job_id=first.pk))
+    WorkspaceRoot.objects.filter(pk=root.pk).update(cooldown_seconds=300)
+    with pytest.raises(ApplicationError, match="cooldown is 300 s") as refused:
+        jobs.root_reindex_request(root_id=root.pk)
+    assert refused.value.status == 429
+    assert jobs.root_reindex_request(root_id=root.pk, force=True)[1]
+
+
+def test_a_job_claimed_by_a_live_worker_is_not_run_twice(root):
+    job, _ = jobs.root_reindex_request(root_id=root.pk)
+    assert jobs.job_start(job_id=job.pk) is not None
+    assert jobs.job_start(job_id=job.pk) is None  # a redelivered message while it runs
+    roots.root_index(job=IndexJob.objects.get(pk=job.pk))
+    assert jobs.job_start(job_id=job.pk) is None  # and after it finished
+
+
+def test_a_stalled_job_is_failed_with_its_reason_and_retried(root):
+    job, _ = jobs.root_reindex_request(root_id=root.pk)
+    jobs.job_start(job_id=job.pk)
+    assert jobs.jobs_reap(stale_after=0) == [job.pk]
+    job.refresh_from_db()
+    assert job.status == JobStatus.FAILED and "stopped responding" in job.message
+    retry = IndexJob.objects.get(root=root, status=JobStatus.QUEUED)
+    assert (retry.attempt, retry.trigger, retry.force) == (2, "retry", True)
+
+
+def test_segments_scope_and_channels_are_enforced_in_sql(root):
+    directory = Path(root.path)
+    (directory / "docs").mkdir()
+    (directory / "docs" / "ops.md").write_text("# Ops\n\nThe flamingo runbook lives here.\n")
+    (directory / "main.py").write_text("def flamingo_public():\n    return 'flamingo'\n")
+    Segment.objects.create(root=root, name="docs", path_glob="docs/**", channels="ops-team")
+    index(root)
+    segment_source = Source.objects.get(key__endswith=":segment:" + str(Segment.objects.get().pk))
+    assert Chunk.objects.get(path="docs/ops.md").source_id == segment_source.pk
+
+    def paths(**scope):
+        return {h.chunk.path for h in chunks_search(query="flamingo", mode=Mode.LEXICAL, scope=Scope(**scope))}
+
+    assert paths() == {"main.py"}
+    assert paths(channel="ops-team") == {"main.py", "docs/ops.md"}
+    root.bot_id = "bot-a"
+    root.save()  # the scope applies at once, without re-indexing
+    assert paths() == set() and paths(bot_id="bot-b") == set()
+    assert paths(bot_id="bot-a", channel="ops-team") == {"main.py", "docs/ops.md"}
+    assert {h.chunk.path for h in chunks_search(query="flamingo", mode=Mode.VECTOR, scope=Scope(bot_id="bot-a"))} == {"main.py"}
+
+
+def test_the_root_path_must_be_under_an_allowed_base(root, tmp_path, settings):
+    from sources.admin_roots import RootForm
+
+    assert roots.root_path_validate(root.path) == root.path
+    settings.RAG_ROOT_BASE_DIRS = [str(tmp_path / "elsewhere")]
+    with pytest.raises(ApplicationError, match="outside the allowed base directories"):
+        roots.root_path_validate(root.path)
+    with pytest.raises(ApplicationError, match="not an absolute path"):
+        roots.root_path_validate("relative/dir")
+    form = RootForm(data={"name": "x", "path": root.path + "/../repo"})
+    assert not form.is_valid() and "outside the allowed base directories" in form.errors["path"][0]
+
+
+@pytest.fixture(scope="session")
+def second_model(tmp_path_factory) -> str:
+    """A different local model (MiniLM plus a 64-dimension projection), built here."""
+    from sentence_transformers import SentenceTransformer
+    from sentence_transformers.sentence_transformer.modules import Dense
+
+    from sources.embedding.local import model_path
+
+    base = SentenceTransformer(model_path("all-MiniLM-L6-v2"), device="cpu")
+    projected = SentenceTransformer(modules=[*base, Dense(384, 64)], device="cpu")
+    target = tmp_path_factory.mktemp("models") / "minilm-64"
+    projected.save(str(target))
+    return str(target)
+
+
+def test_a_segment_model_change_switches_atomically_and_survives_a_crash(root, second_model, monkeypatch):
+    directory = Path(root.path)
+    (directory / "api").mkdir()
+    (directory / "api" / "pelican.py").write_text("def pelican_feeder():\n    return 'fish'\n")
+    (directory / "other.py").write_text("def heron():\n    return 1\n")
+    segment = Segment.objects.create(root=root, name="api", path_glob="api/**")
+    index(root)
+    old_model = Chunk.objects.get(path="api/pelican.py").embedding_model
+
+    def vector_paths():
+        return [(h.chunk.path, h.chunk.embedding_model.dimensions) for h in chunks_search(query="feeding pelicans", mode=Mode.VECTOR)]
+
+    segment.embedding_model_name = second_model
+    segment.save()
+    # The switch crashes after the new generation is written, before the flip.
+    monkeypatch.setattr(roots._Run, "_flip", lambda self, plans: (_ for _ in ()).throw(RuntimeError("worker died")))
+    with pytest.raises(RuntimeError):
+        index(root)
+    IndexJob.objects.filter(status="running").update(status="failed")
+    assert Chunk.objects.filter(path="api/pelican.py").count() == 2  # old and new generation side by side
+    assert ("api/pelican.py", 384) in vector_paths()  # searches still read the old model only
+    assert all(dims == 384 for _, dims in vector_paths())
+
+    monkeypatch.undo()
+    resumed = index(root)
+    assert resumed.status == JobStatus.SUCCEEDED
+    assert resumed.files_unchanged >= 1  # the crashed run's work was kept, not redone
+    chunk = Chunk.objects.get(path="api/pelican.py")
+    assert chunk.embedding_model != old_model and chunk.embedding_model.dimensions == 64
+    assert chunk.generation == Source.objects.get(pk=chunk.source_id).active_generation == 1
+    assert Chunk.objects.get(path="other.py").embedding_model == old_model  # other segments untouched
+    assert ("api/pelican.py", 64) in vector_paths() and ("other.py", 384) in vector_paths()

@@ -1,0 +1,93 @@
+"""Index jobs on real Celery workers: through the API, and through a SIGKILL."""
+
+import json
+import os
+import shutil
+import signal
+from pathlib import Path
+
+import pytest
+from django.db.models import Count
+
+from sources import jobs, roots
+from sources.models import Chunk, IndexJob, JobStatus, WorkspaceRoot
+from tests.conftest import running_worker, wait_for
+from tests.tree import tree_make
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.worker]
+
+
+@pytest.fixture
+def base(tmp_path, settings):
+    settings.RAG_ROOT_BASE_DIRS = [str(tmp_path)]
+    return tmp_path
+
+
+def job_json(client, job_id: int) -> dict:
+    return client.get(f"/api/v1/index-jobs/{job_id}").json()
+
+
+def index_rows(root: WorkspaceRoot) -> list[tuple]:
+    return sorted(
+        Chunk.objects.filter(source__key=f"root:{root.pk}").values_list("path", "chunk_index", "content_hash", "start_line", "end_line")
+    )
+
+
+def test_a_reindex_requested_through_the_api_runs_on_the_worker(client, base):
+    directory = base / "repo"
+    tree_make(directory, files=40)
+    (directory / "blob.py").write_bytes(b"\x00\x00binary")
+    root = WorkspaceRoot.objects.create(name="repo", path=str(directory))
+    with running_worker("api-worker"):
+        first = client.post(f"/api/v1/roots/{root.pk}/reindex", data=json.dumps({"force": False}), content_type="application/json")
+        assert first.status_code == 202
+        job_id = first.json()["job"]["id"]
+        again = client.post(f"/api/v1/roots/{root.pk}/reindex", data=json.dumps({"force": True}), content_type="application/json")
+        if job_json(client, job_id)["status"] in ("queued", "running"):
+            assert again.status_code == 200 and again.json() == {"created": False, "job": again.json()["job"]}
+            assert again.json()["job"]["id"] == job_id
+        done = wait_for(lambda: (j := job_json(client, job_id))["status"] in ("succeeded", "failed") and j, what="the job")
+    assert done["status"] == "succeeded", done["message"]
+    assert (done["files_total"], done["files_changed"], done["files_skipped"], done["progress"]) == (41, 40, 1, 1.0)
+    assert done["errors"] == [{"path": "blob.py", "reason": "binary file (NUL bytes)"}]
+    cooldown = client.post(f"/api/v1/roots/{root.pk}/reindex", data=json.dumps({}), content_type="application/json")
+    assert cooldown.status_code == 429 and "cooldown" in cooldown.json()["error"]
+    assert client.get("/api/v1/index-jobs/999999").status_code == 404
+    hits = client.post("/api/v1/search", data=json.dumps({"query": "handler for the billing service", "sources": ["file"]}),
+                       content_type="application/json").json()["hits"]
+    assert hits[0]["path"].startswith("app/mod_") and hits[0]["symbol"].startswith("handler_")
+
+
+def test_a_worker_killed_mid_job_leaves_an_index_equal_to_a_clean_one(base):
+    directory = base / "big"
+    tree_make(directory, files=600)
+    root = WorkspaceRoot.objects.create(name="big", path=str(directory))
+    # Small batches make progress visible early, so the kill lands mid-job.
+    with running_worker("doomed", RAG_EMBED_BATCH_SIZE="16") as doomed:
+        job, _ = jobs.root_reindex_request(root_id=root.pk, trigger="test")
+        wait_for(lambda: IndexJob.objects.get(pk=job.pk).chunks_embedded >= 64, what="the job to be under way")
+        os.kill(doomed.pid, signal.SIGKILL)
+        doomed.wait(timeout=30)
+    killed = IndexJob.objects.get(pk=job.pk)
+    assert killed.status == JobStatus.RUNNING and killed.files_seen < killed.files_total  # killed mid-job
+
+    assert jobs.jobs_reap(stale_after=0) == [job.pk]
+    killed.refresh_from_db()
+    assert killed.status == JobStatus.FAILED and "stopped responding" in killed.message
+    retry = IndexJob.objects.get(root=root, attempt=2)
+    with running_worker("rescuer"):
+        wait_for(lambda: IndexJob.objects.get(pk=retry.pk).status in (JobStatus.SUCCEEDED, JobStatus.FAILED),
+                 timeout=300, what="the retried job")
+    retry.refresh_from_db()
+    assert retry.status == JobStatus.SUCCEEDED, retry.message
+    assert retry.files_unchanged > 0  # it resumed: files finished before the kill were not redone
+
+    clean_dir = base / "clean"
+    shutil.copytree(directory, clean_dir)
+    clean = WorkspaceRoot.objects.create(name="clean", path=str(clean_dir))
+    clean_job, _ = jobs.root_reindex_request(root_id=clean.pk, trigger="test")
+    roots.root_index(job=jobs.job_start(job_id=clean_job.pk))
+    assert index_rows(root) == index_rows(clean)
+    duplicates = Chunk.objects.filter(source__key=f"root:{root.pk}").values("path", "chunk_index").annotate(n=Count("id")).filter(n__gt=1)
+    assert not duplicates.exists()
+    assert len({row[0] for row in index_rows(root)}) == 600
