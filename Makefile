@@ -40,8 +40,10 @@ browser:
 	  || echo "chromium is not installed: the browser tests will be skipped"; }
 
 # Speed, measured by the project's own command (numbers for the notes).
+DJANGO_DIR = $$($(PY) -c 'import django, os; print(os.path.dirname(django.__file__))')
 bench: install
-	$(PY) manage.py rag_bench chunk "$$($(PY) -c 'import django, os; print(os.path.dirname(django.__file__))')"
+	$(PY) manage.py rag_bench chunk "$(DJANGO_DIR)"
+	$(PY) manage.py rag_bench index "$(DJANGO_DIR)/contrib/admin"
 
 # Removes the embedded PostgreSQL and Redis data of `make run` (var/).
 clean-var:

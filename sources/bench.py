@@ -79,3 +79,61 @@ def chunk_bench(root: Path, *, max_chars: int = 1500, overlap: int = 200) -> Chu
     result.seconds = time.perf_counter() - wall
     result.cpu_seconds = time.process_time() - cpu
     return result
+
+
+def index_bench(root: Path) -> dict:
+    """Raw ``encode`` throughput against end-to-end indexing of the same tree.
+
+    Registers ``root`` as a temporary workspace root (removed afterwards),
+    so the real walker, chunker, embedder and bulk writes are measured.
+    """
+    from django.conf import settings
+
+    from sources import jobs, roots
+    from sources.chunking import chunk_text
+    from sources.embedding import embedder_for
+    from sources.models import IndexJob, WorkspaceRoot
+    from sources.models_roots import DEFAULT_EXCLUDE_DIRS, DEFAULT_INCLUDE, words
+    from sources.store import embed_text, embedding_model_for
+    from sources.walk import Candidate, WalkRules, read_text, walk
+
+    model = embedding_model_for()
+    rules = WalkRules(include=tuple(words(DEFAULT_INCLUDE)), exclude_dirs=frozenset(words(DEFAULT_EXCLUDE_DIRS)), max_file_bytes=500_000)
+    texts = []
+    for entry in walk(str(root), rules):
+        if isinstance(entry, Candidate) and isinstance(text := read_text(entry, rules.max_file_bytes), str):
+            chunks = chunk_text(text, entry.path, max_chars=settings.RAG_CHUNK_MAX_CHARS, overlap=settings.RAG_CHUNK_OVERLAP)
+            texts.extend(embed_text(chunk, entry.path) for chunk in chunks)
+    embedder = embedder_for(provider=model.provider, name=model.name, device=settings.RAG_EMBEDDING_DEVICE)
+    embedder.embed(texts[:64], batch_size=settings.RAG_EMBED_BATCH_SIZE)  # warm-up, not timed
+    started = time.perf_counter()
+    embedder.embed(texts, batch_size=settings.RAG_EMBED_BATCH_SIZE)
+    encode_seconds = time.perf_counter() - started
+
+    bench_root = WorkspaceRoot.objects.create(name=f"bench {time.time_ns()}", path=str(root.resolve()), reverify_minutes=0)
+    try:
+        def run() -> tuple[IndexJob, float]:
+            # Run in this process, not queued: the bench times the work itself.
+            job = jobs.job_start(job_id=IndexJob.objects.create(root=bench_root, force=True, trigger="bench").pk)
+            begin = time.perf_counter()
+            roots.root_index(job=job)
+            elapsed = time.perf_counter() - begin
+            job.refresh_from_db()
+            return job, elapsed
+
+        first, index_seconds = run()
+        second, reverify_seconds = run()
+    finally:
+        bench_root.delete()
+    encode_rate = len(texts) / encode_seconds if encode_seconds else 0.0
+    index_rate = first.chunks_embedded / index_seconds if index_seconds else 0.0
+    return {
+        "files": first.files_total,
+        "chunks": first.chunks_embedded,
+        "encode_chunks_per_s": round(encode_rate, 1),
+        "index_chunks_per_s": round(index_rate, 1),
+        "ratio": round(index_rate / encode_rate, 3) if encode_rate else 0.0,
+        "index_seconds": round(index_seconds, 2),
+        "reverify_seconds": round(reverify_seconds, 3),
+        "reverify_embedded": second.chunks_embedded,
+    }

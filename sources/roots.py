@@ -173,7 +173,7 @@ class _Run:
         )))
         self.pending_chunks += len(chunks)
         self.job.files_changed += 1
-        if self.pending_chunks >= settings.RAG_EMBED_BATCH_SIZE:
+        if self.pending_chunks >= settings.RAG_INDEX_FLUSH_CHUNKS:
             self._flush()
         return True
 

@@ -63,7 +63,7 @@ def test_a_worker_killed_mid_job_leaves_an_index_equal_to_a_clean_one(base):
     tree_make(directory, files=600)
     root = WorkspaceRoot.objects.create(name="big", path=str(directory))
     # Small batches make progress visible early, so the kill lands mid-job.
-    with running_worker("doomed", RAG_EMBED_BATCH_SIZE="16") as doomed:
+    with running_worker("doomed", RAG_EMBED_BATCH_SIZE="16", RAG_INDEX_FLUSH_CHUNKS="32") as doomed:
         job, _ = jobs.root_reindex_request(root_id=root.pk, trigger="test")
         wait_for(lambda: IndexJob.objects.get(pk=job.pk).chunks_embedded >= 64, what="the job to be under way")
         os.kill(doomed.pid, signal.SIGKILL)
