@@ -30,3 +30,17 @@ def test_htmx_is_served_locally(client):
     response = client.get("/static/vendor/htmx/htmx.min.js")
     assert response.status_code == 200
     assert b"htmx" in b"".join(response.streaming_content)[:5000]
+
+
+def test_file_hits_show_path_symbol_and_lines(client, tmp_path, settings):
+    from sources import jobs, roots
+    from sources.models import WorkspaceRoot
+
+    settings.RAG_ROOT_BASE_DIRS = [str(tmp_path)]
+    (tmp_path / "billing.py").write_text("import os\n\n\ndef refund_invoice(invoice):\n    return invoice.total\n")
+    root = WorkspaceRoot.objects.create(name="repo", path=str(tmp_path))
+    job, _ = jobs.root_reindex_request(root_id=root.pk)
+    roots.root_index(job=jobs.job_start(job_id=job.pk))
+    partial = client.get("/", {"q": "refund invoice"}, headers={"HX-Request": "true"}).content.decode()
+    assert "billing.py · <code>refund_invoice</code>" in partial
+    assert "billing.py:4-5" in partial
