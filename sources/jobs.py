@@ -92,10 +92,11 @@ def job_progress(job: IndexJob, **counters: int) -> None:
 
 
 def job_finish(*, job_id: int, status: str, message: str = "", job: IndexJob | None = None) -> None:
+    """Record the outcome, once: a job already failed by the reaper keeps that verdict."""
     fields = {"status": status, "message": message[:4000], "finished_at": timezone.now(), "heartbeat_at": timezone.now()}
     if job is not None:
         fields.update(_counters(job), errors=job.errors[:MAX_ERRORS_KEPT])
-    IndexJob.objects.filter(pk=job_id).update(**fields)
+    IndexJob.objects.filter(pk=job_id, status__in=ACTIVE_JOB_STATUSES).update(**fields)
 
 
 def _counters(job: IndexJob) -> dict[str, int]:

@@ -12,7 +12,7 @@ from rag_site.errors import ApplicationError
 from sources.chunking import CHUNKING_VERSION, ChunkResult, markdown_chunk
 from sources.embedding import EmbeddingError
 from sources.models import EmbeddingModel, IndexStatus, Skill, Source
-from sources.store import FileChunks, embedding_model_for, files_embed, files_replace
+from sources.store import FileChunks, embedding_model_for, files_embed, files_replace, indexed_enqueue
 
 log = logging.getLogger(__name__)
 
@@ -39,21 +39,7 @@ def skill_fingerprint(*, skill: Skill, model: EmbeddingModel) -> str:
 
 
 def skill_enqueue_index(*, skill_id: int) -> None:
-    """Mark the skill queued and send the task once the current transaction commits."""
-    Skill.objects.filter(pk=skill_id).update(index_status=IndexStatus.QUEUED)
-
-    def send() -> None:
-        from sources.tasks import skill_index_task
-
-        try:
-            skill_index_task.delay(skill_id)
-        except Exception as exc:  # noqa: BLE001 - the broker may be down; say so on the skill
-            log.warning("could not queue indexing of skill %s: %s", skill_id, exc)
-            Skill.objects.filter(pk=skill_id).update(
-                index_status=IndexStatus.FAILED, last_error=f"could not queue indexing (is the worker's broker running?): {exc}"
-            )
-
-    transaction.on_commit(send)
+    indexed_enqueue(Skill, skill_id, "skill_index_task")
 
 
 def skill_index(*, skill_id: int, force: bool = False) -> IndexOutcome | None:

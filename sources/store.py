@@ -6,6 +6,7 @@ sees half a file, and no statement runs per chunk.
 """
 
 import hashlib
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -16,6 +17,8 @@ from django.db import connection, transaction
 from sources.chunking import CHUNKING_VERSION, ChunkResult
 from sources.embedding import embedder_for
 from sources.models import Chunk, EmbeddingModel, IndexedFile, Source
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(slots=True)
@@ -117,6 +120,30 @@ def files_replace(files: Sequence[FileChunks], *, model: EmbeddingModel, track_s
             update_fields=["size", "mtime_ns", "content_hash", "chunking_version", "embedding_model", "chunk_count", "indexed_at"],
         )
     return deleted
+
+
+def indexed_enqueue(model: type, object_id: int, task_name: str) -> None:
+    """Mark a skill or tool queued and send its task once the transaction commits.
+
+    If the broker cannot be reached the row says so, instead of staying
+    "queued" forever.
+    """
+    from sources.models import IndexStatus
+
+    model.objects.filter(pk=object_id).update(index_status=IndexStatus.QUEUED)
+
+    def send() -> None:
+        from sources import tasks
+
+        try:
+            getattr(tasks, task_name).delay(object_id)
+        except Exception as exc:  # noqa: BLE001 - any broker failure is reported the same way
+            log.warning("could not queue %s %s: %s", model.__name__, object_id, exc)
+            model.objects.filter(pk=object_id).update(
+                index_status=IndexStatus.FAILED, last_error=f"could not queue indexing (is the broker running?): {exc}"
+            )
+
+    transaction.on_commit(send)
 
 
 def _group(files: Sequence[FileChunks]) -> dict[tuple[int, int], list[str]]:

@@ -10,7 +10,7 @@ from rag_site.errors import ApplicationError
 from sources.chunking import CHUNKING_VERSION, ChunkResult
 from sources.embedding import EmbeddingError
 from sources.models import IndexStatus, Source, Tool
-from sources.store import FileChunks, embedding_model_for, files_embed, files_replace
+from sources.store import FileChunks, embedding_model_for, files_embed, files_replace, indexed_enqueue
 
 
 def tool_parameters_validate(parameters: object) -> None:
@@ -80,14 +80,4 @@ def tool_index_failed(*, tool_id: int, reason: str) -> None:
 
 
 def tool_enqueue_index(*, tool_id: int) -> None:
-    Tool.objects.filter(pk=tool_id).update(index_status=IndexStatus.QUEUED)
-
-    def send() -> None:
-        from sources.tasks import tool_index_task
-
-        try:
-            tool_index_task.delay(tool_id)
-        except Exception as exc:  # noqa: BLE001
-            tool_index_failed(tool_id=tool_id, reason=f"could not queue indexing (is the broker running?): {exc}")
-
-    transaction.on_commit(send)
+    indexed_enqueue(Tool, tool_id, "tool_index_task")

@@ -4,7 +4,6 @@ import json
 import os
 import shutil
 import signal
-from pathlib import Path
 
 import pytest
 from django.db.models import Count

@@ -1,7 +1,6 @@
 """chunk_text: every strategy cites exact lines, loses no line, never raises."""
 
 import json
-import sys
 from pathlib import Path
 
 import pytest

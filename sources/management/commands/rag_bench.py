@@ -40,6 +40,9 @@ class Command(BaseCommand):
 
 
     def _index(self, path: Path, *, as_json: bool) -> None:
+        from django.core.management import call_command
+
+        call_command("migrate", interactive=False, verbosity=0)  # a fresh var/ has no tables yet
         report = index_bench(path)
         if as_json:
             self.stdout.write(_json(report))
