@@ -10,7 +10,7 @@ STAMP := $(VENV)/.installed-$(shell cat pyproject.toml package.json | sha256sum 
 PIP := $(PY) -m pip install --quiet --disable-pip-version-check
 NPM := npm install --no-audit --no-fund --no-package-lock --silent
 
-.PHONY: install run test browser clean-var
+.PHONY: install run test browser bench eval clean-var
 
 install: $(STAMP)
 
@@ -44,6 +44,11 @@ DJANGO_DIR = $$($(PY) -c 'import django, os; print(os.path.dirname(django.__file
 bench: install
 	$(PY) manage.py rag_bench chunk "$(DJANGO_DIR)"
 	$(PY) manage.py rag_bench index "$(DJANGO_DIR)/contrib/admin"
+
+# Retrieval quality on the public benchmark in ../shared/eval (see README).
+EVAL_DIR ?= ../shared/eval
+eval: install
+	$(PY) manage.py rag_eval $(EVAL_DIR)/msmarco-5k --keep
 
 # Removes the embedded PostgreSQL and Redis data of `make run` (var/).
 clean-var:

@@ -22,7 +22,8 @@ class Scope:
     bot_id: str = ""
     client_id: str = ""
     channel: str = ""
-    kinds: tuple[str, ...] = ()  # empty = every kind of source
+    kinds: tuple[str, ...] = ()  # empty = every kind of source but evaluation datasets
+    source_ids: tuple[int, ...] = ()  # empty = every source
 
     def sql(self) -> tuple[str, list]:
         clauses = [
@@ -36,6 +37,11 @@ class Scope:
         if self.kinds:
             clauses.append("s.kind = ANY(%s)")
             params.append(list(self.kinds))
+        else:
+            clauses.append("s.kind <> 'dataset'")  # kept eval data never shows in real searches
+        if self.source_ids:
+            clauses.append("s.id = ANY(%s)")
+            params.append(list(self.source_ids))
         return " AND ".join(clauses), params
 
 

@@ -53,6 +53,7 @@ class Source(models.Model):
         SKILL = "skill", "Skill"
         FILE = "file", "Workspace files"
         TOOL = "tool", "Tool"
+        DATASET = "dataset", "Evaluation dataset"
 
     kind = models.CharField(max_length=16, choices=Kind.choices)
     key = models.CharField(max_length=512, unique=True, help_text="skill:<slug>, tool:<key>, root:<id>[:segment:<id>]")

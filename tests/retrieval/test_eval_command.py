@@ -1,0 +1,55 @@
+import json
+from io import StringIO
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from sources.models import Source
+
+pytestmark = pytest.mark.django_db
+
+CORPUS = [
+    {"_id": "d1", "title": "Backups", "text": "Run pg_dump every night to back up the PostgreSQL database."},
+    {"_id": "d2", "title": "Deploy", "text": "Ship the containers with docker compose up."},
+    {"_id": "d3", "title": "Cooking", "text": "Boil pasta in salted water for nine minutes."},
+    {"_id": "d4", "title": "", "text": "Rotate the TLS certificates before they expire\u2028every sixty days."},
+]
+QUERIES = [{"_id": "q1", "text": "how to back up postgres"}, {"_id": "q2", "text": "renew certificates"},
+           {"_id": "q3", "text": "an unjudged query"}]
+QRELS = "query-id\tcorpus-id\tscore\nq1\td1\t2\nq1\td2\t0\nq2\td4\t1\n"
+
+
+@pytest.fixture
+def dataset(tmp_path):
+    (tmp_path / "qrels").mkdir()
+    (tmp_path / "corpus.jsonl").write_text("\n".join(json.dumps(row) for row in CORPUS) + "\n")
+    (tmp_path / "queries.jsonl").write_text("\n".join(json.dumps(row) for row in QUERIES) + "\n")
+    (tmp_path / "qrels" / "test.tsv").write_text(QRELS)
+    return tmp_path
+
+
+def run(*args) -> dict:
+    out = StringIO()
+    call_command("rag_eval", *args, "--json", stdout=out)
+    return json.loads(out.getvalue())
+
+
+def test_every_channel_is_scored_from_one_run(dataset):
+    report = run(str(dataset))
+    assert (report["documents"], report["queries"], report["embedded_chunks"]) == (4, 2, 4)
+    assert set(report["channels"]) == {"token-overlap", "lexical", "vector", "fused"}
+    assert report["channels"]["vector"]["mrr@10"] == 1.0  # both answers ranked first
+    assert set(report["channels"]["fused"]) == {"ndcg@10", "recall@10", "recall@100", "mrr@10"}
+    assert not Source.objects.filter(kind="dataset").exists()  # removed without --keep
+
+
+def test_a_kept_dataset_embeds_nothing_on_a_rerun_and_stays_out_of_real_searches(dataset, client):
+    assert run(str(dataset), "--keep")["embedded_chunks"] == 4
+    assert run(str(dataset), "--keep")["embedded_chunks"] == 0
+    hits = client.post("/api/v1/search", data=json.dumps({"query": "pg_dump postgres backup"}), content_type="application/json")
+    assert hits.json()["hits"] == []
+
+
+def test_a_directory_that_is_not_beir_is_a_clear_error(tmp_path):
+    with pytest.raises(CommandError, match="not a BEIR dataset: missing"):
+        run(str(tmp_path))
