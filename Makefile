@@ -47,8 +47,11 @@ bench: install
 
 # Retrieval quality on the public benchmark in ../shared/eval (see README).
 EVAL_DIR ?= ../shared/eval
+CODE_EVAL_DIR = var/eval/click
 eval: install
 	$(PY) manage.py rag_eval $(EVAL_DIR)/msmarco-5k --keep
+	@test -f $(CODE_EVAL_DIR)/queries.jsonl || $(PY) $(EVAL_DIR)/make_code_eval.py click $(CODE_EVAL_DIR)
+	$(PY) manage.py rag_eval --code $(CODE_EVAL_DIR)/queries.jsonl --root $(CODE_EVAL_DIR)/src --keep
 
 # Removes the embedded PostgreSQL and Redis data of `make run` (var/).
 clean-var:

@@ -122,3 +122,73 @@ def _documents(query: str, mode: Mode, scope: Scope) -> list[str]:
     for hit in chunks_search(query=query, k=DEPTH, mode=mode, scope=scope):
         seen.setdefault(hit.chunk.path, None)
     return list(seen)
+
+
+@dataclass(frozen=True, slots=True)
+class CodeQuery:
+    text: str
+    path: str
+    start_line: int
+    end_line: int
+
+
+def code_queries_load(path: Path) -> list[CodeQuery]:
+    if not path.is_file():
+        raise ApplicationError(f"{path} does not exist (make it with make_code_eval.py PACKAGE OUT_DIR)")
+    queries = []
+    for number, row in _jsonl(path):
+        try:
+            queries.append(CodeQuery(row["text"], row["path"], int(row["start_line"]), int(row["end_line"])))
+        except (KeyError, TypeError, ValueError):
+            raise ApplicationError(f"{path}:{number}: a query needs text, path, start_line and end_line") from None
+    return queries
+
+
+def code_root_index(directory: Path):
+    """Register ``directory`` as a workspace root and index it in this process."""
+    from sources import jobs, roots
+    from sources.models import IndexJob, JobStatus, WorkspaceRoot
+
+    if not directory.is_dir():
+        raise ApplicationError(f"{directory} is not a directory")
+    root, _ = WorkspaceRoot.objects.get_or_create(
+        path=str(directory.resolve()), defaults={"name": f"eval {directory.resolve()}", "reverify_minutes": 0, "cooldown_seconds": 0}
+    )
+    job = jobs.job_start(job_id=IndexJob.objects.create(root=root, force=True, trigger="eval").pk)
+    roots.root_index(job=job)
+    job.refresh_from_db()
+    if job.status != JobStatus.SUCCEEDED:
+        raise ApplicationError(f"indexing {directory} failed: {job.message}")
+    return root, job
+
+
+def code_evaluate(queries: list[CodeQuery], root, *, k: int = 10) -> dict[str, dict[str, float]]:
+    """A hit is correct when its file is the query's and its lines overlap the query's."""
+    from retrieval.metrics import hit_metrics
+    from sources.models import Chunk
+
+    source_ids = tuple(Source.objects.filter(key__startswith=f"root:{root.pk}").values_list("pk", flat=True))
+    scope = Scope(kinds=(Source.Kind.FILE,), source_ids=source_ids)
+    rows = list(Chunk.objects.filter(source_id__in=source_ids).values_list("path", "start_line", "end_line", "content"))
+    chunk_tokens = [(row[:3], tokens(f"{row[0]} {row[3]}")) for row in rows]
+
+    def overlap(query: CodeQuery) -> list[tuple[str, int, int]]:
+        wanted = tokens(query.text)
+        scored = sorted(((len(wanted & words) / len(wanted), where) for where, words in chunk_tokens if wanted & words),
+                        key=lambda pair: (-pair[0], pair[1]))
+        return [where for _, where in scored[:k]]
+
+    def search(mode: Mode) -> Callable[[CodeQuery], list[tuple[str, int, int]]]:
+        return lambda q: [(h.chunk.path, h.chunk.start_line, h.chunk.end_line)
+                          for h in chunks_search(query=q.text, k=k, mode=mode, scope=scope)]
+
+    channels = {"token-overlap": overlap, "lexical": search(Mode.LEXICAL), "vector": search(Mode.VECTOR), "fused": search(Mode.HYBRID)}
+    report = {}
+    for name, rank in channels.items():
+        firsts = []
+        for query in queries:
+            found = rank(query)
+            firsts.append(next((i for i, (path, start, end) in enumerate(found, start=1)
+                                if path == query.path and start <= query.end_line and end >= query.start_line), None))
+        report[name] = hit_metrics(firsts, k=k)
+    return report

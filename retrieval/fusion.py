@@ -1,18 +1,57 @@
 """Rank fusion over plain data (no Django)."""
 
+import enum
 from collections.abc import Hashable, Mapping, Sequence
 
 
-def rrf_fuse(rankings: Mapping[str, Sequence[Hashable]], *, k: int = 60) -> list[tuple[Hashable, float]]:
-    """Reciprocal Rank Fusion: score(d) = sum over channels of 1 / (k + rank).
+class FusionMethod(enum.StrEnum):
+    RRF = "rrf"
+    CONVEX = "convex"
 
-    ``rankings`` maps a channel name to ids, best first (rank 1). Ties keep
-    the order in which ids were first seen, so the output is deterministic.
+    @classmethod
+    def parse(cls, value: str) -> "FusionMethod":
+        try:
+            return cls(value)
+        except ValueError:
+            raise ValueError(f"unknown fusion method {value!r}; valid: {', '.join(m.value for m in cls)}") from None
+
+
+def rrf_fuse(
+    rankings: Mapping[str, Sequence[Hashable]], *, k: int = 60, weights: Mapping[str, float] | None = None
+) -> list[tuple[Hashable, float]]:
+    """(Weighted) Reciprocal Rank Fusion: score(d) = sum of w_c / (k + rank_c(d)).
+
+    ``rankings`` maps a channel name to ids, best first (rank 1); a channel's
+    weight is looked up by its name up to the first ":" ("vector:3" uses
+    "vector"), default 1. Ties keep first-seen order: the output is deterministic.
     """
     if k < 1:
         raise ValueError(f"RRF k must be >= 1, got {k}")
     scores: dict[Hashable, float] = {}
-    for ids in rankings.values():
+    for name, ids in rankings.items():
+        weight = _weight(weights, name)
         for rank, item in enumerate(ids, start=1):
-            scores[item] = scores.get(item, 0.0) + 1.0 / (k + rank)
+            scores[item] = scores.get(item, 0.0) + weight / (k + rank)
     return sorted(scores.items(), key=lambda pair: -pair[1])
+
+
+def convex_fuse(
+    scored: Mapping[str, Sequence[tuple[Hashable, float]]], *, weights: Mapping[str, float] | None = None
+) -> list[tuple[Hashable, float]]:
+    """Convex combination of min-max normalised scores; absent from a channel = 0."""
+    scores: dict[Hashable, float] = {}
+    for name, pairs in scored.items():
+        if not pairs:
+            continue
+        values = [score for _, score in pairs]
+        low, high = min(values), max(values)
+        span = high - low
+        weight = _weight(weights, name)
+        for item, score in pairs:
+            normalised = (score - low) / span if span else 1.0
+            scores[item] = scores.get(item, 0.0) + weight * normalised
+    return sorted(scores.items(), key=lambda pair: -pair[1])
+
+
+def _weight(weights: Mapping[str, float] | None, name: str) -> float:
+    return (weights or {}).get(name.split(":", 1)[0], 1.0)

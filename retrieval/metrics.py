@@ -60,3 +60,11 @@ def token_overlap_rank(query: str, documents: Mapping[str, set[str]], *, limit: 
     scored = [pair for pair in scored if pair[0] > 0]
     scored.sort(key=lambda pair: (-pair[0], pair[1]))
     return [doc for _, doc in scored[:limit]]
+
+
+def hit_metrics(first_correct: Sequence[int | None], *, k: int = 10) -> dict[str, float]:
+    """hit@1/5/k and MRR@k from each query's first correct rank (None: not found)."""
+    count = len(first_correct) or 1
+    report = {f"hit@{cut}": sum(1 for r in first_correct if r is not None and r <= cut) / count for cut in sorted({1, 5, k})}
+    report[f"mrr@{k}"] = sum(1.0 / r for r in first_correct if r is not None and r <= k) / count
+    return {name: round(value, 4) for name, value in report.items()}

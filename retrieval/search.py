@@ -9,7 +9,7 @@ from rag_site.errors import ApplicationError
 import logging
 
 from retrieval.channels import Candidate, Scope, lexical_candidates, vector_candidates, visible_models
-from retrieval.fusion import rrf_fuse
+from retrieval.fusion import FusionMethod, convex_fuse, rrf_fuse
 from sources.embedding import EmbeddingError, embedder_for
 from sources.models import Chunk
 
@@ -73,7 +73,7 @@ def chunks_search(*, query: str, k: int | None = None, mode: Mode = Mode.HYBRID,
         found = next(iter(channels.values()), [])
         fused = [(c.chunk_id, c.score) for c in found]
     else:
-        fused = rrf_fuse({name: [c.chunk_id for c in found] for name, found in channels.items()}, k=settings.RAG_RRF_K)
+        fused = _fuse(channels)
     top = fused[:k]
 
     # Each model's list is its own ranking; hits explain it as "vector".
@@ -92,6 +92,13 @@ def chunks_search(*, query: str, k: int | None = None, mode: Mode = Mode.HYBRID,
         for chunk_id, score in top
         if chunk_id in rows  # deleted between the two queries
     ]
+
+
+def _fuse(channels: dict[str, list[Candidate]]) -> list[tuple[int, float]]:
+    weights = {"lexical": settings.RAG_FUSION_LEXICAL_WEIGHT, "vector": 1.0}
+    if FusionMethod.parse(settings.RAG_FUSION) is FusionMethod.CONVEX:
+        return convex_fuse({name: [(c.chunk_id, c.score) for c in found] for name, found in channels.items()}, weights=weights)
+    return rrf_fuse({name: [c.chunk_id for c in found] for name, found in channels.items()}, k=settings.RAG_RRF_K, weights=weights)
 
 
 def _vector(*, query: str, scope: Scope, limit: int) -> dict[str, list[Candidate]]:

@@ -53,3 +53,24 @@ def test_a_kept_dataset_embeds_nothing_on_a_rerun_and_stays_out_of_real_searches
 def test_a_directory_that_is_not_beir_is_a_clear_error(tmp_path):
     with pytest.raises(CommandError, match="not a BEIR dataset: missing"):
         run(str(tmp_path))
+
+
+def test_code_mode_scores_hits_by_file_and_overlapping_lines(tmp_path, settings):
+    src = tmp_path / "src" / "pkg"
+    src.mkdir(parents=True)
+    (src / "money.py").write_text("import decimal\n\n\ndef convert_currency(amount, rate):\n    return amount * rate\n\n\n"
+                                  "def round_cents(value):\n    return round(value, 2)\n")
+    (src / "text.py").write_text("def slugify(title):\n    return title.lower().replace(' ', '-')\n")
+    queries = tmp_path / "queries.jsonl"
+    queries.write_text(
+        json.dumps({"_id": "q0", "text": "Convert an amount of money with an exchange rate.", "path": "pkg/money.py", "start_line": 4, "end_line": 5})
+        + "\n"
+        + json.dumps({"_id": "q1", "text": "Make a URL slug out of a page title.", "path": "pkg/text.py", "start_line": 1, "end_line": 2})
+        + "\n"
+    )
+    report = run("--code", str(queries), "--root", str(tmp_path / "src"))
+    assert (report["files"], report["queries"]) == (2, 2)
+    assert report["channels"]["vector"]["hit@1"] == 1.0
+    assert set(report["channels"]["fused"]) == {"hit@1", "hit@5", "hit@10", "mrr@10"}
+    with pytest.raises(CommandError, match="--code needs --root"):
+        run("--code", str(queries))

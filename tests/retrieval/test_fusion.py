@@ -21,3 +21,27 @@ def test_ties_keep_first_seen_order_and_empty_input_is_empty():
 def test_k_below_one_is_refused():
     with pytest.raises(ValueError, match="k must be >= 1"):
         rrf_fuse({"a": [1]}, k=0)
+
+
+def test_weights_apply_per_channel_family():
+    from retrieval.fusion import rrf_fuse
+
+    fused = rrf_fuse({"lexical": ["a"], "vector:7": ["b"]}, k=60, weights={"lexical": 0.3})
+    assert [item for item, _ in fused] == ["b", "a"]
+    assert dict(fused)["a"] == pytest.approx(0.3 / 61)
+
+
+def test_convex_fusion_normalises_each_channel():
+    from retrieval.fusion import convex_fuse
+
+    fused = dict(convex_fuse({"lexical": [("a", 8.0), ("b", 2.0)], "vector": [("b", 0.9), ("c", 0.5)]}, weights={"lexical": 0.5}))
+    assert fused == pytest.approx({"a": 0.5, "b": 1.0, "c": 0.0})
+    assert convex_fuse({"vector": [("x", 0.4)]}) == [("x", 1.0)]
+    assert convex_fuse({}) == []
+
+
+def test_an_unknown_fusion_method_lists_the_valid_ones():
+    from retrieval.fusion import FusionMethod
+
+    with pytest.raises(ValueError, match="valid: rrf, convex"):
+        FusionMethod.parse("borda")

@@ -8,7 +8,7 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 
 from rag_site.errors import ApplicationError
-from retrieval.evaluation import beir_load, dataset_evaluate, dataset_index
+from retrieval.evaluation import beir_load, code_evaluate, code_queries_load, code_root_index, dataset_evaluate, dataset_index
 
 
 class Command(BaseCommand):
@@ -18,13 +18,19 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser) -> None:
-        parser.add_argument("dataset", type=Path, help="Directory of a BEIR-format dataset.")
+        parser.add_argument("dataset", type=Path, nargs="?", help="Directory of a BEIR-format dataset.")
+        parser.add_argument("--code", type=Path, help="queries.jsonl from make_code_eval.py (code search mode).")
+        parser.add_argument("--root", type=Path, help="With --code: the source tree the queries point into.")
         parser.add_argument("--k", type=int, default=10, help="Cut-off for nDCG, Recall and MRR (default 10).")
         parser.add_argument("--json", action="store_true", help='Print {"channels": {name: {metric: value}}}.')
         parser.add_argument("--keep", action="store_true", help="Keep the indexed dataset; a re-run then embeds nothing.")
 
-    def handle(self, *args, dataset: Path, k: int, json: bool = False, keep: bool = False, **options) -> None:
+    def handle(self, *args, dataset: Path | None, k: int, json: bool = False, keep: bool = False, **options) -> None:
         call_command("migrate", interactive=False, verbosity=0)  # a fresh var/ has no tables yet
+        if options["code"]:
+            return self._code(options["code"], options["root"], k=k, as_json=json, keep=keep)
+        if dataset is None:
+            raise CommandError("give a BEIR dataset directory, or --code QUERIES --root SRC_DIR")
         try:
             data = beir_load(dataset)
         except ApplicationError as exc:
@@ -46,6 +52,30 @@ class Command(BaseCommand):
             return
         self.stdout.write(f"{data.name}: {len(data.corpus)} documents, {len(data.qrels)} judged queries; "
                           f"{embedded} chunks embedded in {indexed:.1f} s")
+        self._table(channels)
+
+    def _code(self, queries_path: Path, root_dir: Path | None, *, k: int, as_json: bool, keep: bool) -> None:
+        if root_dir is None:
+            raise CommandError("--code needs --root SRC_DIR")
+        try:
+            queries = code_queries_load(queries_path)
+            root, job = code_root_index(root_dir)
+        except ApplicationError as exc:
+            raise CommandError(exc.message) from None
+        try:
+            channels = code_evaluate(queries, root, k=k)
+        finally:
+            if not keep:
+                root.delete()
+        report = {"root": str(root_dir), "files": job.files_total, "queries": len(queries), "k": k,
+                  "embedded_chunks": job.chunks_embedded, "channels": channels}
+        if as_json:
+            self.stdout.write(_dumps(report))
+            return
+        self.stdout.write(f"{root_dir}: {job.files_total} files, {len(queries)} queries; {job.chunks_embedded} chunks embedded")
+        self._table(channels)
+
+    def _table(self, channels: dict) -> None:
         metrics = list(next(iter(channels.values())))
         self.stdout.write(f"  {'channel':<15}" + "".join(f"{m:>12}" for m in metrics))
         for name, values in channels.items():
