@@ -160,6 +160,8 @@ RAG_SEARCH_CANDIDATES = env_int("RAG_SEARCH_CANDIDATES", 50, minimum=1)
 # RRF constant from Cormack et al. (2009); the retrieval-quality issue
 # replaces fixed RRF by whatever the eval command measures best.
 RAG_RRF_K = env_int("RAG_RRF_K", 60, minimum=1)
+# MMR trade-off when a request asks for diversity (1 = relevance only).
+RAG_MMR_LAMBDA = env_float("RAG_MMR_LAMBDA", 0.7, minimum=0.0, maximum=1.0)
 # Fusion: "convex" (min-max normalised scores, weighted) or "rrf". Measured
 # with `rag_eval` (fused channel; vector alone in brackets):
 #   rrf, equal weights:  msmarco nDCG@10 0.775 (0.805), click hit@5 0.688 (0.704)

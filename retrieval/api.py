@@ -13,7 +13,9 @@ ERRORS = {400: ErrorOut, 422: ErrorOut, 503: ErrorOut}
 def search(request, payload: SearchIn):
     """Hybrid (lexical + vector, fused) search over every indexed chunk the caller may see."""
     scope = Scope(bot_id=payload.bot_id, client_id=payload.client_id, channel=payload.channel, kinds=tuple(payload.sources))
-    hits = chunks_search(query=payload.query, k=payload.k, mode=Mode.parse(payload.mode), scope=scope)
+    hits = chunks_search(
+        query=payload.query, k=payload.k, mode=Mode.parse(payload.mode), scope=scope, mmr=payload.mmr, mmr_lambda=payload.mmr_lambda
+    )
     tools = _tools_for(hits)
     return SearchOut(query=payload.query, mode=payload.mode, k=payload.k, hits=[_hit_out(hit, tools) for hit in hits])
 

@@ -111,15 +111,16 @@ def dataset_evaluate(dataset: Dataset, source: Source, *, k: int = 10) -> dict[s
         "lexical": lambda q: _documents(q, Mode.LEXICAL, scope),
         "vector": lambda q: _documents(q, Mode.VECTOR, scope),
         "fused": lambda q: _documents(q, Mode.HYBRID, scope),
+        "fused+mmr": lambda q: _documents(q, Mode.HYBRID, scope, mmr=True),
     }
     judged = {q: text for q, text in dataset.queries.items() if q in dataset.qrels}
     return {name: evaluate({q: rank(text) for q, text in judged.items()}, dataset.qrels, k=k) for name, rank in channels.items()}
 
 
-def _documents(query: str, mode: Mode, scope: Scope) -> list[str]:
+def _documents(query: str, mode: Mode, scope: Scope, *, mmr: bool = False) -> list[str]:
     # A document ranks where its best chunk ranks.
     seen: dict[str, None] = {}
-    for hit in chunks_search(query=query, k=DEPTH, mode=mode, scope=scope):
+    for hit in chunks_search(query=query, k=DEPTH, mode=mode, scope=scope, mmr=mmr):
         seen.setdefault(hit.chunk.path, None)
     return list(seen)
 
@@ -178,11 +179,12 @@ def code_evaluate(queries: list[CodeQuery], root, *, k: int = 10) -> dict[str, d
                         key=lambda pair: (-pair[0], pair[1]))
         return [where for _, where in scored[:k]]
 
-    def search(mode: Mode) -> Callable[[CodeQuery], list[tuple[str, int, int]]]:
+    def search(mode: Mode, *, mmr: bool = False) -> Callable[[CodeQuery], list[tuple[str, int, int]]]:
         return lambda q: [(h.chunk.path, h.chunk.start_line, h.chunk.end_line)
-                          for h in chunks_search(query=q.text, k=k, mode=mode, scope=scope)]
+                          for h in chunks_search(query=q.text, k=k, mode=mode, scope=scope, mmr=mmr)]
 
-    channels = {"token-overlap": overlap, "lexical": search(Mode.LEXICAL), "vector": search(Mode.VECTOR), "fused": search(Mode.HYBRID)}
+    channels = {"token-overlap": overlap, "lexical": search(Mode.LEXICAL), "vector": search(Mode.VECTOR),
+                "fused": search(Mode.HYBRID), "fused+mmr": search(Mode.HYBRID, mmr=True)}
     report = {}
     for name, rank in channels.items():
         firsts = []

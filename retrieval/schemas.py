@@ -8,6 +8,8 @@ class SearchIn(Schema):
     query: str = Field(..., min_length=1, max_length=2000, description="What to look for, in plain words.")
     k: int = Field(settings.RAG_SEARCH_DEFAULT_K, ge=1, le=settings.RAG_SEARCH_MAX_K, description="How many hits to return.")
     mode: Literal["hybrid", "lexical", "vector"] = Field("hybrid", description="Which channels to use.")
+    mmr: bool = Field(False, description="Re-order the fused pool by Maximal Marginal Relevance (fewer near-duplicates).")
+    mmr_lambda: float | None = Field(None, ge=0.0, le=1.0, description="MMR trade-off; default RAG_MMR_LAMBDA (0.7).")
     sources: list[Literal["skill", "file", "tool"]] = Field(default_factory=list, description="Kinds of source to search; empty = all.")
     bot_id: str = Field("", max_length=128, description="Caller's bot; empty sees shared sources only.")
     client_id: str = Field("", max_length=128, description="Caller's client; empty sees shared sources only.")

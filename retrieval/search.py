@@ -10,6 +10,7 @@ import logging
 
 from retrieval.channels import Candidate, Scope, lexical_candidates, vector_candidates, visible_models
 from retrieval.fusion import FusionMethod, convex_fuse, rrf_fuse
+from retrieval.mmr import mmr_order
 from sources.embedding import EmbeddingError, embedder_for
 from sources.models import Chunk
 
@@ -52,8 +53,15 @@ class Hit:
         return self.chunk.citation
 
 
-def chunks_search(*, query: str, k: int | None = None, mode: Mode = Mode.HYBRID, scope: Scope = Scope()) -> list[Hit]:
-    """The ``k`` best chunks for ``query``, each explaining its channel ranks."""
+def chunks_search(
+    *, query: str, k: int | None = None, mode: Mode = Mode.HYBRID, scope: Scope = Scope(), mmr: bool = False,
+    mmr_lambda: float | None = None,
+) -> list[Hit]:
+    """The ``k`` best chunks for ``query``, each explaining its channel ranks.
+
+    With ``mmr`` the fused pool is re-ordered by Maximal Marginal Relevance
+    (``mmr_lambda``, default RAG_MMR_LAMBDA) so near-duplicates give way.
+    """
     query = query.strip()
     if not query:
         raise ApplicationError("the query is empty")
@@ -74,7 +82,7 @@ def chunks_search(*, query: str, k: int | None = None, mode: Mode = Mode.HYBRID,
         fused = [(c.chunk_id, c.score) for c in found]
     else:
         fused = _fuse(channels)
-    top = fused[:k]
+    top = _mmr(fused[:limit], k=k, lambda_=settings.RAG_MMR_LAMBDA if mmr_lambda is None else mmr_lambda) if mmr else fused[:k]
 
     # Each model's list is its own ranking; hits explain it as "vector".
     explain: dict[str, dict[int, ChannelScore]] = {}
@@ -92,6 +100,14 @@ def chunks_search(*, query: str, k: int | None = None, mode: Mode = Mode.HYBRID,
         for chunk_id, score in top
         if chunk_id in rows  # deleted between the two queries
     ]
+
+
+def _mmr(pool: list[tuple[int, float]], *, k: int, lambda_: float) -> list[tuple[int, float]]:
+    if not 0.0 <= lambda_ <= 1.0:
+        raise ApplicationError(f"mmr_lambda must be between 0 and 1, got {lambda_}")
+    # One query for the pool's vectors; MMR itself is a pure function.
+    vectors = dict(Chunk.objects.filter(pk__in=[chunk_id for chunk_id, _ in pool]).values_list("pk", "embedding"))
+    return mmr_order(pool, {pk: v for pk, v in vectors.items() if v is not None}, lambda_=lambda_, k=k)
 
 
 def _fuse(channels: dict[str, list[Candidate]]) -> list[tuple[int, float]]:

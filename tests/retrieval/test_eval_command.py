@@ -37,7 +37,7 @@ def run(*args) -> dict:
 def test_every_channel_is_scored_from_one_run(dataset):
     report = run(str(dataset))
     assert (report["documents"], report["queries"], report["embedded_chunks"]) == (4, 2, 4)
-    assert set(report["channels"]) == {"token-overlap", "lexical", "vector", "fused"}
+    assert set(report["channels"]) == {"token-overlap", "lexical", "vector", "fused", "fused+mmr"}
     assert report["channels"]["vector"]["mrr@10"] == 1.0  # both answers ranked first
     assert set(report["channels"]["fused"]) == {"ndcg@10", "recall@10", "recall@100", "mrr@10"}
     assert not Source.objects.filter(kind="dataset").exists()  # removed without --keep

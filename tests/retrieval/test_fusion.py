@@ -45,3 +45,17 @@ def test_an_unknown_fusion_method_lists_the_valid_ones():
 
     with pytest.raises(ValueError, match="valid: rrf, convex"):
         FusionMethod.parse("borda")
+
+
+def test_mmr_demotes_near_duplicates_and_keeps_the_best_first():
+    import numpy as np
+
+    from retrieval.mmr import mmr_order
+
+    vectors = {"a": np.array([1.0, 0.0]), "a2": np.array([0.99, 0.01]), "b": np.array([0.0, 1.0]), "c": np.array([-1.0, 0.0])}
+    ranked = [("a", 0.9), ("a2", 0.89), ("b", 0.8), ("c", 0.5)]
+    assert [item for item, _ in mmr_order(ranked, vectors, lambda_=0.7, k=4)] == ["a", "b", "a2", "c"]
+    assert [item for item, _ in mmr_order(ranked, vectors, lambda_=1.0, k=4)] == ["a", "a2", "b", "c"]
+    assert mmr_order(ranked, {}, k=2) == [("a", 0.9), ("a2", 0.89)]
+    with pytest.raises(ValueError, match="between 0 and 1"):
+        mmr_order(ranked, vectors, lambda_=1.5)

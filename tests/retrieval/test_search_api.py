@@ -76,3 +76,12 @@ def test_skill_status_endpoint_says_why_indexing_failed(client):
 def test_the_openapi_docs_are_served(client):
     assert client.get("/api/docs").status_code == 200
     assert "/api/v1/search" in client.get("/api/openapi.json").json()["paths"]
+
+
+def test_mmr_is_optional_per_request_and_validated(client, indexed):
+    plain = post(client, {"query": "backups and deploys", "k": 3}).json()["hits"]
+    diverse = post(client, {"query": "backups and deploys", "k": 3, "mmr": True, "mmr_lambda": 0.5}).json()["hits"]
+    assert {h["chunk_id"] for h in diverse} <= {h["chunk_id"] for h in post(client, {"query": "backups and deploys", "k": 50}).json()["hits"]}
+    assert len(diverse) == len(plain) == 3
+    bad = post(client, {"query": "x", "mmr": True, "mmr_lambda": 2})
+    assert bad.status_code == 422 and any(m.startswith("mmr_lambda:") for m in bad.json()["detail"])
