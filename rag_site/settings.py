@@ -11,6 +11,7 @@ import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
 from rag_site.env import env_bool, env_float, env_int, env_list, env_str, env_url
+from retrieval.fusion import FusionMethod  # pure Python: safe to import from settings
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(env_str("RAG_VAR_DIR", str(BASE_DIR / "var"))).resolve()
@@ -169,9 +170,10 @@ RAG_MMR_LAMBDA = env_float("RAG_MMR_LAMBDA", 0.7, minimum=0.0, maximum=1.0)
 #                        held-out jinja2 hit@5 0.738 (0.727), MRR@10 0.568 (0.540)
 # Convex at 0.3 is the best measured trade-off; on msmarco fusion still
 # trails the vector channel slightly (an open point of the quality issue).
-RAG_FUSION = env_str("RAG_FUSION", "convex")
-if RAG_FUSION not in ("rrf", "convex"):
-    raise ImproperlyConfigured(f"RAG_FUSION={RAG_FUSION!r} is not a fusion method; use rrf or convex")
+try:
+    RAG_FUSION = FusionMethod.parse(env_str("RAG_FUSION", "convex"))
+except ValueError as exc:
+    raise ImproperlyConfigured(f"RAG_FUSION: {exc}") from None
 # Weight of the lexical channel against the vector channel (1.0) in fusion.
 RAG_FUSION_LEXICAL_WEIGHT = env_float("RAG_FUSION_LEXICAL_WEIGHT", 0.3, minimum=0.0, maximum=10.0)
 # HNSW candidate list at query time (pgvector's default is 40).

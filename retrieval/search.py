@@ -112,7 +112,7 @@ def _mmr(pool: list[tuple[int, float]], *, k: int, lambda_: float) -> list[tuple
 
 def _fuse(channels: dict[str, list[Candidate]]) -> list[tuple[int, float]]:
     weights = {"lexical": settings.RAG_FUSION_LEXICAL_WEIGHT, "vector": 1.0}
-    if FusionMethod.parse(settings.RAG_FUSION) is FusionMethod.CONVEX:
+    if settings.RAG_FUSION == FusionMethod.CONVEX:
         return convex_fuse({name: [(c.chunk_id, c.score) for c in found] for name, found in channels.items()}, weights=weights)
     return rrf_fuse({name: [c.chunk_id for c in found] for name, found in channels.items()}, k=settings.RAG_RRF_K, weights=weights)
 

@@ -52,12 +52,13 @@ def _job_out(job: IndexJob) -> JobOut:
 @router.get("/roots", response=list[RootOut])
 def roots_list(request):
     """Workspace roots with their latest index job."""
-    out = []
-    for root in WorkspaceRoot.objects.all():
-        last = root.jobs.select_related("root").first()
-        out.append(RootOut(id=root.pk, name=root.name, path=root.path, enabled=root.enabled,
-                           last_verified_at=root.last_verified_at, last_job=_job_out(last) if last else None))
-    return out
+    # DISTINCT ON: the newest job of every root in one query, not one per root.
+    latest = {job.root_id: job for job in IndexJob.objects.select_related("root").order_by("root_id", "-created_at").distinct("root_id")}
+    return [
+        RootOut(id=root.pk, name=root.name, path=root.path, enabled=root.enabled, last_verified_at=root.last_verified_at,
+                last_job=_job_out(latest[root.pk]) if root.pk in latest else None)
+        for root in WorkspaceRoot.objects.all()
+    ]
 
 
 @router.post("/roots/{root_id}/reindex", response={202: ReindexOut, 200: ReindexOut})

@@ -114,6 +114,7 @@ class _Run:
         self.root: WorkspaceRoot = job.root
         self.pending: list[tuple[SegmentPlan, FileChunks]] = []
         self.pending_chunks = 0
+        self.touched: list[IndexedFile] = []
         self.last_beat = 0.0
 
     def run(self) -> None:
@@ -163,7 +164,8 @@ class _Run:
             return False
         digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
         if current and state.content_hash == digest:
-            IndexedFile.objects.filter(pk=state.pk).update(size=entry.size, mtime_ns=entry.mtime_ns)
+            state.size, state.mtime_ns = entry.size, entry.mtime_ns
+            self.touched.append(state)  # saved in bulk at the next flush
             self.job.files_unchanged += 1  # touched, same content
             return True
         chunks = chunk_text(text, entry.path, max_chars=settings.RAG_CHUNK_MAX_CHARS, overlap=settings.RAG_CHUNK_OVERLAP)
@@ -189,6 +191,9 @@ class _Run:
             self.job.chunks_deleted += files_replace(files, model=model, track_state=True)
             self.job.chunks_embedded += sum(len(f.chunks) for f in files)
         self.pending, self.pending_chunks = [], 0
+        if self.touched:
+            IndexedFile.objects.bulk_update(self.touched, ["size", "mtime_ns"], batch_size=1000)
+            self.touched = []
         self._beat(force=True)
 
     def _skip(self, skipped: Skipped, *, failed: bool = False) -> None:

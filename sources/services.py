@@ -28,10 +28,6 @@ class IndexOutcome:
     chunks_deleted: int = 0
 
 
-def embedding_model_default() -> EmbeddingModel:
-    return embedding_model_for(settings.RAG_EMBEDDING_MODEL)
-
-
 def skill_fingerprint(*, skill: Skill, model: EmbeddingModel) -> str:
     """Everything that changes the stored chunks: text, chunker, model, scope."""
     parts = [skill.body, skill.title, CHUNKING_VERSION, model.spec.identity, str(settings.RAG_CHUNK_MAX_CHARS)]
@@ -51,7 +47,7 @@ def skill_index(*, skill_id: int, force: bool = False) -> IndexOutcome | None:
     skill = Skill.objects.filter(pk=skill_id).first()
     if skill is None:
         return None
-    model = embedding_model_default()
+    model = embedding_model_for()
     fingerprint = skill_fingerprint(skill=skill, model=model)
     # content_hash is written only on success, so equality means the stored
     # chunks already are this exact text, chunker and model.

@@ -208,3 +208,17 @@ def test_a_segment_model_change_switches_atomically_and_survives_a_crash(root, s
     assert chunk.generation == Source.objects.get(pk=chunk.source_id).active_generation == 1
     assert Chunk.objects.get(path="other.py").embedding_model == old_model  # other segments untouched
     assert ("api/pelican.py", 64) in vector_paths() and ("other.py", 384) in vector_paths()
+
+
+def test_touched_but_unchanged_files_are_not_embedded_and_their_state_is_refreshed(root, client):
+    import os
+
+    paths = tree_make(Path(root.path), files=12)
+    index(root)
+    for relative in paths:
+        os.utime(Path(root.path) / relative, ns=(1_000_000_000, 1_000_000_000))  # e.g. a fresh git checkout
+    touched = index(root)
+    assert (touched.files_unchanged, touched.files_changed, touched.chunks_embedded) == (12, 0, 0)
+    assert set(IndexedFile.objects.values_list("mtime_ns", flat=True)) == {1_000_000_000}
+    listed = client.get("/api/v1/roots").json()
+    assert [(r["name"], r["last_job"]["id"]) for r in listed] == [("repo", touched.pk)]
