@@ -1,4 +1,4 @@
-"""The two candidate channels, each one SQL query with the scope filter inside.
+"""The candidate channels' shared parts and the vector channel; lexical.py has the lexical one.
 
 The filter sits in the SQL of both channels (never applied afterwards), so a
 chunk outside the caller's scope cannot leak through either one. Only each
@@ -26,6 +26,7 @@ class Scope:
     source_ids: tuple[int, ...] = ()  # empty = every source
 
     def sql(self) -> tuple[str, list]:
+        """A WHERE fragment over chunks ``c`` joined to sources ``s``, and its parameters."""
         clauses = [
             "s.enabled",
             "c.generation = s.active_generation",
@@ -44,39 +45,18 @@ class Scope:
             params.append(list(self.source_ids))
         return " AND ".join(clauses), params
 
+    def sql_named(self) -> tuple[str, dict]:
+        """``sql()`` with named placeholders (%(scope0)s, ...) for queries using named parameters."""
+        where, params = self.sql()
+        names = [f"scope{i}" for i in range(len(params))]
+        return where.replace("%s", "{}").format(*(f"%({name})s" for name in names)), dict(zip(names, params))
+
 
 @dataclass(frozen=True, slots=True)
 class Candidate:
     chunk_id: int
     rank: int
     score: float
-
-
-def lexical_candidates(*, query: str, scope: Scope, limit: int) -> list[Candidate]:
-    """Full-text candidates, any query word matching (OR), ranked by ts_rank.
-
-    websearch_to_tsquery ANDs every word, which finds nothing for most
-    natural-language questions; OR over the query's lexemes lets the rank
-    reward documents matching more of them.
-    """
-    where, params = scope.sql()
-    sql = f"""
-        WITH q AS (
-            SELECT NULLIF(array_to_string(ARRAY(
-                SELECT quote_literal(lexeme)
-                FROM unnest(tsvector_to_array(to_tsvector('english', %s))) AS lexeme
-            ), ' | '), '')::tsquery AS query
-        )
-        SELECT c.id, ts_rank(c.search_vector, q.query, 1) AS score
-        FROM sources_chunk c JOIN sources_source s ON s.id = c.source_id, q
-        WHERE q.query IS NOT NULL AND c.search_vector @@ q.query AND {where}
-        ORDER BY score DESC, c.id
-        LIMIT %s
-    """
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [query, *params, limit])
-        rows = cursor.fetchall()
-    return [Candidate(chunk_id=row[0], rank=rank, score=float(row[1])) for rank, row in enumerate(rows, start=1)]
 
 
 def visible_models(*, scope: Scope) -> list[EmbeddingModel]:

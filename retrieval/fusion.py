@@ -1,19 +1,6 @@
 """Rank fusion over plain data (no Django)."""
 
-import enum
-from collections.abc import Hashable, Mapping, Sequence
-
-
-class FusionMethod(enum.StrEnum):
-    RRF = "rrf"
-    CONVEX = "convex"
-
-    @classmethod
-    def parse(cls, value: str) -> "FusionMethod":
-        try:
-            return cls(value)
-        except ValueError:
-            raise ValueError(f"unknown fusion method {value!r}; valid: {', '.join(m.value for m in cls)}") from None
+from collections.abc import Collection, Hashable, Mapping, Sequence
 
 
 def rrf_fuse(
@@ -36,19 +23,36 @@ def rrf_fuse(
 
 
 def convex_fuse(
-    scored: Mapping[str, Sequence[tuple[Hashable, float]]], *, weights: Mapping[str, float] | None = None
+    scored: Mapping[str, Sequence[tuple[Hashable, float]]],
+    *,
+    weights: Mapping[str, float] | None = None,
+    bounded: Collection[str] = ("vector",),
+    minmax: bool = False,
 ) -> list[tuple[Hashable, float]]:
-    """Convex combination of min-max normalised scores; absent from a channel = 0."""
+    """Weighted sum of per-channel normalised scores; absent from a channel = 0.
+
+    A ``bounded`` channel (cosine similarity, already on one scale for every
+    query) keeps its scores; any other channel (BM25, unbounded) is divided by
+    its top score, so 0 still means "no match". Min-max over the candidates
+    (``minmax``) instead stretches whatever range a query happens to have: a
+    flat vector list then looks as decisive as a sharp one, which measured
+    worse (see RAG_FUSION in settings).
+    """
     scores: dict[Hashable, float] = {}
     for name, pairs in scored.items():
         if not pairs:
             continue
         values = [score for _, score in pairs]
         low, high = min(values), max(values)
-        span = high - low
+        if minmax:
+            offset, span = low, high - low
+        elif name.split(":", 1)[0] in bounded:
+            offset, span = 0.0, 1.0
+        else:
+            offset, span = 0.0, high
         weight = _weight(weights, name)
         for item, score in pairs:
-            normalised = (score - low) / span if span else 1.0
+            normalised = (score - offset) / span if span > 0 else 1.0
             scores[item] = scores.get(item, 0.0) + weight * normalised
     return sorted(scores.items(), key=lambda pair: -pair[1])
 

@@ -8,8 +8,10 @@ from django.conf import settings
 from rag_site.errors import ApplicationError
 import logging
 
-from retrieval.channels import Candidate, Scope, lexical_candidates, vector_candidates, visible_models
-from retrieval.fusion import FusionMethod, convex_fuse, rrf_fuse
+from retrieval.channels import Candidate, Scope, vector_candidates, visible_models
+from retrieval.choices import FusionMethod
+from retrieval.fusion import convex_fuse, rrf_fuse
+from retrieval.lexical import lexical_candidates
 from retrieval.mmr import mmr_order
 from sources.embedding import EmbeddingError, embedder_for
 from sources.models import Chunk
@@ -112,8 +114,9 @@ def _mmr(pool: list[tuple[int, float]], *, k: int, lambda_: float) -> list[tuple
 
 def _fuse(channels: dict[str, list[Candidate]]) -> list[tuple[int, float]]:
     weights = {"lexical": settings.RAG_FUSION_LEXICAL_WEIGHT, "vector": 1.0}
-    if settings.RAG_FUSION == FusionMethod.CONVEX:
-        return convex_fuse({name: [(c.chunk_id, c.score) for c in found] for name, found in channels.items()}, weights=weights)
+    if settings.RAG_FUSION in (FusionMethod.CONVEX, FusionMethod.MINMAX):
+        scored = {name: [(c.chunk_id, c.score) for c in found] for name, found in channels.items()}
+        return convex_fuse(scored, weights=weights, minmax=settings.RAG_FUSION == FusionMethod.MINMAX)
     return rrf_fuse({name: [c.chunk_id for c in found] for name, found in channels.items()}, k=settings.RAG_RRF_K, weights=weights)
 
 

@@ -110,11 +110,20 @@ class Skill(Indexed):
         return self.title or self.slug
 
 
+# Identifiers are indexed as the words people type: "ChunkSearch.run_query",
+# "os.path.join" -> "Chunk Search run query", "os path join" (PostgreSQL's
+# parser keeps dotted names whole). The lexical channel applies the same
+# transform to the query (retrieval/lexical.py), so both sides agree.
+IDENTIFIER_CAMEL = (r"([a-z0-9])([A-Z])", r"\1 \2")
+IDENTIFIER_SEPARATORS = "._/-:"
+
+
 def _identifier_words(field: str) -> Func:
-    # "ChunkSearch.run_query" -> "Chunk Search run query": the lexical channel
-    # then matches the words people type, not only the whole identifier.
-    camel = Func(models.F(field), Value(r"([a-z0-9])([A-Z])"), Value(r"\1 \2"), Value("g"), function="regexp_replace")
-    return Func(camel, Value("._/-:"), Value("     "), function="translate")
+    pattern, replacement = IDENTIFIER_CAMEL
+    camel = Func(models.F(field), Value(pattern), Value(replacement), Value("g"), function="regexp_replace",
+                 output_field=models.TextField())
+    return Func(camel, Value(IDENTIFIER_SEPARATORS), Value(" " * len(IDENTIFIER_SEPARATORS)), function="translate",
+                output_field=models.TextField())
 
 
 class Chunk(models.Model):
@@ -136,12 +145,12 @@ class Chunk(models.Model):
     chunking_version = models.CharField(max_length=32)
     metadata = models.JSONField(default=dict, blank=True)
     # Weighted for the lexical channel: symbol and path (A) over headings (B)
-    # over body (C).
+    # over body (C); BM25 counts an A occurrence 4 times, B twice (lexical.py).
     search_vector = models.GeneratedField(
         expression=(
             SearchVector("symbol", _identifier_words("symbol"), _identifier_words("path"), config="english", weight="A")
             + SearchVector("context_prefix", config="english", weight="B")
-            + SearchVector("content", config="english", weight="C")
+            + SearchVector(_identifier_words("content"), config="english", weight="C")
         ),
         output_field=SearchVectorField(),
         db_persist=True,

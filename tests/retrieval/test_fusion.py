@@ -31,19 +31,28 @@ def test_weights_apply_per_channel_family():
     assert dict(fused)["a"] == pytest.approx(0.3 / 61)
 
 
-def test_convex_fusion_normalises_each_channel():
+def test_convex_fusion_keeps_cosine_and_scales_lexical_by_its_top_score():
     from retrieval.fusion import convex_fuse
 
-    fused = dict(convex_fuse({"lexical": [("a", 8.0), ("b", 2.0)], "vector": [("b", 0.9), ("c", 0.5)]}, weights={"lexical": 0.5}))
-    assert fused == pytest.approx({"a": 0.5, "b": 1.0, "c": 0.0})
-    assert convex_fuse({"vector": [("x", 0.4)]}) == [("x", 1.0)]
+    fused = dict(convex_fuse({"lexical": [("a", 8.0), ("b", 2.0)], "vector:3": [("b", 0.9), ("c", 0.5)]}, weights={"lexical": 0.5}))
+    # a: 0.5 * 8/8; b: 0.5 * 2/8 + 0.9 (cosine as is); c: 0.5.
+    assert fused == pytest.approx({"a": 0.5, "b": 1.025, "c": 0.5})
+    assert convex_fuse({"vector": [("x", 0.4)]}) == [("x", 0.4)]
+    assert convex_fuse({"lexical": [("x", 0.0)]}) == [("x", 1.0)]  # no span: the lone match counts fully
     assert convex_fuse({}) == []
 
 
-def test_an_unknown_fusion_method_lists_the_valid_ones():
-    from retrieval.fusion import FusionMethod
+def test_minmax_fusion_stretches_every_channel_to_its_candidates():
+    from retrieval.fusion import convex_fuse
 
-    with pytest.raises(ValueError, match="valid: rrf, convex"):
+    fused = dict(convex_fuse({"lexical": [("a", 8.0), ("b", 2.0)], "vector": [("b", 0.9), ("c", 0.5)]}, weights={"lexical": 0.5}, minmax=True))
+    assert fused == pytest.approx({"a": 0.5, "b": 1.0, "c": 0.0})
+
+
+def test_an_unknown_fusion_method_lists_the_valid_ones():
+    from retrieval.choices import FusionMethod
+
+    with pytest.raises(ValueError, match="valid: convex, minmax, rrf"):
         FusionMethod.parse("borda")
 
 
