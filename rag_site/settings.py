@@ -4,6 +4,7 @@ Every variable is documented in README.md ("Configuration") and
 .env.example. Malformed values raise ImproperlyConfigured naming the variable.
 """
 
+import os
 import secrets
 from pathlib import Path
 
@@ -12,6 +13,10 @@ from django.core.exceptions import ImproperlyConfigured
 
 from rag_site.env import env_bool, env_float, env_int, env_list, env_str, env_url
 from retrieval.choices import FusionMethod, LexicalRanking  # pure Python: safe to import from settings
+
+# Models come from packages or local paths, never from the hub. huggingface_hub
+# reads this once, at its first import, so it is set before anything imports it.
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(env_str("RAG_VAR_DIR", str(BASE_DIR / "var"))).resolve()
@@ -190,6 +195,26 @@ except ValueError as exc:
 # Weight of the lexical channel against the vector channel (1.0) in fusion;
 # 0.1 for "convex" (0.05: 0.804 / 0.724; 0.2: 0.805 / 0.754 on msmarco / click).
 RAG_FUSION_LEXICAL_WEIGHT = env_float("RAG_FUSION_LEXICAL_WEIGHT", 0.1, minimum=0.0, maximum=10.0)
+# Vector matches below these cosine similarities are dropped unless the
+# lexical channel also found them (a keyword match rescues a borderline one).
+# The seeds' defaults; evaluation datasets have no threshold.
+RAG_SIMILARITY_THRESHOLD_SKILL = env_float("RAG_SIMILARITY_THRESHOLD_SKILL", 0.35, minimum=-1.0, maximum=1.0)
+RAG_SIMILARITY_THRESHOLD_FILE = env_float("RAG_SIMILARITY_THRESHOLD_FILE", 0.30, minimum=-1.0, maximum=1.0)
+RAG_SIMILARITY_THRESHOLD_TOOL = env_float("RAG_SIMILARITY_THRESHOLD_TOOL", 0.35, minimum=-1.0, maximum=1.0)
+# Cross-encoder rerank: any sentence-transformers CrossEncoder, by local path
+# or by a name already in the Hugging Face cache (the hub is not contacted).
+# Empty = off. Requests turn it on with "rerank": true, or everywhere with
+# RAG_RERANK_ENABLED. A failure keeps the fused order and says why.
+RAG_RERANK_MODEL = env_str("RAG_RERANK_MODEL", "")
+RAG_RERANK_ENABLED = env_bool("RAG_RERANK_ENABLED", False)
+if RAG_RERANK_ENABLED and not RAG_RERANK_MODEL:
+    raise ImproperlyConfigured("RAG_RERANK_ENABLED is on but RAG_RERANK_MODEL is empty: name a cross-encoder model")
+# The fused head that is scored (and the most hits a reranked search returns).
+RAG_RERANK_MAX_CHUNKS = env_int("RAG_RERANK_MAX_CHUNKS", 20, minimum=1, maximum=1000)
+# Below this many characters in that head, a model call is not worth it.
+RAG_RERANK_MIN_CHARS = env_int("RAG_RERANK_MIN_CHARS", 2000, minimum=0)
+# Reranked chunks scoring below this (0..1, sigmoid of the model's logit) are dropped.
+RAG_RERANK_SCORE_THRESHOLD = env_float("RAG_RERANK_SCORE_THRESHOLD", 0.01, minimum=0.0, maximum=1.0)
 # HNSW candidate list at query time (pgvector's default is 40).
 RAG_HNSW_EF_SEARCH = env_int("RAG_HNSW_EF_SEARCH", 100, minimum=1, maximum=1000)
 RAG_SKILL_REVERIFY_MINUTES = env_int("RAG_SKILL_REVERIFY_MINUTES", 30, minimum=0)

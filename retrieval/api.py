@@ -1,9 +1,11 @@
 from ninja import Router
 
 from retrieval.channels import Scope
-from retrieval.schemas import ErrorOut, HitOut, SearchIn, SearchOut, ToolHitOut, ToolSearchIn, ToolSearchOut
-from retrieval.search import Hit, Mode, chunks_search
-from sources.models import Source, Tool
+from retrieval.schemas import (
+    ErrorOut, HitOut, SearchIn, SearchOut, SkillHitOut, SkillSearchIn, SkillSearchOut, ToolHitOut, ToolSearchIn, ToolSearchOut,
+)
+from retrieval.search import ChannelScore, Hit, Mode, chunks_search
+from sources.models import Skill, Source, Tool
 
 router = Router(tags=["search"])
 ERRORS = {400: ErrorOut, 422: ErrorOut, 503: ErrorOut}
@@ -14,20 +16,35 @@ def search(request, payload: SearchIn):
     """Hybrid (lexical + vector, fused) search over every indexed chunk the caller may see."""
     scope = Scope(bot_id=payload.bot_id, client_id=payload.client_id, channel=payload.channel, kinds=tuple(payload.sources))
     hits = chunks_search(
-        query=payload.query, k=payload.k, mode=Mode.parse(payload.mode), scope=scope, mmr=payload.mmr, mmr_lambda=payload.mmr_lambda
+        query=payload.query, k=payload.k, mode=Mode.parse(payload.mode), scope=scope, mmr=payload.mmr,
+        mmr_lambda=payload.mmr_lambda, rerank=payload.rerank, group=payload.group,
     )
     tools = _tools_for(hits)
-    return SearchOut(query=payload.query, mode=payload.mode, k=payload.k, hits=[_hit_out(hit, tools) for hit in hits])
+    return SearchOut(query=payload.query, mode=payload.mode, k=payload.k, warnings=hits.warnings,
+                     hits=[_hit_out(rank, hit, tools) for rank, hit in enumerate(hits, start=1)])
+
+
+@router.post("/skills/search", response={200: SkillSearchOut, **ERRORS})
+def skills_search(request, payload: SkillSearchIn):
+    """The skill index: the skills that fit a task, each once, with its best-matching section."""
+    scope = Scope(bot_id=payload.bot_id, client_id=payload.client_id, channel=payload.channel, kinds=(Source.Kind.SKILL,))
+    hits = chunks_search(query=payload.query, k=payload.k, scope=scope, group=True)
+    slugs = dict(Skill.objects.filter(source_id__in=[h.chunk.source_id for h in hits]).values_list("source_id", "slug"))
+    return SkillSearchOut(
+        query=payload.query, warnings=hits.warnings,
+        skills=[SkillHitOut(slug=slugs[h.chunk.source_id], title=h.title, score=h.score, best_section=h.chunk.context_prefix,
+                            citation=h.citation) for h in hits if h.chunk.source_id in slugs],
+    )
 
 
 @router.post("/tools/search", response={200: ToolSearchOut, **ERRORS})
 def tools_search(request, payload: ToolSearchIn):
     """The tools that fit a task, as OpenAI function schemas ready to hand to a model."""
     scope = Scope(bot_id=payload.bot_id, client_id=payload.client_id, kinds=(Source.Kind.TOOL,))
-    hits = chunks_search(query=payload.query, k=payload.k, scope=scope)
+    hits = chunks_search(query=payload.query, k=payload.k, scope=scope, group=True)
     tools = _tools_for(hits)
     return ToolSearchOut(
-        query=payload.query,
+        query=payload.query, warnings=hits.warnings,
         tools=[ToolHitOut(key=tools[h.chunk.source_id].key, score=h.score, openai_schema=tools[h.chunk.source_id].openai_schema)
                for h in hits if h.chunk.source_id in tools],
     )
@@ -38,7 +55,7 @@ def _tools_for(hits: list[Hit]) -> dict[int, Tool]:
     return {tool.source_id: tool for tool in Tool.objects.filter(source_id__in=ids)} if ids else {}
 
 
-def _hit_out(hit: Hit, tools: dict[int, Tool]) -> HitOut:
+def _hit_out(rank: int, hit: Hit, tools: dict[int, Tool]) -> HitOut:
     chunk = hit.chunk
     tool = tools.get(chunk.source_id)
     return HitOut(
@@ -54,7 +71,14 @@ def _hit_out(hit: Hit, tools: dict[int, Tool]) -> HitOut:
         language=chunk.language,
         symbol=chunk.symbol,
         content=chunk.content,
+        rank=rank,
         score=hit.score,
-        channels={name: {"rank": s.rank, "score": s.score} for name, s in hit.channels.items()},
+        channels={name: _explained(s) for name, s in hit.channels.items()},
+        fused=_explained(hit.fused) if hit.fused else None,
+        rerank=_explained(hit.rerank) if hit.rerank else None,
         tool=tool.openai_schema if tool else None,
     )
+
+
+def _explained(score: ChannelScore) -> dict:
+    return {"rank": score.rank, "score": score.score}

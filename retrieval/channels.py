@@ -57,6 +57,7 @@ class Candidate:
     chunk_id: int
     rank: int
     score: float
+    threshold: float = 0.0  # vector candidates: their source kind's similarity threshold
 
 
 def visible_models(*, scope: Scope) -> list[EmbeddingModel]:
@@ -78,7 +79,8 @@ def vector_candidates(*, vector: np.ndarray, model: EmbeddingModel, scope: Scope
     # planner can use it; iterative scans keep returning rows when the scope
     # filter removes many of the nearest ones.
     sql = f"""
-        SELECT c.id, 1 - (c.embedding::halfvec({dims}) <=> %s::halfvec({dims})) AS score
+        SELECT c.id, 1 - (c.embedding::halfvec({dims}) <=> %s::halfvec({dims})) AS score,
+               CASE s.kind WHEN 'skill' THEN %s WHEN 'file' THEN %s WHEN 'tool' THEN %s ELSE 0.0 END AS threshold
         FROM sources_chunk c JOIN sources_source s ON s.id = c.source_id
         WHERE c.embedding_model_id = {int(model.pk)} AND {where}
         ORDER BY c.embedding::halfvec({dims}) <=> %s::halfvec({dims})
@@ -90,6 +92,12 @@ def vector_candidates(*, vector: np.ndarray, model: EmbeddingModel, scope: Scope
             "SELECT set_config('hnsw.ef_search', %s, true), set_config('hnsw.iterative_scan', 'relaxed_order', true)",
             [str(max(settings.RAG_HNSW_EF_SEARCH, limit))],
         )
-        cursor.execute(sql, [literal, *params, literal, limit])
+        cursor.execute(sql, [literal, *_thresholds(), *params, literal, limit])
         rows = cursor.fetchall()
-    return [Candidate(chunk_id=row[0], rank=rank, score=float(row[1])) for rank, row in enumerate(rows, start=1)]
+    return [Candidate(chunk_id=row[0], rank=rank, score=float(row[1]), threshold=float(row[2])) for rank, row in enumerate(rows, start=1)]
+
+
+def _thresholds() -> tuple[float, float, float]:
+    # Evaluation datasets have none: the eval measures ranking, not cut-offs.
+    return (settings.RAG_SIMILARITY_THRESHOLD_SKILL, settings.RAG_SIMILARITY_THRESHOLD_FILE,
+            settings.RAG_SIMILARITY_THRESHOLD_TOOL)

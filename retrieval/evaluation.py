@@ -106,21 +106,30 @@ def dataset_evaluate(dataset: Dataset, source: Source, *, k: int = 10) -> dict[s
     """One row per channel, all from this run."""
     scope = Scope(kinds=(Source.Kind.DATASET,), source_ids=(source.pk,))
     documents = {doc: tokens(text) for doc, text in dataset.corpus.items()}
-    channels: dict[str, Callable[[str], list[str]]] = {
-        "token-overlap": lambda q: token_overlap_rank(q, documents, limit=DEPTH),
-        "lexical": lambda q: _documents(q, Mode.LEXICAL, scope),
-        "vector": lambda q: _documents(q, Mode.VECTOR, scope),
-        "fused": lambda q: _documents(q, Mode.HYBRID, scope),
-        "fused+mmr": lambda q: _documents(q, Mode.HYBRID, scope, mmr=True),
-    }
+    channels: dict[str, Callable[[str], list[str]]] = {"token-overlap": lambda q: token_overlap_rank(q, documents, limit=DEPTH)}
+    for name, options in search_rows().items():
+        channels[name] = lambda q, options=options: _documents(q, scope, options)
     judged = {q: text for q, text in dataset.queries.items() if q in dataset.qrels}
     return {name: evaluate({q: rank(text) for q, text in judged.items()}, dataset.qrels, k=k) for name, rank in channels.items()}
 
 
-def _documents(query: str, mode: Mode, scope: Scope, *, mmr: bool = False) -> list[str]:
+def search_rows() -> dict[str, dict]:
+    """The search service's configurations scored side by side; rerank only when a model is configured."""
+    rows = {
+        "lexical": {"mode": Mode.LEXICAL, "rerank": False},
+        "vector": {"mode": Mode.VECTOR, "rerank": False},
+        "fused": {"mode": Mode.HYBRID, "rerank": False},
+        "fused+mmr": {"mode": Mode.HYBRID, "rerank": False, "mmr": True},
+    }
+    if settings.RAG_RERANK_MODEL:
+        rows["fused+rerank"] = {"mode": Mode.HYBRID, "rerank": True}
+    return rows
+
+
+def _documents(query: str, scope: Scope, options: dict) -> list[str]:
     # A document ranks where its best chunk ranks.
     seen: dict[str, None] = {}
-    for hit in chunks_search(query=query, k=DEPTH, mode=mode, scope=scope, mmr=mmr):
+    for hit in chunks_search(query=query, k=DEPTH, scope=scope, **options):
         seen.setdefault(hit.chunk.path, None)
     return list(seen)
 
@@ -179,12 +188,11 @@ def code_evaluate(queries: list[CodeQuery], root, *, k: int = 10) -> dict[str, d
                         key=lambda pair: (-pair[0], pair[1]))
         return [where for _, where in scored[:k]]
 
-    def search(mode: Mode, *, mmr: bool = False) -> Callable[[CodeQuery], list[tuple[str, int, int]]]:
+    def search(options: dict) -> Callable[[CodeQuery], list[tuple[str, int, int]]]:
         return lambda q: [(h.chunk.path, h.chunk.start_line, h.chunk.end_line)
-                          for h in chunks_search(query=q.text, k=k, mode=mode, scope=scope, mmr=mmr)]
+                          for h in chunks_search(query=q.text, k=k, scope=scope, **options)]
 
-    channels = {"token-overlap": overlap, "lexical": search(Mode.LEXICAL), "vector": search(Mode.VECTOR),
-                "fused": search(Mode.HYBRID), "fused+mmr": search(Mode.HYBRID, mmr=True)}
+    channels = {"token-overlap": overlap, **{name: search(options) for name, options in search_rows().items()}}
     report = {}
     for name, rank in channels.items():
         firsts = []

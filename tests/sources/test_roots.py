@@ -176,7 +176,8 @@ def second_model(tmp_path_factory) -> str:
     return str(target)
 
 
-def test_a_segment_model_change_switches_atomically_and_survives_a_crash(root, second_model, monkeypatch):
+def test_a_segment_model_change_switches_atomically_and_survives_a_crash(root, second_model, monkeypatch, settings):
+    settings.RAG_SIMILARITY_THRESHOLD_FILE = -1.0  # every file is a vector hit, whatever its similarity
     directory = Path(root.path)
     (directory / "api").mkdir()
     (directory / "api" / "pelican.py").write_text("def pelican_feeder():\n    return 'fish'\n")

@@ -1,0 +1,46 @@
+import pytest
+
+from retrieval.channels import Scope
+from retrieval.choices import LexicalRanking
+from retrieval.lexical import lexical_candidates
+from sources import services
+from sources.models import Chunk
+from tests.factories import SkillFactory
+
+pytestmark = pytest.mark.django_db
+
+
+def skill(slug: str, body: str) -> None:
+    services.skill_index(skill_id=SkillFactory(slug=slug, body=body).pk)
+
+
+def found(query: str, **options) -> list[str]:
+    ids = [c.chunk_id for c in lexical_candidates(query=query, scope=Scope(), limit=10, **options)]
+    slugs = dict(Chunk.objects.filter(pk__in=ids).values_list("pk", "source__key"))
+    return [slugs[i].removeprefix("skill:") for i in ids]
+
+
+def test_bm25_weighs_a_rare_word_over_a_common_one():
+    # "python" is in every skill, "zeppelin" in one: BM25's IDF ranks the
+    # zeppelin skill first although another says "python" three times.
+    for i in range(6):
+        skill(f"python-{i}", f"# Notes {i}\n\nPython tips, part {i}.\n")
+    skill("python-heavy", "# Heavy\n\nPython, python and more python for everyone.\n")
+    skill("airship", "# Airship\n\nA zeppelin story told in Python.\n")
+    assert found("python zeppelin")[0] == "airship"
+    assert found("python zeppelin", ranking=LexicalRanking.TS_RANK)  # the old ranking still answers
+
+
+def test_identifiers_in_the_body_are_found_by_their_words():
+    skill("paths", "# Paths\n\n```python\nfull = os.path.join(base, name)\nserver = HttpServerConfig()\n```\n")
+    skill("other", "# Other\n\nNothing to see here.\n")
+    assert found("path join") == ["paths"]
+    assert found("server config") == ["paths"]
+    assert found("HttpServerConfig") == ["paths"]  # as typed, split the same way
+
+
+def test_a_query_without_indexable_words_falls_back_to_a_substring_match():
+    skill("arrows", "# Arrows\n\nIn C, p->next follows the list; p->next->next skips one.\n")
+    skill("plain", "# Plain\n\nNo pointers at all.\n")
+    assert found("->") == ["arrows"]
+    assert found("to be or not to be") == []  # stop words only, and no such text
