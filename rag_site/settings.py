@@ -156,6 +156,12 @@ RAG_EMBED_BATCH_SIZE = env_int("RAG_EMBED_BATCH_SIZE", 64, minimum=1, maximum=40
 # one call: sentence-transformers sorts a call's texts by length, so large
 # calls pad less. Measured with `rag_bench index` (see README).
 RAG_INDEX_FLUSH_CHUNKS = env_int("RAG_INDEX_FLUSH_CHUNKS", 1024, minimum=1)
+# A chunk longer than the model reads (256 word pieces for MiniLM): "pieces"
+# embeds it in pieces and averages them, "truncate" lets the model drop the
+# rest. Applies to chunks embedded from then on (force a re-index).
+RAG_EMBED_LONG_TEXTS = env_str("RAG_EMBED_LONG_TEXTS", "truncate")
+if RAG_EMBED_LONG_TEXTS not in ("pieces", "truncate"):
+    raise ImproperlyConfigured(f"RAG_EMBED_LONG_TEXTS: unknown value {RAG_EMBED_LONG_TEXTS!r}; valid: pieces, truncate")
 RAG_CHUNK_MAX_CHARS = env_int("RAG_CHUNK_MAX_CHARS", 1500, minimum=200)
 RAG_CHUNK_OVERLAP = env_int("RAG_CHUNK_OVERLAP", 200, minimum=0)
 RAG_SEARCH_DEFAULT_K = env_int("RAG_SEARCH_DEFAULT_K", 10, minimum=1)

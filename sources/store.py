@@ -77,7 +77,7 @@ def files_embed(files: Sequence[FileChunks], *, model: EmbeddingModel) -> None:
     """Embed every chunk of ``files`` in batches across files; sets ``vectors``."""
     texts = [embed_text(chunk, f.path) for f in files for chunk in f.chunks]
     vectors = embedder_for(provider=model.provider, name=model.name, device=settings.RAG_EMBEDDING_DEVICE).embed(
-        texts, batch_size=settings.RAG_EMBED_BATCH_SIZE
+        texts, batch_size=settings.RAG_EMBED_BATCH_SIZE, pieces=settings.RAG_EMBED_LONG_TEXTS == "pieces"
     )
     offset = 0
     for f in files:

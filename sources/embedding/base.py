@@ -25,6 +25,7 @@ class ModelSpec:
 class Embedder(Protocol):
     spec: ModelSpec
 
-    def embed(self, texts: list[str], *, batch_size: int = 64) -> np.ndarray:
-        """Return a float32 array of shape (len(texts), dimensions)."""
+    def embed(self, texts: list[str], *, batch_size: int = 64, pieces: bool = False) -> np.ndarray:
+        """Return a float32 array of shape (len(texts), dimensions); ``pieces``:
+        texts longer than the model reads are embedded in pieces and averaged."""
         ...

@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from sources.embedding.base import EmbeddingError, ModelSpec
+from sources.embedding.pieces import pieces_pool, text_pieces
 
 BUNDLED_NAME = "all-MiniLM-L6-v2"
 
@@ -59,14 +60,31 @@ class LocalEmbedder:
             self._spec = ModelSpec(provider="local", name=self.name, dimensions=int(dims), normalized=True)
         return self._spec
 
-    def embed(self, texts: list[str], *, batch_size: int = 64) -> np.ndarray:
+    def embed(self, texts: list[str], *, batch_size: int = 64, pieces: bool = False) -> np.ndarray:
+        """Unit vectors for ``texts``; with ``pieces``, a text longer than the
+        model reads is embedded piece by piece and averaged (pieces.py)."""
         if not texts:
             return np.zeros((0, self.spec.dimensions), dtype=np.float32)
         model = self._load()
         try:
+            inputs, owners = self._pieces(model, texts) if pieces else (texts, None)
             vectors = model.encode(
-                texts, batch_size=batch_size, convert_to_numpy=True, normalize_embeddings=True, show_progress_bar=False
+                inputs, batch_size=batch_size, convert_to_numpy=True, normalize_embeddings=True, show_progress_bar=False
             )
         except Exception as exc:  # noqa: BLE001
             raise EmbeddingError(f"embedding with {self.name!r} failed: {exc}") from exc
+        if owners is not None and len(inputs) > len(texts):
+            vectors = pieces_pool(vectors, owners, len(texts))
         return vectors.astype(np.float32, copy=False)
+
+    @staticmethod
+    def _pieces(model, texts: list[str]) -> tuple[list[str], list[int]]:
+        tokenizer = model.tokenizer
+        limit = model.max_seq_length - 2  # room for the [CLS] and [SEP] tokens
+        encoded = tokenizer(texts, add_special_tokens=False, return_offsets_mapping=True, truncation=False, verbose=False)
+        inputs, owners = [], []
+        for index, (text, offsets) in enumerate(zip(texts, encoded["offset_mapping"], strict=True)):
+            for piece in text_pieces(text, offsets, limit):
+                inputs.append(piece)
+                owners.append(index)
+        return inputs, owners
