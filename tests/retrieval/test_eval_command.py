@@ -43,6 +43,15 @@ def test_every_channel_is_scored_from_one_run(dataset):
     assert not Source.objects.filter(kind="dataset").exists()  # removed without --keep
 
 
+def test_a_configured_rerank_model_gets_its_own_row(dataset, settings, tiny_model):
+    settings.RAG_RERANK_MODEL = tiny_model
+    settings.RAG_RERANK_MIN_CHARS = 0
+    channels = run(str(dataset))["channels"]
+    assert set(channels) == {"token-overlap", "lexical", "vector", "fused", "fused+mmr", "fused+rerank"}
+    # An untrained model reorders, but every judged document is still in the reranked head.
+    assert channels["fused+rerank"]["recall@10"] == channels["fused"]["recall@10"] == 1.0
+
+
 def test_a_kept_dataset_embeds_nothing_on_a_rerun_and_stays_out_of_real_searches(dataset, client):
     assert run(str(dataset), "--keep")["embedded_chunks"] == 4
     assert run(str(dataset), "--keep")["embedded_chunks"] == 0
