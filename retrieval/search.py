@@ -101,7 +101,8 @@ def chunks_search(
 
     channels = _channels(query=query, mode=mode, scope=scope, limit=limit, warnings=warnings)
     channels = _thresholded(channels)
-    if mode is Mode.HYBRID and len(channels) > 1:
+    fusing = len(channels) > 1  # lexical + vector, or several models' vector lists
+    if fusing:
         fused = _fuse(channels)
     else:  # one list: its own order and scores
         fused = [(c.chunk_id, c.score) for found in channels.values() for c in found]
@@ -122,7 +123,7 @@ def chunks_search(
         bucket = explain.setdefault(name.split(":")[0], {})  # each model's list explains itself as "vector"
         for c in found:
             bucket.setdefault(c.chunk_id, ChannelScore(c.rank, c.score))
-    fused_rank = {chunk_id: ChannelScore(rank, score) for rank, (chunk_id, score) in enumerate(fused, start=1)}
+    fused_rank = {chunk_id: ChannelScore(rank, score) for rank, (chunk_id, score) in enumerate(fused, start=1)} if fusing else {}
     rerank_rank = {chunk_id: ChannelScore(rank, score)
                    for rank, (chunk_id, score) in enumerate(sorted(reranked.items(), key=lambda p: -p[1]), start=1)}
     rows = Chunk.objects.select_related("source").in_bulk([chunk_id for chunk_id, _ in top])
