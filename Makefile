@@ -48,10 +48,14 @@ bench: install
 # Retrieval quality on the public benchmark in ../shared/eval (see README).
 EVAL_DIR ?= ../shared/eval
 CODE_EVAL_DIR = var/eval/click
+# Held out: never tuned on, it checks that gains on click carry over (jinja2 comes with torch).
+HELDOUT_EVAL_DIR = var/eval/jinja2
 eval: install
 	$(PY) manage.py rag_eval $(EVAL_DIR)/msmarco-5k --keep
 	@test -f $(CODE_EVAL_DIR)/queries.jsonl || $(PY) $(EVAL_DIR)/make_code_eval.py click $(CODE_EVAL_DIR)
 	$(PY) manage.py rag_eval --code $(CODE_EVAL_DIR)/queries.jsonl --root $(CODE_EVAL_DIR)/src --keep
+	@test -f $(HELDOUT_EVAL_DIR)/queries.jsonl || $(PY) $(EVAL_DIR)/make_code_eval.py jinja2 $(HELDOUT_EVAL_DIR)
+	$(PY) manage.py rag_eval --code $(HELDOUT_EVAL_DIR)/queries.jsonl --root $(HELDOUT_EVAL_DIR)/src --keep
 
 # Removes the embedded PostgreSQL and Redis data of `make run` (var/).
 clean-var:

@@ -9,6 +9,8 @@ twice, in the body (C) once. Measured with ``rag_eval`` (README, "Retrieval
 quality"); ``RAG_LEXICAL_RANKING=ts_rank`` keeps the old ranking for comparison.
 """
 
+import re
+
 from django.conf import settings
 from django.db import connection
 
@@ -39,8 +41,16 @@ _QUERY_LEXEMES = f"""
 """
 
 
+# "quoted phrases" and -excluded words are web search syntax: such a query
+# must also satisfy websearch_to_tsquery (phrase, AND, NOT); the ranking
+# stays BM25 over all its words.
+_OPERATORS = re.compile(r'"[^"]+"|(?:^|\s)-\w')
+
+
 def lexical_candidates(*, query: str, scope: Scope, limit: int, ranking: LexicalRanking | None = None) -> list[Candidate]:
     """The best ``limit`` chunks for the query's words, inside the scope.
+
+    Any word may match; "quoted phrases" and -exclusions are honoured.
 
     A query with no indexable word (only stop words or punctuation, such as
     "->" or "to be or not to be") falls back to a case-insensitive substring
@@ -48,7 +58,7 @@ def lexical_candidates(*, query: str, scope: Scope, limit: int, ranking: Lexical
     """
     ranking = ranking or settings.RAG_LEXICAL_RANKING
     where, params = scope.sql_named()
-    params.update(query=query, limit=limit, a=FIELD_WEIGHTS["A"], b=FIELD_WEIGHTS["B"], c=FIELD_WEIGHTS["C"])
+    params.update(query=query, limit=limit, operators=bool(_OPERATORS.search(query)), a=FIELD_WEIGHTS["A"], b=FIELD_WEIGHTS["B"], c=FIELD_WEIGHTS["C"])
     with connection.cursor() as cursor:
         cursor.execute(f"SELECT count(*) FROM ({_QUERY_LEXEMES}) AS words", params)
         sql = _SUBSTRING if cursor.fetchone()[0] == 0 else _BM25 if ranking == LexicalRanking.BM25 else _TS_RANK
@@ -66,6 +76,7 @@ _CANDIDATES = """
         SELECT c.id, c.search_vector AS sv, length(c.search_vector) AS dl
         FROM sources_chunk c JOIN sources_source s ON s.id = c.source_id, q
         WHERE c.search_vector @@ q.query AND {where}
+          AND (NOT %(operators)s OR c.search_vector @@ websearch_to_tsquery('english', %(query)s))
     )
 """
 

@@ -44,3 +44,11 @@ def test_a_query_without_indexable_words_falls_back_to_a_substring_match():
     skill("plain", "# Plain\n\nNo pointers at all.\n")
     assert found("->") == ["arrows"]
     assert found("to be or not to be") == []  # stop words only, and no such text
+
+
+def test_quoted_phrases_and_exclusions_are_honoured():
+    skill("pasta", "# Pasta\n\nBoil pasta in salted water.\n")
+    skill("sea", "# Sea\n\nThe water of the sea is salted; boil it to get salt.\n")
+    assert set(found("salted water boil")) == {"pasta", "sea"}
+    assert found('"salted water"') == ["pasta"]
+    assert found("boil water -pasta") == ["sea"]
