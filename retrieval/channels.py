@@ -57,7 +57,7 @@ class Candidate:
     chunk_id: int
     rank: int
     score: float
-    threshold: float = 0.0  # vector candidates: their source kind's similarity threshold
+    threshold: float = 0.0  # vector candidates: their source's similarity threshold
 
 
 def visible_models(*, scope: Scope) -> list[EmbeddingModel]:
@@ -80,7 +80,8 @@ def vector_candidates(*, vector: np.ndarray, model: EmbeddingModel, scope: Scope
     # filter removes many of the nearest ones.
     sql = f"""
         SELECT c.id, 1 - (c.embedding::halfvec({dims}) <=> %s::halfvec({dims})) AS score,
-               CASE s.kind WHEN 'skill' THEN %s WHEN 'file' THEN %s WHEN 'tool' THEN %s ELSE 0.0 END AS threshold
+               COALESCE(s.similarity_threshold,
+                        CASE s.kind WHEN 'skill' THEN %s WHEN 'file' THEN %s WHEN 'tool' THEN %s ELSE 0.0 END) AS threshold
         FROM sources_chunk c JOIN sources_source s ON s.id = c.source_id
         WHERE c.embedding_model_id = {int(model.pk)} AND {where}
         ORDER BY c.embedding::halfvec({dims}) <=> %s::halfvec({dims})

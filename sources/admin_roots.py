@@ -45,7 +45,7 @@ class RootForm(forms.ModelForm):
 class SegmentInline(admin.TabularInline):
     model = Segment
     extra = 0
-    fields = ["name", "path_glob", "embedding_model_name", "channels"]
+    fields = ["name", "path_glob", "embedding_model_name", "similarity_threshold", "channels"]
 
 
 @admin.register(WorkspaceRoot)

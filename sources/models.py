@@ -62,6 +62,8 @@ class Source(models.Model):
     client_id = models.CharField(max_length=128, blank=True, default="")
     channels = ArrayField(models.CharField(max_length=128), default=list, blank=True)
     enabled = models.BooleanField(default=True)
+    # Set from the root or segment; null: RAG_SIMILARITY_THRESHOLD_<KIND>.
+    similarity_threshold = models.FloatField(null=True, blank=True)
     active_generation = models.PositiveIntegerField(default=0)
     embedding_model = models.ForeignKey(
         "EmbeddingModel", null=True, blank=True, on_delete=models.PROTECT, related_name="+",

@@ -1,5 +1,6 @@
 """Workspace roots, their segments, tools, per-file index state and jobs."""
 
+from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import Q
 
@@ -27,6 +28,10 @@ class WorkspaceRoot(models.Model):
     exclude_dirs = models.TextField(default=DEFAULT_EXCLUDE_DIRS, help_text="Directory names never entered.")
     max_file_bytes = models.PositiveIntegerField(default=500_000)
     embedding_model_name = models.CharField(max_length=255, blank=True, help_text="Empty: RAG_EMBEDDING_MODEL.")
+    similarity_threshold = models.FloatField(
+        null=True, blank=True, validators=[MinValueValidator(-1.0), MaxValueValidator(1.0)],
+        help_text="Vector-only matches below this cosine similarity are dropped. Empty: RAG_SIMILARITY_THRESHOLD_FILE.",
+    )
     bot_id = models.CharField(max_length=128, blank=True, default="", help_text="Empty: shared with every bot.")
     client_id = models.CharField(max_length=128, blank=True, default="", help_text="Empty: shared with every client.")
     enabled = models.BooleanField(default=True)
@@ -49,6 +54,11 @@ class Segment(models.Model):
     name = models.CharField(max_length=200)
     path_glob = models.CharField(max_length=512, help_text='Files of the root this segment claims, e.g. "docs/**" or "src/api/*.py".')
     embedding_model_name = models.CharField(max_length=255, blank=True, help_text="Empty: the root's model.")
+    # Each model has its own similarity scale, so a segment with its own model may need its own cut-off.
+    similarity_threshold = models.FloatField(
+        null=True, blank=True, validators=[MinValueValidator(-1.0), MaxValueValidator(1.0)],
+        help_text="Vector-only matches below this cosine similarity are dropped. Empty: the root's.",
+    )
     channels = models.CharField(max_length=1024, blank=True, help_text="Channels allowed to see it, separated by spaces; empty = all.")
     source = models.OneToOneField(Source, null=True, blank=True, editable=False, on_delete=models.SET_NULL)
 

@@ -54,14 +54,19 @@ def root_path_validate(path: str) -> str:
 def root_sources_sync(*, root: WorkspaceRoot) -> None:
     """Source rows for the root's default segment and each segment, with scope and channels."""
     scope = {"bot_id": root.bot_id, "client_id": root.client_id, "enabled": root.enabled, "kind": Source.Kind.FILE}
-    default, _ = Source.objects.update_or_create(key=f"root:{root.pk}", defaults={**scope, "title": root.name, "channels": []})
+    default, _ = Source.objects.update_or_create(
+        key=f"root:{root.pk}",
+        defaults={**scope, "title": root.name, "channels": [], "similarity_threshold": root.similarity_threshold},
+    )
     if root.source_id != default.pk:
         WorkspaceRoot.objects.filter(pk=root.pk).update(source=default)
         root.source = default
     for segment in root.segments.all():
         source, _ = Source.objects.update_or_create(
             key=f"root:{root.pk}:segment:{segment.pk}",
-            defaults={**scope, "title": f"{root.name}: {segment.name}", "channels": words(segment.channels)},
+            defaults={**scope, "title": f"{root.name}: {segment.name}", "channels": words(segment.channels),
+                      "similarity_threshold": root.similarity_threshold if segment.similarity_threshold is None
+                      else segment.similarity_threshold},
         )
         if segment.source_id != source.pk:
             Segment.objects.filter(pk=segment.pk).update(source=source)

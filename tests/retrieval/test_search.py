@@ -90,3 +90,22 @@ def test_search_scope_still_applies_to_the_rescued_keyword_matches(skills, setti
     Source.objects.filter(key="skill:cooking").update(bot_id="bot-a")
     assert chunks_search(query="boil pasta", scope=Scope(bot_id="bot-b")) == []
     assert keys(chunks_search(query="boil pasta", scope=Scope(bot_id="bot-a"))) == ["skill:cooking"]
+
+
+def test_a_source_threshold_overrides_its_kind_default(skills, settings):
+    settings.RAG_SIMILARITY_THRESHOLD_SKILL = -1.0
+    Source.objects.filter(key="skill:cooking").update(similarity_threshold=0.99)
+    assert keys(chunks_search(query="boil pasta", mode=Mode.VECTOR, k=10)) == ["skill:deploy"] * 3
+
+
+def test_roots_and_segments_hand_their_thresholds_to_their_sources(tmp_path, settings):
+    from sources.models import Segment, WorkspaceRoot
+    from sources.roots import root_sources_sync
+
+    settings.RAG_ROOT_BASE_DIRS = [str(tmp_path)]
+    root = WorkspaceRoot.objects.create(name="repo", path=str(tmp_path), similarity_threshold=0.4)
+    Segment.objects.create(root=root, name="docs", path_glob="docs/**", similarity_threshold=0.2)
+    Segment.objects.create(root=root, name="api", path_glob="api/**")
+    root_sources_sync(root=root)
+    thresholds = dict(Source.objects.filter(key__startswith=f"root:{root.pk}").values_list("title", "similarity_threshold"))
+    assert thresholds == {"repo": 0.4, "repo: docs": 0.2, "repo: api": 0.4}
