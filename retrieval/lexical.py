@@ -80,9 +80,13 @@ _CANDIDATES = """
     )
 """
 
-# N is the table's row estimate (exact per-scope counts would cost a scan per
-# query); document frequency and average length come from the candidates.
-# Length is the number of distinct lexemes, which the tsvector stores.
+# N is the table's row count as the planner estimates it: the last ANALYZE's
+# rows per page times the pages now (an exact per-scope count would cost a
+# scan per query). A table never analyzed since it filled (reltuples -1 or
+# no pages then) is counted; without that, N fell to the candidate count and
+# IDF nearly vanished (click hit@5 0.583 instead of 0.658). Document frequency
+# and average length come from the candidates. Length is the number of
+# distinct lexemes, which the tsvector stores.
 _BM25 = "WITH" + _CANDIDATES + """,
     tf AS (
         SELECT cand.id, cand.dl, u.lexeme,
@@ -93,8 +97,13 @@ _BM25 = "WITH" + _CANDIDATES + """,
     ),
     df AS (SELECT lexeme, count(*) AS df FROM tf GROUP BY lexeme),
     stats AS (
-        SELECT greatest((SELECT reltuples FROM pg_class WHERE oid = 'sources_chunk'::regclass),
-                        (SELECT count(*) FROM cand))::float8 AS n,
+        SELECT greatest(
+                   (SELECT CASE WHEN reltuples > 0 AND relpages > 0
+                                THEN reltuples / relpages
+                                     * (pg_relation_size(oid) / current_setting('block_size')::int)
+                                ELSE (SELECT count(*) FROM sources_chunk) END
+                    FROM pg_class WHERE oid = 'sources_chunk'::regclass),
+                   (SELECT count(*) FROM cand))::float8 AS n,
                (SELECT avg(dl) FROM cand)::float8 AS avgdl
     )
     SELECT tf.id, sum(

@@ -31,6 +31,19 @@ def test_bm25_weighs_a_rare_word_over_a_common_one():
     assert found("python zeppelin", ranking=LexicalRanking.TS_RANK)  # the old ranking still answers
 
 
+def test_idf_counts_the_whole_table_not_just_the_candidates():
+    # "glacier" is in three of the candidates but in few of the table's
+    # chunks, so it is rare and four mentions beat one "fjord". Counted
+    # over the candidates alone (a table never analyzed) it looked common.
+    for i in range(40):
+        skill(f"filler-{i}", f"# Note {i}\n\nUnrelated words about cooking, number {i}.\n")
+    skill("triple", "# Note\n\nGlacier, glacier, glacier, glacier.\n")
+    skill("single", "# Note\n\nA fjord.\n")
+    skill("also-1", "# Note\n\nOne glacier among many other words here.\n")
+    skill("also-2", "# Note\n\nAnother glacier among many other words here.\n")
+    assert found("glacier fjord")[0] == "triple"
+
+
 def test_identifiers_in_the_body_are_found_by_their_words():
     skill("paths", "# Paths\n\n```python\nfull = os.path.join(base, name)\nserver = HttpServerConfig()\n```\n")
     skill("other", "# Other\n\nNothing to see here.\n")
