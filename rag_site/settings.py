@@ -185,7 +185,7 @@ RAG_MMR_LAMBDA = env_float("RAG_MMR_LAMBDA", 0.7, minimum=0.0, maximum=1.0)
 # Lexical ranking: "bm25" (Okapi BM25 computed in SQL, retrieval/lexical.py) or
 # "ts_rank". Measured with `make eval`, lexical channel alone:
 #   ts_rank: msmarco-5k nDCG@10 0.697, click hit@5 0.573, jinja2 hit@5 0.536
-#   bm25:    msmarco-5k nDCG@10 0.731, click hit@5 0.653, jinja2 hit@5 0.633
+#   bm25:    msmarco-5k nDCG@10 0.731, click hit@5 0.658, jinja2 hit@5 0.633
 # (rank_bm25 scores 0.681 on msmarco-5k and 0.467 hit@5 on click.)
 try:
     RAG_LEXICAL_RANKING = LexicalRanking.parse(env_str("RAG_LEXICAL_RANKING", "bm25"))
