@@ -37,11 +37,11 @@ def test_idf_counts_the_whole_table_not_just_the_candidates():
     # over the candidates alone (a table never analyzed) it looked common.
     for i in range(40):
         skill(f"filler-{i}", f"# Note {i}\n\nUnrelated words about cooking, number {i}.\n")
-    skill("triple", "# Note\n\nGlacier, glacier, glacier, glacier.\n")
+    skill("repeated", "# Note\n\nGlacier, glacier, glacier, glacier.\n")
     skill("single", "# Note\n\nA fjord.\n")
     skill("also-1", "# Note\n\nOne glacier among many other words here.\n")
     skill("also-2", "# Note\n\nAnother glacier among many other words here.\n")
-    assert found("glacier fjord")[0] == "triple"
+    assert found("glacier fjord")[0] == "repeated"
 
 
 def test_identifiers_in_the_body_are_found_by_their_words():
