@@ -248,6 +248,22 @@ RAG_ROOT_BASE_DIRS = [str(Path(p).resolve()) for p in env_list("RAG_ROOT_BASE_DI
 RAG_JOB_STALE_SECONDS = env_int("RAG_JOB_STALE_SECONDS", 300, minimum=10)
 RAG_JOB_MAX_ATTEMPTS = env_int("RAG_JOB_MAX_ATTEMPTS", 3, minimum=1)
 
+# --- Identity and access -----------------------------------------------------
+# Without credentials the API answers 401. On: anonymous callers may read
+# shared sources (those with no bot, client or channel) through the search
+# endpoints. Off by default: "shared" means shared among your bots and
+# people, not with whoever reaches the port.
+RAG_ANONYMOUS_SEARCH = env_bool("RAG_ANONYMOUS_SEARCH", False)
+# Requests per minute per API key or signed-in person (a key can set its own;
+# 0 = no limit), and per client address for anonymous callers. Counted in
+# Redis, so the budget holds across web workers.
+RAG_RATE_LIMIT_PER_MINUTE = env_int("RAG_RATE_LIMIT_PER_MINUTE", 600, minimum=0)
+RAG_RATE_LIMIT_ANONYMOUS_PER_MINUTE = env_int("RAG_RATE_LIMIT_ANONYMOUS_PER_MINUTE", 60, minimum=0)
+# The search page needs a signed-in account.
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "search"
+LOGOUT_REDIRECT_URL = "login"
+
 # --- `make run` -------------------------------------------------------------
 RAG_BIND = env_str("RAG_BIND", "127.0.0.1:8000")
 RAG_WEB_WORKERS = env_int("RAG_WEB_WORKERS", 2, minimum=1)

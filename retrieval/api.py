@@ -1,20 +1,29 @@
 from ninja import Router
 
-from retrieval.channels import Scope
+from retrieval.access import Identity, scope_for
+from retrieval.auth import READ_AUTH
 from retrieval.schemas import (
     ErrorOut, HitOut, SearchIn, SearchOut, SkillHitOut, SkillSearchIn, SkillSearchOut, ToolHitOut, ToolSearchIn, ToolSearchOut,
 )
 from retrieval.search import ChannelScore, Hit, Mode, chunks_search
 from sources.models import Skill, Source, Tool
 
-router = Router(tags=["search"])
-ERRORS = {400: ErrorOut, 422: ErrorOut, 503: ErrorOut}
+router = Router(tags=["search"], auth=READ_AUTH)
+# Every endpoint may answer these; 401: no or bad credentials, 403: a scope
+# the caller may not see, 429: over the caller's rate limit (Retry-After).
+ERRORS = {400: ErrorOut, 401: ErrorOut, 403: ErrorOut, 422: ErrorOut, 429: ErrorOut, 503: ErrorOut}
+
+
+def request_scope(request, payload, *, kinds=()):
+    """The caller's scope (from its credentials), narrowed by the body's bot_id, client_id and channels."""
+    identity: Identity = request.auth
+    return scope_for(identity, bot_id=payload.bot_id, client_id=payload.client_id, channels=payload.channels, kinds=kinds)
 
 
 @router.post("/search", response={200: SearchOut, **ERRORS})
 def search(request, payload: SearchIn):
     """Hybrid (lexical + vector, fused) search over every indexed chunk the caller may see."""
-    scope = Scope(bot_id=payload.bot_id, client_id=payload.client_id, channel=payload.channel, kinds=tuple(payload.sources))
+    scope = request_scope(request, payload, kinds=payload.sources)
     hits = chunks_search(
         query=payload.query, k=payload.k, mode=Mode.parse(payload.mode), scope=scope, mmr=payload.mmr,
         mmr_lambda=payload.mmr_lambda, rerank=payload.rerank, group=payload.group,
@@ -27,7 +36,7 @@ def search(request, payload: SearchIn):
 @router.post("/skills/search", response={200: SkillSearchOut, **ERRORS})
 def skills_search(request, payload: SkillSearchIn):
     """The skill index: the skills that fit a task, each once, with its best-matching section."""
-    scope = Scope(bot_id=payload.bot_id, client_id=payload.client_id, channel=payload.channel, kinds=(Source.Kind.SKILL,))
+    scope = request_scope(request, payload, kinds=[Source.Kind.SKILL])
     hits = chunks_search(query=payload.query, k=payload.k, scope=scope, group=True)
     slugs = dict(Skill.objects.filter(source_id__in=[h.chunk.source_id for h in hits]).values_list("source_id", "slug"))
     return SkillSearchOut(
@@ -40,7 +49,7 @@ def skills_search(request, payload: SkillSearchIn):
 @router.post("/tools/search", response={200: ToolSearchOut, **ERRORS})
 def tools_search(request, payload: ToolSearchIn):
     """The tools that fit a task, as OpenAI function schemas ready to hand to a model."""
-    scope = Scope(bot_id=payload.bot_id, client_id=payload.client_id, kinds=(Source.Kind.TOOL,))
+    scope = request_scope(request, payload, kinds=[Source.Kind.TOOL])
     hits = chunks_search(query=payload.query, k=payload.k, scope=scope, group=True)
     tools = _tools_for(hits)
     return ToolSearchOut(

@@ -11,45 +11,66 @@ from dataclasses import dataclass
 import numpy as np
 from django.conf import settings
 from django.db import connection, transaction
+from django.db.models.expressions import RawSQL
 
 from sources.models import EmbeddingModel
 
 
 @dataclass(frozen=True, slots=True)
 class Scope:
-    """Who is asking. Empty values see shared sources only."""
+    """What a caller may see, as SQL. ``retrieval.access.scope_for`` builds it from an identity.
 
-    bot_id: str = ""
-    client_id: str = ""
-    channel: str = ""
+    A source is visible when its ``bot_id`` is empty (shared) or one of
+    ``bot_ids``, its ``client_id`` empty or one of ``client_ids``, and its
+    ``channels`` empty (ungated) or sharing one with ``channels``. ``None``
+    in a dimension means any value (superusers, internal commands). The
+    default sees shared, ungated sources only: an unknown caller fails closed.
+    """
+
+    bot_ids: tuple[str, ...] | None = ()
+    client_ids: tuple[str, ...] | None = ()
+    channels: tuple[str, ...] | None = ()
     kinds: tuple[str, ...] = ()  # empty = every kind of source but evaluation datasets
     source_ids: tuple[int, ...] = ()  # empty = every source
 
-    def sql(self) -> tuple[str, list]:
-        """A WHERE fragment over chunks ``c`` joined to sources ``s``, and its parameters."""
-        clauses = [
-            "s.enabled",
-            "c.generation = s.active_generation",
-            "(s.bot_id = '' OR s.bot_id = %s)",
-            "(s.client_id = '' OR s.client_id = %s)",
-            "(cardinality(s.channels) = 0 OR %s = ANY(s.channels))",
-        ]
-        params: list = [self.bot_id, self.client_id, self.channel]
+    def source_sql(self, *, enabled_only: bool = True) -> tuple[str, list]:
+        """A WHERE fragment over sources ``s``, and its parameters: the one scope rule in SQL."""
+        clauses = ["s.enabled"] if enabled_only else ["TRUE"]
+        params: list = []
+        if self.bot_ids is not None:
+            clauses.append("(s.bot_id = '' OR s.bot_id = ANY(%s::text[]))")
+            params.append(list(self.bot_ids))
+        if self.client_ids is not None:
+            clauses.append("(s.client_id = '' OR s.client_id = ANY(%s::text[]))")
+            params.append(list(self.client_ids))
+        if self.channels is not None:
+            clauses.append("(cardinality(s.channels) = 0 OR s.channels::text[] && %s::text[])")
+            params.append(list(self.channels))
         if self.kinds:
-            clauses.append("s.kind = ANY(%s)")
+            clauses.append("s.kind = ANY(%s::text[])")
             params.append(list(self.kinds))
         else:
             clauses.append("s.kind <> 'dataset'")  # kept eval data never shows in real searches
         if self.source_ids:
-            clauses.append("s.id = ANY(%s)")
+            clauses.append("s.id = ANY(%s::bigint[])")
             params.append(list(self.source_ids))
         return " AND ".join(clauses), params
+
+    def sql(self) -> tuple[str, list]:
+        """A WHERE fragment over chunks ``c`` joined to sources ``s``: visible sources, active generation only."""
+        where, params = self.source_sql()
+        return "c.generation = s.active_generation AND " + where, params
 
     def sql_named(self) -> tuple[str, dict]:
         """``sql()`` with named placeholders (%(scope0)s, ...) for queries using named parameters."""
         where, params = self.sql()
         names = [f"scope{i}" for i in range(len(params))]
         return where.replace("%s", "{}").format(*(f"%({name})s" for name in names)), dict(zip(names, params))
+
+    def source_ids_sql(self, *, enabled_only: bool = True) -> RawSQL:
+        """The visible sources' ids as a subquery, for ORM filters (``source__in=scope.source_ids_sql()``)."""
+        where, params = self.source_sql(enabled_only=enabled_only)
+        return RawSQL(f"SELECT s.id FROM sources_source s WHERE {where}", params)
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,8 +83,7 @@ class Candidate:
 
 def visible_models(*, scope: Scope) -> list[EmbeddingModel]:
     """The models whose vectors this scope can see (one vector query each)."""
-    where, params = scope.sql()
-    where = where.replace("c.generation = s.active_generation AND ", "")
+    where, params = scope.source_sql()
     ids = EmbeddingModel.objects.raw(
         f"SELECT DISTINCT m.* FROM sources_embeddingmodel m JOIN sources_source s ON s.embedding_model_id = m.id WHERE {where}",
         params,

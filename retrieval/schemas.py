@@ -1,10 +1,26 @@
-from typing import Literal
+from typing import Annotated, Literal
+
+from pydantic import StringConstraints
 
 from django.conf import settings
 from ninja import Field, Schema
 
+from sources.models import SCOPE_NAME
 
-class SearchIn(Schema):
+_NARROW = "Optional: narrow the caller's scope (from its API key or account) to this {}; asking for one it may not see is refused (403)."
+
+
+class ScopeIn(Schema):
+    """Identity comes from the credentials; these fields can only narrow it."""
+
+    bot_id: str | None = Field(None, pattern=f"^(?:{SCOPE_NAME})?$", description=_NARROW.format("bot"))
+    client_id: str | None = Field(None, pattern=f"^(?:{SCOPE_NAME})?$", description=_NARROW.format("client"))
+    channels: list[Annotated[str, StringConstraints(pattern=f"^{SCOPE_NAME}$")]] | None = Field(
+        None, max_length=50, description=_NARROW.format("list of channels") + " [] = ungated sources only.",
+    )
+
+
+class SearchIn(ScopeIn):
     query: str = Field(..., min_length=1, max_length=2000, description="What to look for, in plain words.")
     k: int = Field(settings.RAG_SEARCH_DEFAULT_K, ge=1, le=settings.RAG_SEARCH_MAX_K, description="How many hits to return.")
     mode: Literal["hybrid", "lexical", "vector"] = Field("hybrid", description="Which channels to use.")
@@ -15,9 +31,6 @@ class SearchIn(Schema):
     )
     group: bool = Field(False, description="At most one hit (the best chunk) per source: per skill, file or tool.")
     sources: list[Literal["skill", "file", "tool"]] = Field(default_factory=list, description="Kinds of source to search; empty = all.")
-    bot_id: str = Field("", max_length=128, description="Caller's bot; empty sees shared sources only.")
-    client_id: str = Field("", max_length=128, description="Caller's client; empty sees shared sources only.")
-    channel: str = Field("", max_length=128, description="Caller's channel, for segments gated to channels.")
 
 
 class ChannelOut(Schema):
@@ -59,12 +72,9 @@ class ErrorOut(Schema):
     detail: list[str] | dict = Field(default_factory=list)
 
 
-class SkillSearchIn(Schema):
+class SkillSearchIn(ScopeIn):
     query: str = Field(..., min_length=1, max_length=2000)
     k: int = Field(8, ge=1, le=settings.RAG_SEARCH_MAX_K, description="How many distinct skills.")
-    bot_id: str = Field("", max_length=128)
-    client_id: str = Field("", max_length=128)
-    channel: str = Field("", max_length=128)
 
 
 class SkillHitOut(Schema):
@@ -81,11 +91,9 @@ class SkillSearchOut(Schema):
     warnings: list[str] = Field(default_factory=list)
 
 
-class ToolSearchIn(Schema):
+class ToolSearchIn(ScopeIn):
     query: str = Field(..., min_length=1, max_length=2000)
     k: int = Field(10, ge=1, le=settings.RAG_SEARCH_MAX_K)
-    bot_id: str = Field("", max_length=128)
-    client_id: str = Field("", max_length=128)
 
 
 class ToolHitOut(Schema):

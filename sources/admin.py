@@ -20,7 +20,7 @@ _STATUS_COLOURS = {
 class SkillForm(forms.ModelForm):
     class Meta:
         model = Skill
-        fields = ["slug", "title", "enabled", "body"]
+        fields = ["slug", "title", "enabled", "body", "bot_id", "client_id", "channels"]
         widgets = {"body": forms.Textarea(attrs={"rows": 28, "cols": 100, "style": "font-family: monospace"})}
 
     def clean_body(self) -> str:
@@ -36,7 +36,7 @@ class SkillForm(forms.ModelForm):
 @admin.register(Skill)
 class SkillAdmin(admin.ModelAdmin):
     form = SkillForm
-    list_display = ["slug", "display_title", "enabled", "status", "chunk_count", "indexed_at"]
+    list_display = ["slug", "display_title", "enabled", "scope", "status", "chunk_count", "indexed_at"]
     list_filter = ["index_status", "enabled"]
     search_fields = ["slug", "title", "body"]
     prepopulated_fields = {"slug": ["title"]}
@@ -44,6 +44,8 @@ class SkillAdmin(admin.ModelAdmin):
     actions = ["reindex"]
     fieldsets = [
         (None, {"fields": ["slug", "title", "enabled", "body"]}),
+        ("Who can see it", {"fields": ["bot_id", "client_id", "channels"],
+                            "description": "Empty = shared. Changes apply to search as soon as you save; nothing is re-embedded."}),
         ("Indexing", {"fields": ["status", "last_error", "indexed_at", "metadata", "content_hash"]}),
     ]
 
@@ -53,6 +55,10 @@ class SkillAdmin(admin.ModelAdmin):
     @admin.display(description="Title")
     def display_title(self, skill: Skill) -> str:
         return skill.title or (skill.source.title if skill.source else "") or "—"
+
+    @admin.display(description="Scope")
+    def scope(self, skill: Skill) -> str:
+        return skill.scope_label
 
     @admin.display(description="Chunks", ordering="chunk_total")
     def chunk_count(self, skill: Skill) -> int:
@@ -90,10 +96,11 @@ class ChunkAdmin(admin.ModelAdmin):
 
 @admin.register(Source)
 class SourceAdmin(admin.ModelAdmin):
-    list_display = ["key", "kind", "title", "enabled", "bot_id", "client_id"]
+    list_display = ["key", "kind", "title", "enabled", "bot_id", "client_id", "channels"]
     list_filter = ["kind", "enabled"]
     search_fields = ["key", "title"]
-    readonly_fields = ["kind", "key"]
+    # Copied from the skill, tool, root or segment on every save: edit them there.
+    readonly_fields = ["kind", "key", "enabled", "bot_id", "client_id", "channels"]
 
 
 @admin.register(EmbeddingModel)

@@ -52,11 +52,15 @@ class SegmentInline(admin.TabularInline):
 class WorkspaceRootAdmin(admin.ModelAdmin):
     form = RootForm
     inlines = [SegmentInline]
-    list_display = ["name", "path", "enabled", "last_job", "last_verified_at"]
+    list_display = ["name", "path", "enabled", "scope", "last_job", "last_verified_at"]
     list_filter = ["enabled"]
     search_fields = ["name", "path"]
     readonly_fields = ["last_verified_at", "last_job"]
     actions = ["reindex", "reindex_force"]
+
+    @admin.display(description="Scope")
+    def scope(self, root: WorkspaceRoot) -> str:
+        return root.scope_label
 
     @admin.display(description="Last index job")
     def last_job(self, root: WorkspaceRoot) -> str:
@@ -101,7 +105,7 @@ class IndexJobAdmin(admin.ModelAdmin):
 class ToolForm(forms.ModelForm):
     class Meta:
         model = Tool
-        fields = ["name", "server", "description", "parameters", "enabled"]
+        fields = ["name", "server", "description", "parameters", "enabled", "bot_id", "client_id", "channels"]
 
     def clean_parameters(self):
         parameters = self.cleaned_data["parameters"]
@@ -115,7 +119,11 @@ class ToolForm(forms.ModelForm):
 @admin.register(Tool)
 class ToolAdmin(admin.ModelAdmin):
     form = ToolForm
-    list_display = ["key", "description", "enabled", "index_status", "indexed_at"]
+    list_display = ["key", "description", "enabled", "scope", "index_status", "indexed_at"]
     list_filter = ["enabled", "index_status", "server"]
     search_fields = ["key", "name", "description"]
     readonly_fields = ["key", "index_status", "last_error", "indexed_at"]
+
+    @admin.display(description="Scope")
+    def scope(self, tool: Tool) -> str:
+        return tool.scope_label

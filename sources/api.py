@@ -4,15 +4,22 @@ from ninja import Router
 from ninja.responses import Status
 
 from rag_site.errors import ApplicationError
+from retrieval.access import scope_for
+from retrieval.auth import MANAGE_AUTH, READ_AUTH, manage_required
+from retrieval.schemas import ErrorOut
 from sources import jobs
-from sources.models import IndexJob, Skill, WorkspaceRoot
+from sources.models import IndexJob, Skill, Source, WorkspaceRoot
 from sources.schemas import JobOut, ReindexIn, ReindexOut, RootOut, SkillOut
 
 router = Router(tags=["sources"])
+ERRORS = {401: ErrorOut, 403: ErrorOut, 404: ErrorOut, 429: ErrorOut}
 
 
-def _skills():
-    return Skill.objects.annotate(chunk_count=Count("source__chunks"))
+def _skills(request):
+    """The skills the caller may see (the same scope rule as search; disabled ones included)."""
+    scope = scope_for(request.auth, kinds=[Source.Kind.SKILL])
+    visible = Skill.objects.filter(source__in=scope.source_ids_sql(enabled_only=False))
+    return visible.annotate(chunk_count=Count("source__chunks"))
 
 
 def _skill_out(skill: Skill) -> SkillOut:
@@ -27,15 +34,16 @@ def _skill_out(skill: Skill) -> SkillOut:
     )
 
 
-@router.get("/skills", response=list[SkillOut])
+@router.get("/skills", response={200: list[SkillOut], **ERRORS}, auth=READ_AUTH)
 def skills_list(request):
-    """Every skill with its indexing status and, when indexing failed, why."""
-    return [_skill_out(skill) for skill in _skills().select_related("source")]
+    """The skills the caller may see, with their indexing status and, when indexing failed, why."""
+    return [_skill_out(skill) for skill in _skills(request).select_related("source")]
 
 
-@router.get("/skills/{slug}", response=SkillOut)
+@router.get("/skills/{slug}", response={200: SkillOut, **ERRORS}, auth=READ_AUTH)
 def skill_detail(request, slug: str):
-    return _skill_out(get_object_or_404(_skills().select_related("source"), slug=slug))
+    """One skill the caller may see; any other answers 404, as if it did not exist."""
+    return _skill_out(get_object_or_404(_skills(request).select_related("source"), slug=slug))
 
 
 def _job_out(job: IndexJob) -> JobOut:
@@ -49,9 +57,10 @@ def _job_out(job: IndexJob) -> JobOut:
     )
 
 
-@router.get("/roots", response=list[RootOut])
+@router.get("/roots", response={200: list[RootOut], **ERRORS}, auth=MANAGE_AUTH)
 def roots_list(request):
-    """Workspace roots with their latest index job."""
+    """Workspace roots with their latest index job. Needs the manage permission (roots show server paths)."""
+    manage_required(request)
     # DISTINCT ON: the newest job of every root in one query, not one per root.
     latest = {job.root_id: job for job in IndexJob.objects.select_related("root").order_by("root_id", "-created_at").distinct("root_id")}
     return [
@@ -61,19 +70,21 @@ def roots_list(request):
     ]
 
 
-@router.post("/roots/{root_id}/reindex", response={202: ReindexOut, 200: ReindexOut})
+@router.post("/roots/{root_id}/reindex", response={202: ReindexOut, 200: ReindexOut, 409: ErrorOut, **ERRORS}, auth=MANAGE_AUTH)
 def root_reindex(request, root_id: int, payload: ReindexIn):
     """Queue a re-index (202). If one is already queued or running, that job is returned (200, created=false).
 
-    Without ``force`` a root verified within its cooldown is refused (429)."""
+    Needs the manage permission. Without ``force`` a root verified within its cooldown is refused (429)."""
+    manage_required(request)
     job, created = jobs.root_reindex_request(root_id=root_id, force=payload.force, trigger="api")
     job = IndexJob.objects.select_related("root").get(pk=job.pk)
     return Status(202 if created else 200, ReindexOut(created=created, job=_job_out(job)))
 
 
-@router.get("/index-jobs/{job_id}", response=JobOut)
+@router.get("/index-jobs/{job_id}", response={200: JobOut, **ERRORS}, auth=MANAGE_AUTH)
 def index_job(request, job_id: int):
-    """Status, counters, progress and the first errors of one index job."""
+    """Status, counters, progress and the first errors of one index job. Needs the manage permission."""
+    manage_required(request)
     job = IndexJob.objects.select_related("root").filter(pk=job_id).first()
     if job is None:
         raise ApplicationError(f"index job {job_id} does not exist", status=404)

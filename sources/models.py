@@ -3,6 +3,7 @@
 from django.contrib.postgres.fields import ArrayField
 from django.contrib.postgres.indexes import GinIndex
 from django.contrib.postgres.search import SearchVector, SearchVectorField
+from django.core.validators import RegexValidator
 from django.db import models
 from django.db.models import Func, Value
 from pgvector.django import VectorField
@@ -75,6 +76,47 @@ class Source(models.Model):
         return self.key
 
 
+# Names of bots, clients and channels: what callers' keys and grants are
+# compared with, so no spaces (channels are separated by them), no NUL.
+SCOPE_NAME = r"[A-Za-z0-9_.:@-]{1,128}"
+_scope_name = RegexValidator(rf"^(?:{SCOPE_NAME})?$", "Use letters, digits and _ . : @ - only (at most 128).")
+_scope_names = RegexValidator(r"^[A-Za-z0-9_.:@,\s-]*$", "Names separated by spaces or commas, of letters, digits and _ . : @ - only.")
+
+
+def words(value: str) -> list[str]:
+    """Names typed in the admin (globs, directories, channels), separated by spaces or commas."""
+    return [word for word in value.replace(",", " ").split() if word]
+
+
+class Scoped(models.Model):
+    """Who may see a skill, tool or root; copied to its Source rows on save.
+
+    Searches read scope from the Source at query time, so a change here
+    applies to every surface at once, without re-embedding.
+    """
+
+    bot_id = models.CharField(max_length=128, blank=True, default="", validators=[_scope_name],
+                              help_text="Empty: shared with every bot. Otherwise only callers acting for this bot see it.")
+    client_id = models.CharField(max_length=128, blank=True, default="", validators=[_scope_name],
+                                 help_text="Empty: shared with every client. Otherwise only callers of this client see it.")
+    channels = models.CharField(max_length=1024, blank=True, default="", validators=[_scope_names],
+                                help_text="Channels allowed to see it, separated by spaces; empty = every channel.")
+
+    class Meta:
+        abstract = True
+
+    @property
+    def scope_label(self) -> str:
+        """Who can see it, for lists: "bot b1, channels ops" or "shared"."""
+        named = (("bot", self.bot_id), ("client", self.client_id), ("channels", self.channels))
+        return ", ".join(f"{name} {value}" for name, value in named if value) or "shared"
+
+    @property
+    def scope_fields(self) -> dict:
+        """The Source columns this scope sets."""
+        return {"bot_id": self.bot_id, "client_id": self.client_id, "channels": sorted(set(words(self.channels)))}
+
+
 class IndexStatus(models.TextChoices):
     PENDING = "pending", "Not indexed yet"
     QUEUED = "queued", "Queued"
@@ -98,7 +140,7 @@ class Indexed(models.Model):
         abstract = True
 
 
-class Skill(Indexed):
+class Skill(Scoped, Indexed):
     slug = models.SlugField(max_length=200, unique=True)
     title = models.CharField(max_length=255, blank=True, help_text="Empty: taken from front matter or the first heading.")
     body = models.TextField(help_text="Markdown, optionally starting with YAML front matter between --- lines.")

@@ -4,7 +4,7 @@ from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import Q
 
-from sources.models import EmbeddingModel, Indexed, Source
+from sources.models import EmbeddingModel, Indexed, Scoped, Source, _scope_names, words  # noqa: F401 - words used by importers
 
 DEFAULT_INCLUDE = (
     "*.py *.pyi *.ipynb *.md *.markdown *.mdx *.rst *.txt *.js *.jsx *.mjs *.cjs *.ts *.tsx *.mts *.go *.rs *.java *.kt "
@@ -17,11 +17,7 @@ DEFAULT_EXCLUDE_DIRS = (
 )
 
 
-def words(value: str) -> list[str]:
-    return [word for word in value.replace(",", " ").split() if word]
-
-
-class WorkspaceRoot(models.Model):
+class WorkspaceRoot(Scoped):
     name = models.CharField(max_length=200, unique=True)
     path = models.CharField(max_length=1024, unique=True, help_text="Absolute directory, under one of RAG_ROOT_BASE_DIRS.")
     include_globs = models.TextField(default=DEFAULT_INCLUDE, help_text="File name patterns to index, separated by spaces.")
@@ -32,8 +28,6 @@ class WorkspaceRoot(models.Model):
         null=True, blank=True, validators=[MinValueValidator(-1.0), MaxValueValidator(1.0)],
         help_text="Vector-only matches below this cosine similarity are dropped. Empty: RAG_SIMILARITY_THRESHOLD_FILE.",
     )
-    bot_id = models.CharField(max_length=128, blank=True, default="", help_text="Empty: shared with every bot.")
-    client_id = models.CharField(max_length=128, blank=True, default="", help_text="Empty: shared with every client.")
     enabled = models.BooleanField(default=True)
     cooldown_seconds = models.PositiveIntegerField(default=300, help_text="Minimum time between full re-verifies (force bypasses it).")
     reverify_minutes = models.PositiveIntegerField(default=30, help_text="Periodic re-verify interval; 0 = off.")
@@ -59,7 +53,8 @@ class Segment(models.Model):
         null=True, blank=True, validators=[MinValueValidator(-1.0), MaxValueValidator(1.0)],
         help_text="Vector-only matches below this cosine similarity are dropped. Empty: the root's.",
     )
-    channels = models.CharField(max_length=1024, blank=True, help_text="Channels allowed to see it, separated by spaces; empty = all.")
+    channels = models.CharField(max_length=1024, blank=True, validators=[_scope_names],
+                                help_text="Channels allowed to see it, separated by spaces; empty = the root's.")
     source = models.OneToOneField(Source, null=True, blank=True, editable=False, on_delete=models.SET_NULL)
 
     class Meta:
@@ -69,7 +64,7 @@ class Segment(models.Model):
         return f"{self.root.name}: {self.name}"
 
 
-class Tool(Indexed):
+class Tool(Scoped, Indexed):
     key = models.CharField(max_length=300, unique=True, editable=False, help_text="local:{name} or mcp:{server}:{name}")
     name = models.CharField(max_length=200)
     server = models.CharField(max_length=200, blank=True, help_text="MCP server name; empty for a local tool.")

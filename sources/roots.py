@@ -51,34 +51,92 @@ def root_path_validate(path: str) -> str:
 
 
 @transaction.atomic
-def root_sources_sync(*, root: WorkspaceRoot) -> None:
-    """Source rows for the root's default segment and each segment, with scope and channels."""
-    scope = {"bot_id": root.bot_id, "client_id": root.client_id, "enabled": root.enabled, "kind": Source.Kind.FILE}
+def root_sources_sync(*, root: WorkspaceRoot) -> int:
+    """Source rows for the root's default segment and each segment, with scope and channels.
+
+    Returns how many files changed segment (the caller queues a job to
+    re-embed those whose new segment reads another model).
+
+    Searches read scope from these rows, so a change applies at once. Files
+    a segment newly claims (or no longer claims) move to the Source that owns
+    them now in the same transaction: a segment gated to a channel never
+    keeps serving its files through the root's ungated default segment.
+    """
+    scope = {**root.scope_fields, "enabled": root.enabled, "kind": Source.Kind.FILE}
     default, _ = Source.objects.update_or_create(
-        key=f"root:{root.pk}",
-        defaults={**scope, "title": root.name, "channels": [], "similarity_threshold": root.similarity_threshold},
+        key=f"root:{root.pk}", defaults={**scope, "title": root.name, "similarity_threshold": root.similarity_threshold},
     )
     if root.source_id != default.pk:
         WorkspaceRoot.objects.filter(pk=root.pk).update(source=default)
         root.source = default
-    for segment in root.segments.all():
+    owners: list[tuple[str, Source]] = []
+    for segment in root.segments.order_by("pk"):
         source, _ = Source.objects.update_or_create(
             key=f"root:{root.pk}:segment:{segment.pk}",
-            defaults={**scope, "title": f"{root.name}: {segment.name}", "channels": words(segment.channels),
+            defaults={**scope, "title": f"{root.name}: {segment.name}",
+                      "channels": sorted(set(words(segment.channels))) or scope["channels"],
                       "similarity_threshold": root.similarity_threshold if segment.similarity_threshold is None
                       else segment.similarity_threshold},
         )
         if segment.source_id != source.pk:
             Segment.objects.filter(pk=segment.pk).update(source=source)
-    # Segments deleted since: their sources (and chunks, by cascade) go too.
+        owners.append((segment.path_glob, source))
+    # Segments deleted since: their files go back to the default segment, then their sources go.
     keep = {f"root:{root.pk}"} | {f"root:{root.pk}:segment:{pk}" for pk in root.segments.values_list("pk", flat=True)}
-    Source.objects.filter(key__startswith=f"root:{root.pk}:segment:").exclude(key__in=keep).delete()
+    gone = list(Source.objects.filter(key__startswith=f"root:{root.pk}:segment:").exclude(key__in=keep))
+    owners.sort(key=lambda owner: -len(owner[0]))  # the most specific glob wins, as in _plans
+    owners.append(("", default))
+    moved = _files_reassign(owners=owners, sources=[source for _, source in owners] + gone)
+    Source.objects.filter(pk__in=[source.pk for source in gone]).delete()
+    return moved
+
+
+def _files_reassign(*, owners: list[tuple[str, Source]], sources: list[Source]) -> int:
+    """Move indexed files whose owning segment changed to their new Source.
+
+    The chunks keep their vectors when the new owner reads the same model (or
+    none yet); otherwise they are deleted and the next job embeds them with
+    the owner's model. Either way no file stays where its old scope applies.
+    """
+    matchers = [(pathspec.GitIgnoreSpec.from_lines([glob]) if glob else None, source) for glob, source in owners]
+
+    def owner(path: str) -> Source:
+        return next(source for matcher, source in matchers if matcher is None or matcher.match_file(path))
+
+    by_id = {source.pk: source for source in sources}
+    moves: dict[tuple[int, int], list[str]] = {}
+    rows = IndexedFile.objects.filter(source__in=sources).values_list("source_id", "path").distinct()
+    chunk_rows = Chunk.objects.filter(source__in=sources).exclude(path="").values_list("source_id", "path").distinct()
+    for source_id, path in {*rows, *chunk_rows}:
+        target = owner(path)
+        if target.pk != source_id:
+            moves.setdefault((source_id, target.pk), []).append(path)
+    for (source_id, target_id), paths in moves.items():
+        old, new = by_id[source_id], by_id[target_id]
+        chunks = Chunk.objects.filter(source=old, path__in=paths)
+        files = IndexedFile.objects.filter(source=old, path__in=paths)
+        keeps_vectors = new.embedding_model_id in (None, old.embedding_model_id)
+        if keeps_vectors:
+            Chunk.objects.filter(source=new, path__in=paths).delete()
+            IndexedFile.objects.filter(source=new, path__in=paths).delete()
+            chunks.exclude(generation=old.active_generation).delete()
+            files.exclude(generation=old.active_generation).delete()
+            chunks.update(source=new, generation=new.active_generation)
+            files.update(source=new, generation=new.active_generation)
+            if new.embedding_model_id is None and old.embedding_model_id is not None:
+                Source.objects.filter(pk=new.pk).update(embedding_model_id=old.embedding_model_id)
+                new.embedding_model_id = old.embedding_model_id
+        else:
+            chunks.delete()
+            files.delete()
+        log.info("moved %d file(s) from %s to %s%s", len(paths), old.key, new.key, "" if keeps_vectors else " (to re-embed)")
+    return sum(len(paths) for paths in moves.values())
 
 
 def _plans(root: WorkspaceRoot) -> list[SegmentPlan]:
     root_sources_sync(root=root)
     plans = []
-    for segment in root.segments.select_related("source"):
+    for segment in root.segments.select_related("source").order_by("pk"):
         matcher = pathspec.GitIgnoreSpec.from_lines([segment.path_glob])
         plans.append(_plan(segment.source, segment.path_glob, matcher, segment.embedding_model_name or root.embedding_model_name))
     # The most specific segment wins: longest glob first, the default last.

@@ -52,7 +52,7 @@ def skill_index(*, skill_id: int, force: bool = False) -> IndexOutcome | None:
     # content_hash is written only on success, so equality means the stored
     # chunks already are this exact text, chunker and model.
     if not force and fingerprint == skill.content_hash:
-        _skill_source_sync(skill)
+        skill_source_sync(skill)
         Skill.objects.filter(pk=skill_id).update(index_status=IndexStatus.INDEXED, last_error="")
         return IndexOutcome(skipped=True)
 
@@ -71,7 +71,7 @@ def _skill_store(*, skill_id, chunks, model, fingerprint, metadata) -> IndexOutc
     skill = Skill.objects.filter(pk=skill_id).first()
     if skill is None:
         return None
-    source = _skill_source_sync(skill, title=_skill_title(skill, metadata, chunks))
+    source = skill_source_sync(skill, title=_skill_title(skill, metadata, chunks))
     batch = [FileChunks(source=source, generation=source.active_generation, path="", chunks=chunks)]
     try:
         files_embed(batch, model=model)
@@ -105,17 +105,23 @@ def _skill_title(skill: Skill, metadata: dict, chunks: list[ChunkResult]) -> str
     return skill.slug
 
 
-def _skill_source_sync(skill: Skill, *, title: str | None = None) -> Source:
-    """The skill's Source row, created on first index; enabled follows the skill."""
+def skill_source_sync(skill: Skill, *, title: str | None = None) -> Source:
+    """The skill's Source row, created when the skill is saved; enabled and scope follow the skill.
+
+    Called on every save, so a new scope applies to search at once (no re-embedding).
+    """
     source = skill.source
     if source is None:
         source, _ = Source.objects.get_or_create(key=f"skill:{skill.slug}", defaults={"kind": Source.Kind.SKILL})
         Skill.objects.filter(pk=skill.pk).update(source=source)
-    changes = {"enabled": skill.enabled, "key": f"skill:{skill.slug}"}
+        skill.source = source
+    changes = {"enabled": skill.enabled, "key": f"skill:{skill.slug}", **skill.scope_fields}
     if title is not None:
         changes["title"] = title
-    if any(getattr(source, field) != value for field, value in changes.items()):
-        Source.objects.filter(pk=source.pk).update(**changes)
+    # Always written: the caller's copy of the source may be stale, and scope must never be.
+    Source.objects.filter(pk=source.pk).update(**changes)
+    for field, value in changes.items():
+        setattr(source, field, value)
     return source
 
 

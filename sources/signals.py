@@ -3,7 +3,7 @@
 from django.db.models.signals import post_delete, post_save, pre_delete
 from django.dispatch import receiver
 
-from sources import services, tools
+from sources import jobs, services, tools
 from sources.models import Segment, Skill, Source, Tool, WorkspaceRoot
 from sources.roots import root_sources_sync
 from sources.schedules import root_schedule_delete, root_schedule_sync
@@ -12,6 +12,7 @@ from sources.schedules import root_schedule_delete, root_schedule_sync
 @receiver(post_save, sender=Skill, dispatch_uid="skill_saved_index")
 def skill_saved(sender, instance: Skill, raw: bool = False, **kwargs) -> None:
     if not raw:
+        services.skill_source_sync(instance)  # scope and enabled apply at once
         services.skill_enqueue_index(skill_id=instance.pk)
 
 
@@ -23,6 +24,7 @@ def skill_deleting(sender, instance: Skill, **kwargs) -> None:
 @receiver(post_save, sender=Tool, dispatch_uid="tool_saved_index")
 def tool_saved(sender, instance: Tool, raw: bool = False, **kwargs) -> None:
     if not raw:
+        tools.tool_source_sync(instance)  # scope and enabled apply at once
         tools.tool_enqueue_index(tool_id=instance.pk)
 
 
@@ -49,5 +51,10 @@ def root_deleting(sender, instance: WorkspaceRoot, **kwargs) -> None:
 @receiver(post_save, sender=Segment, dispatch_uid="segment_saved")
 @receiver(post_delete, sender=Segment, dispatch_uid="segment_deleted")
 def segment_changed(sender, instance: Segment, raw: bool = False, **kwargs) -> None:
-    if not raw and WorkspaceRoot.objects.filter(pk=instance.root_id).exists():
-        root_sources_sync(root=WorkspaceRoot.objects.get(pk=instance.root_id))
+    root = WorkspaceRoot.objects.filter(pk=instance.root_id).first()
+    if raw or root is None:
+        return
+    # Files change segment (and scope) now; a job then embeds those whose new
+    # segment reads another model.
+    if root_sources_sync(root=root) and root.enabled:
+        jobs.root_reindex_request(root_id=root.pk, force=True, trigger="segments")

@@ -51,11 +51,7 @@ def tool_index(*, tool_id: int) -> bool | None:
     model = embedding_model_for()
     text = tool_text(tool)
     fingerprint = hashlib.sha256("\x1f".join([text, CHUNKING_VERSION, model.spec.identity]).encode()).hexdigest()
-    source, _ = Source.objects.update_or_create(
-        key=f"tool:{tool.key}", defaults={"kind": Source.Kind.TOOL, "title": tool.key, "enabled": tool.enabled}
-    )
-    if tool.source_id != source.pk:
-        Tool.objects.filter(pk=tool_id).update(source=source)
+    source = tool_source_sync(tool)
     if fingerprint == tool.content_hash:
         Tool.objects.filter(pk=tool_id).update(index_status=IndexStatus.INDEXED, last_error="")
         return False
@@ -73,6 +69,18 @@ def tool_index(*, tool_id: int) -> bool | None:
             content_hash=fingerprint, indexed_at=timezone.now(), index_status=IndexStatus.INDEXED, last_error=""
         )
     return True
+
+
+def tool_source_sync(tool: Tool) -> Source:
+    """The tool's Source row with its scope; called on every save, so scope applies at once."""
+    fields = {"key": f"tool:{tool.key}", "title": tool.key, "enabled": tool.enabled, **tool.scope_fields}
+    if tool.source_id and Source.objects.filter(pk=tool.source_id).update(**fields):
+        return Source.objects.get(pk=tool.source_id)  # a renamed tool keeps its row: no stale copy stays searchable
+    source, _ = Source.objects.update_or_create(key=fields["key"], defaults={**fields, "kind": Source.Kind.TOOL})
+    if tool.source_id != source.pk:
+        Tool.objects.filter(pk=tool.pk).update(source=source)
+        tool.source = source
+    return source
 
 
 def tool_index_failed(*, tool_id: int, reason: str) -> None:

@@ -77,3 +77,33 @@ def tiny_model(tmp_path_factory) -> str:
     BertForSequenceClassification(config).save_pretrained(path)
     tokenizer.save_pretrained(path)
     return str(path)
+
+
+def api_client(**key_options):
+    """A Django test client that sends a new API key (``rag_apikey create`` options as keywords)."""
+    from django.test import Client
+
+    from retrieval.keys import api_key_create
+
+    _, raw = api_key_create(name=key_options.pop("name", "test bot"), **key_options)
+    return Client(headers={"Authorization": f"Bearer {raw}"})
+
+
+@pytest.fixture
+def key_client(db):
+    """The API as a bot whose key sees shared sources only."""
+    return api_client()
+
+
+@pytest.fixture
+def manage_client(db):
+    """The API with a key that has the manage permission (roots, jobs, re-index)."""
+    return api_client(name="operator", can_manage=True)
+
+
+@pytest.fixture
+def person(db, client, django_user_model):
+    """The test client signed in as an ordinary (non-staff) person."""
+    user = django_user_model.objects.create_user("person", password="a-long-test-password")
+    client.force_login(user)
+    return user

@@ -44,12 +44,12 @@ def test_a_skill_saved_in_admin_is_indexed_by_the_worker_and_edits_replace_it(cl
     assert search(client, "signing key rotation")[0]["heading_path"] == "# Runbook > ## Rotate keys"
 
 
-def test_a_failure_is_reported_by_the_worker_and_old_chunks_stay(client, celery_worker):
+def test_a_failure_is_reported_by_the_worker_and_old_chunks_stay(key_client, celery_worker):
     skill = Skill.objects.create(slug="guide", body="# Guide\n\nThe quokka procedure is documented here.\n")
     wait_for(lambda: status("guide") == IndexStatus.INDEXED, what="first index")
     skill.body = "---\ntitle: [unclosed\n---\n# Guide\n"
     skill.save()
     wait_for(lambda: status("guide") == IndexStatus.FAILED, what="the failure to be recorded")
-    detail = client.get("/api/v1/skills/guide").json()
+    detail = key_client.get("/api/v1/skills/guide").json()
     assert "not valid YAML" in detail["last_error"]
-    assert search(client, "quokka procedure")[0]["source_key"] == "skill:guide"
+    assert search(key_client, "quokka procedure")[0]["source_key"] == "skill:guide"

@@ -32,7 +32,8 @@ def index_rows(root: WorkspaceRoot) -> list[tuple]:
     )
 
 
-def test_a_reindex_requested_through_the_api_runs_on_the_worker(client, base):
+def test_a_reindex_requested_through_the_api_runs_on_the_worker(manage_client, base):
+    client = manage_client
     directory = base / "repo"
     tree_make(directory, files=40)
     (directory / "blob.py").write_bytes(b"\x00\x00binary")

@@ -81,9 +81,14 @@ def test_make_run_serves_logs_in_and_stops_everything(tmp_path):
         with opener.open(request, timeout=10) as response:
             assert "Log out" in response.read().decode()
 
+        created = subprocess.run([sys.executable, "manage.py", "rag_apikey", "create", "smoke-test"], cwd=ROOT, env=environment,
+                                 capture_output=True, text=True, timeout=120)
+        assert created.returncode == 0, created.stderr
+        key = created.stdout.strip()
+
         def demo_found():
             request = urllib.request.Request(base + "/api/v1/search", data=json.dumps({"query": "first login password"}).encode(),
-                                             headers={"Content-Type": "application/json"})
+                                             headers={"Content-Type": "application/json", "Authorization": f"Bearer {key}"})
             with urllib.request.urlopen(request, timeout=30) as response:
                 return any(h["source_key"] == "skill:getting-started" for h in json.load(response)["hits"])
 

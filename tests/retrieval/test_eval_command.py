@@ -52,10 +52,10 @@ def test_a_configured_rerank_model_gets_its_own_row(dataset, settings, tiny_mode
     assert channels["fused+rerank"]["recall@10"] == channels["fused"]["recall@10"] == 1.0
 
 
-def test_a_kept_dataset_embeds_nothing_on_a_rerun_and_stays_out_of_real_searches(dataset, client):
+def test_a_kept_dataset_embeds_nothing_on_a_rerun_and_stays_out_of_real_searches(dataset, key_client):
     assert run(str(dataset), "--keep")["embedded_chunks"] == 4
     assert run(str(dataset), "--keep")["embedded_chunks"] == 0
-    hits = client.post("/api/v1/search", data=json.dumps({"query": "pg_dump postgres backup"}), content_type="application/json")
+    hits = key_client.post("/api/v1/search", data=json.dumps({"query": "pg_dump postgres backup"}), content_type="application/json")
     assert hits.json()["hits"] == []
 
 

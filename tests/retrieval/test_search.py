@@ -74,8 +74,8 @@ def test_a_query_fails_plainly_when_its_only_channel_fails(skills):
     assert keys(chunks_search(query="pg_dump backups", mode=Mode.HYBRID))[0] == "skill:deploy"
 
 
-def test_the_skill_index_lists_each_skill_once(client, skills):
-    response = client.post("/api/v1/skills/search", data=json.dumps({"query": "pg_dump backups", "k": 5}),
+def test_the_skill_index_lists_each_skill_once(key_client, skills):
+    response = key_client.post("/api/v1/skills/search", data=json.dumps({"query": "pg_dump backups", "k": 5}),
                            content_type="application/json")
     assert response.status_code == 200
     skills_found = response.json()["skills"]
@@ -88,8 +88,8 @@ def test_the_skill_index_lists_each_skill_once(client, skills):
 def test_search_scope_still_applies_to_the_rescued_keyword_matches(skills, settings):
     settings.RAG_SIMILARITY_THRESHOLD_SKILL = 0.99
     Source.objects.filter(key="skill:cooking").update(bot_id="bot-a")
-    assert chunks_search(query="boil pasta", scope=Scope(bot_id="bot-b")) == []
-    assert keys(chunks_search(query="boil pasta", scope=Scope(bot_id="bot-a"))) == ["skill:cooking"]
+    assert chunks_search(query="boil pasta", scope=Scope(bot_ids=("bot-b",))) == []
+    assert keys(chunks_search(query="boil pasta", scope=Scope(bot_ids=("bot-a",)))) == ["skill:cooking"]
 
 
 def test_a_source_threshold_overrides_its_kind_default(skills, settings):

@@ -18,12 +18,12 @@ def indexed():
         services.skill_index(skill_id=SkillFactory(slug=slug, body=body).pk)
 
 
-def post(client, payload):
-    return client.post("/api/v1/search", data=json.dumps(payload), content_type="application/json")
+def post(key_client, payload):
+    return key_client.post("/api/v1/search", data=json.dumps(payload), content_type="application/json")
 
 
-def test_hybrid_search_finds_the_section_and_explains_itself(client, indexed):
-    response = post(client, {"query": "nightly database backup", "k": 3})
+def test_hybrid_search_finds_the_section_and_explains_itself(key_client, indexed):
+    response = post(key_client, {"query": "nightly database backup", "k": 3})
     assert response.status_code == 200
     top = response.json()["hits"][0]
     assert top["heading_path"] == "# Deploy > ## Backups"
@@ -34,15 +34,15 @@ def test_hybrid_search_finds_the_section_and_explains_itself(client, indexed):
 
 
 @pytest.mark.parametrize("mode", ["lexical", "vector"])
-def test_a_single_channel_can_be_asked_for(client, indexed, mode):
-    hits = post(client, {"query": "pasta water", "mode": mode})
+def test_a_single_channel_can_be_asked_for(key_client, indexed, mode):
+    hits = post(key_client, {"query": "pasta water", "mode": mode})
     assert hits.status_code == 200
     assert hits.json()["hits"][0]["source_key"] == "skill:cooking"
     assert all(set(hit["channels"]) == {mode} for hit in hits.json()["hits"])
 
 
-def test_a_query_that_matches_nothing_lexically_returns_no_lexical_hits(client, indexed):
-    assert post(client, {"query": "the of and", "mode": "lexical"}).json()["hits"] == []
+def test_a_query_that_matches_nothing_lexically_returns_no_lexical_hits(key_client, indexed):
+    assert post(key_client, {"query": "the of and", "mode": "lexical"}).json()["hits"] == []
 
 
 @pytest.mark.parametrize(
@@ -50,58 +50,58 @@ def test_a_query_that_matches_nothing_lexically_returns_no_lexical_hits(client, 
     [({"query": ""}, "query"), ({"query": "x", "k": 0}, "k"), ({"query": "x", "k": 10_000}, "k"),
      ({"query": "x", "mode": "psychic"}, "mode"), ({}, "query"), ({"query": 42}, "query")],
 )
-def test_invalid_input_gets_a_422_naming_the_field(client, payload, field):
-    response = post(client, payload)
+def test_invalid_input_gets_a_422_naming_the_field(key_client, payload, field):
+    response = post(key_client, payload)
     assert response.status_code == 422
     body = response.json()
     assert body["error"].startswith("invalid request:")
     assert any(message.startswith(f"{field}:") for message in body["detail"])
 
 
-def test_malformed_json_gets_a_4xx_json_body(client):
-    response = client.post("/api/v1/search", data="{not json", content_type="application/json")
+def test_malformed_json_gets_a_4xx_json_body(key_client):
+    response = key_client.post("/api/v1/search", data="{not json", content_type="application/json")
     assert 400 <= response.status_code < 500
     assert "error" in response.json()
 
 
-def test_skill_status_endpoint_says_why_indexing_failed(client):
+def test_skill_status_endpoint_says_why_indexing_failed(key_client):
     skill = SkillFactory(slug="broken")
     services.skill_index_failed(skill_id=skill.pk, reason="front matter is not valid YAML at line 2: boom")
-    body = client.get("/api/v1/skills/broken").json()
+    body = key_client.get("/api/v1/skills/broken").json()
     assert body["index_status"] == "failed"
     assert "not valid YAML" in body["last_error"]
-    assert client.get("/api/v1/skills/nope").status_code == 404
+    assert key_client.get("/api/v1/skills/nope").status_code == 404
 
 
-def test_the_openapi_docs_are_served(client):
-    assert client.get("/api/docs").status_code == 200
-    assert "/api/v1/search" in client.get("/api/openapi.json").json()["paths"]
+def test_the_openapi_docs_are_served(key_client):
+    assert key_client.get("/api/docs").status_code == 200
+    assert "/api/v1/search" in key_client.get("/api/openapi.json").json()["paths"]
 
 
-def test_mmr_is_optional_per_request_and_validated(client, indexed):
-    plain = post(client, {"query": "backups and deploys", "k": 3}).json()["hits"]
-    diverse = post(client, {"query": "backups and deploys", "k": 3, "mmr": True, "mmr_lambda": 0.5}).json()["hits"]
-    assert {h["chunk_id"] for h in diverse} <= {h["chunk_id"] for h in post(client, {"query": "backups and deploys", "k": 50}).json()["hits"]}
+def test_mmr_is_optional_per_request_and_validated(key_client, indexed):
+    plain = post(key_client, {"query": "backups and deploys", "k": 3}).json()["hits"]
+    diverse = post(key_client, {"query": "backups and deploys", "k": 3, "mmr": True, "mmr_lambda": 0.5}).json()["hits"]
+    assert {h["chunk_id"] for h in diverse} <= {h["chunk_id"] for h in post(key_client, {"query": "backups and deploys", "k": 50}).json()["hits"]}
     assert len(diverse) == len(plain) >= 2  # the cooking skill falls below the similarity threshold
-    bad = post(client, {"query": "x", "mmr": True, "mmr_lambda": 2})
+    bad = post(key_client, {"query": "x", "mmr": True, "mmr_lambda": 2})
     assert bad.status_code == 422 and any(m.startswith("mmr_lambda:") for m in bad.json()["detail"])
 
 
-def test_rerank_without_a_model_keeps_the_fused_order_and_says_why(client, indexed):
-    plain = post(client, {"query": "nightly database backup", "k": 3}).json()
-    asked = post(client, {"query": "nightly database backup", "k": 3, "rerank": True}).json()
+def test_rerank_without_a_model_keeps_the_fused_order_and_says_why(key_client, indexed):
+    plain = post(key_client, {"query": "nightly database backup", "k": 3}).json()
+    asked = post(key_client, {"query": "nightly database backup", "k": 3, "rerank": True}).json()
     assert [h["chunk_id"] for h in asked["hits"]] == [h["chunk_id"] for h in plain["hits"]]
     assert asked["warnings"] == ["rerank skipped: no rerank model configured (RAG_RERANK_MODEL)"]
     assert all(h["rerank"] is None for h in asked["hits"])
 
 
-def test_rerank_orders_by_the_cross_encoder_and_every_hit_explains_it(client, indexed, tiny_model, settings):
+def test_rerank_orders_by_the_cross_encoder_and_every_hit_explains_it(key_client, indexed, tiny_model, settings):
     from retrieval.rerank import cross_encoder_for
 
     settings.RAG_RERANK_MODEL = tiny_model
     settings.RAG_RERANK_MIN_CHARS = 0
     settings.RAG_SIMILARITY_THRESHOLD_SKILL = -1.0
-    body = post(client, {"query": "nightly database backup", "k": 5, "rerank": True}).json()
+    body = post(key_client, {"query": "nightly database backup", "k": 5, "rerank": True}).json()
     hits = body["hits"]
     assert body["warnings"] == [] and len(hits) == 3
     expected = cross_encoder_for(tiny_model).score("nightly database backup", [h["content"] for h in hits])
@@ -110,10 +110,10 @@ def test_rerank_orders_by_the_cross_encoder_and_every_hit_explains_it(client, in
     assert all(h["score"] == h["rerank"]["score"] and h["fused"]["rank"] >= 1 for h in hits)
 
 
-def test_a_broken_rerank_model_keeps_the_fused_order(client, indexed, settings, tmp_path):
+def test_a_broken_rerank_model_keeps_the_fused_order(key_client, indexed, settings, tmp_path):
     settings.RAG_RERANK_MODEL = str(tmp_path / "not-a-model")
     settings.RAG_RERANK_MIN_CHARS = 0
-    plain = post(client, {"query": "nightly database backup", "k": 3}).json()["hits"]
-    body = post(client, {"query": "nightly database backup", "k": 3, "rerank": True}).json()
+    plain = post(key_client, {"query": "nightly database backup", "k": 3}).json()["hits"]
+    body = post(key_client, {"query": "nightly database backup", "k": 3, "rerank": True}).json()
     assert [h["chunk_id"] for h in body["hits"]] == [h["chunk_id"] for h in plain]
     assert len(body["warnings"]) == 1 and "not-a-model" in body["warnings"][0]

@@ -6,13 +6,22 @@ from tests.factories import SkillFactory
 pytestmark = pytest.mark.django_db
 
 
-def test_the_empty_page_says_what_to_do(client):
+def test_the_page_asks_for_sign_in_first(client):
+    response = client.get("/", {"q": "anything"})
+    assert response.status_code == 302 and response["Location"].startswith("/accounts/login/?next=")
+    htmx = client.get("/", {"q": "anything"}, headers={"HX-Request": "true"})
+    assert htmx.headers["HX-Redirect"].startswith("/accounts/login/")  # a full-page redirect, not a swap
+    login = client.get("/accounts/login/").content.decode()
+    assert "Sign in" in login and 'name="password"' in login
+
+
+def test_the_empty_page_says_what_to_do(client, person):
     page = client.get("/").content.decode()
     assert "Nothing is indexed yet" in page
     assert "vendor/htmx/htmx.min.js" in page
 
 
-def test_htmx_requests_get_only_the_results_partial(client):
+def test_htmx_requests_get_only_the_results_partial(client, person):
     services.skill_index(skill_id=SkillFactory(slug="deploy", body="# Deploy\n\n## Rollback\n\nRevert the release tag.\n").pk)
     full = client.get("/", {"q": "rollback release"}).content.decode()
     partial = client.get("/", {"q": "rollback release"}, headers={"HX-Request": "true"}).content.decode()
@@ -21,7 +30,7 @@ def test_htmx_requests_get_only_the_results_partial(client):
     assert 'id="results"' in partial
 
 
-def test_no_match_explains_itself(client):
+def test_no_match_explains_itself(client, person):
     partial = client.get("/", {"q": "zzzqqq"}, headers={"HX-Request": "true"}).content.decode()
     assert "No matches" in partial
 
@@ -32,7 +41,7 @@ def test_htmx_is_served_locally(client):
     assert b"htmx" in b"".join(response.streaming_content)[:5000]
 
 
-def test_file_hits_show_path_symbol_and_lines(client, tmp_path, settings):
+def test_file_hits_show_path_symbol_and_lines(client, person, tmp_path, settings):
     from sources import jobs, roots
     from sources.models import WorkspaceRoot
 

@@ -1,4 +1,4 @@
-"""The search page in headless Chromium: results appear as you type (HTMX)."""
+"""The search page in headless Chromium: sign in, then results appear as you type (HTMX)."""
 
 import shutil
 
@@ -15,9 +15,10 @@ pytestmark = [
 ]
 
 
-def test_results_update_as_you_type(live_server):
+def test_results_update_as_you_type_after_signing_in(live_server, django_user_model):
     from playwright.sync_api import expect, sync_playwright
 
+    django_user_model.objects.create_user("reader", password="a-long-test-password")
     body = "# Operations\n\n## Rotating certificates\n\nRenew the TLS certificates with certbot every sixty days.\n"
     services.skill_index(skill_id=SkillFactory(slug="ops", body=body).pk)
     with sync_playwright() as playwright:
@@ -27,6 +28,11 @@ def test_results_update_as_you_type(live_server):
         try:
             page = browser.new_page()
             page.goto(live_server.url + "/")
+            expect(page.locator("h1")).to_have_text("Sign in")  # the page is behind sign-in
+            page.fill("#id_username", "reader")
+            page.fill("#id_password", "a-long-test-password")
+            page.click("button[type=submit]")
+            expect(page.locator(".who")).to_have_text("reader")
             expect(page.locator("#results")).to_contain_text("1 skill indexed")
             page.locator("input[name=q]").press_sequentially("renew tls certificates", delay=20)
             expect(page.locator("#results .hit .path").first).to_have_text("# Operations > ## Rotating certificates")

@@ -39,7 +39,7 @@ def crowded(settings):
 
 def test_a_filtered_vector_query_still_returns_k_hits_when_k_exist(crowded):
     model, query = crowded
-    found = vector_candidates(vector=query, model=model, scope=Scope(bot_id="bot-b"), limit=10)
+    found = vector_candidates(vector=query, model=model, scope=Scope(bot_ids=("bot-b",)), limit=10)
     bots = set(Source.objects.filter(chunks__id__in=[c.chunk_id for c in found]).values_list("bot_id", flat=True))
     assert len(found) == 10 and bots == {"bot-b"}
 

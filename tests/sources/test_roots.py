@@ -136,16 +136,17 @@ def test_segments_scope_and_channels_are_enforced_in_sql(root):
     segment_source = Source.objects.get(key__endswith=":segment:" + str(Segment.objects.get().pk))
     assert Chunk.objects.get(path="docs/ops.md").source_id == segment_source.pk
 
-    def paths(**scope):
-        return {h.chunk.path for h in chunks_search(query="flamingo", mode=Mode.LEXICAL, scope=Scope(**scope))}
+    def paths(*, bot="", channel=""):
+        scope = Scope(bot_ids=(bot,) if bot else (), channels=(channel,) if channel else ())
+        return {h.chunk.path for h in chunks_search(query="flamingo", mode=Mode.LEXICAL, scope=scope)}
 
     assert paths() == {"main.py"}
     assert paths(channel="ops-team") == {"main.py", "docs/ops.md"}
     root.bot_id = "bot-a"
     root.save()  # the scope applies at once, without re-indexing
-    assert paths() == set() and paths(bot_id="bot-b") == set()
-    assert paths(bot_id="bot-a", channel="ops-team") == {"main.py", "docs/ops.md"}
-    assert {h.chunk.path for h in chunks_search(query="flamingo", mode=Mode.VECTOR, scope=Scope(bot_id="bot-a"))} == {"main.py"}
+    assert paths() == set() and paths(bot="bot-b") == set()
+    assert paths(bot="bot-a", channel="ops-team") == {"main.py", "docs/ops.md"}
+    assert {h.chunk.path for h in chunks_search(query="flamingo", mode=Mode.VECTOR, scope=Scope(bot_ids=("bot-a",)))} == {"main.py"}
 
 
 def test_the_root_path_must_be_under_an_allowed_base(root, tmp_path, settings):
@@ -211,7 +212,7 @@ def test_a_segment_model_change_switches_atomically_and_survives_a_crash(root, s
     assert ("api/pelican.py", 64) in vector_paths() and ("other.py", 384) in vector_paths()
 
 
-def test_touched_but_unchanged_files_are_not_embedded_and_their_state_is_refreshed(root, client):
+def test_touched_but_unchanged_files_are_not_embedded_and_their_state_is_refreshed(root, manage_client):
     import os
 
     paths = tree_make(Path(root.path), files=12)
@@ -221,5 +222,5 @@ def test_touched_but_unchanged_files_are_not_embedded_and_their_state_is_refresh
     touched = index(root)
     assert (touched.files_unchanged, touched.files_changed, touched.chunks_embedded) == (12, 0, 0)
     assert set(IndexedFile.objects.values_list("mtime_ns", flat=True)) == {1_000_000_000}
-    listed = client.get("/api/v1/roots").json()
+    listed = manage_client.get("/api/v1/roots").json()
     assert [(r["name"], r["last_job"]["id"]) for r in listed] == [("repo", touched.pk)]

@@ -34,16 +34,16 @@ def test_the_indexed_text_names_every_parameter():
     assert "get weather" in text and "- city: string (required) City name" in text and "- unit: string" in text
 
 
-def test_tool_search_returns_openai_function_schemas(client):
+def test_tool_search_returns_openai_function_schemas(key_client):
     make("get_weather", "Current weather for a city.", WEATHER)
     make("create_issue", "Open an issue in a repository.", {"type": "object", "properties": {"title": {"type": "string"}}}, server="github")
-    response = client.post("/api/v1/tools/search", data=json.dumps({"query": "what is the temperature in Lisbon", "k": 2}),
+    response = key_client.post("/api/v1/tools/search", data=json.dumps({"query": "what is the temperature in Lisbon", "k": 2}),
                            content_type="application/json")
     assert response.status_code == 200
     first = response.json()["tools"][0]
     assert first["key"] == "local:get_weather"
     assert first["openai_schema"] == {"type": "function", "function": {"name": "get_weather", "description": "Current weather for a city.", "parameters": WEATHER}}
-    hybrid = client.post("/api/v1/search", data=json.dumps({"query": "open a github issue", "sources": ["tool"]}),
+    hybrid = key_client.post("/api/v1/search", data=json.dumps({"query": "open a github issue", "sources": ["tool"]}),
                          content_type="application/json").json()["hits"]
     assert hybrid[0]["tool"]["function"]["name"] == "create_issue"
 

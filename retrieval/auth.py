@@ -1,0 +1,78 @@
+"""django-ninja auth for every endpoint: API key, signed-in session, or (when allowed) anonymous.
+
+Each class returns an ``Identity`` (ninja puts it in ``request.auth``) after
+counting the request against the caller's rate limit. A bad or revoked key
+is refused outright (401), never treated as anonymous.
+"""
+
+from django.conf import settings
+from django.http import HttpRequest
+from ninja.security import APIKeyCookie, HttpBearer
+from ninja.utils import check_csrf
+
+from rag_site.errors import ApplicationError
+from retrieval.access import Identity, identity_anonymous, identity_for_key, identity_for_user
+from retrieval.keys import api_key_authenticate
+from retrieval.ratelimit import rate_limit_check
+
+
+def _admitted(identity: Identity) -> Identity:
+    rate_limit_check(bucket=identity.rate_bucket, limit=identity.rate_limit)
+    return identity
+
+
+class ApiKeyAuth(HttpBearer):
+    """``Authorization: Bearer <API key>``: the key's own scope and permissions."""
+
+    def __call__(self, request: HttpRequest) -> Identity | None:
+        header = request.headers.get("Authorization", "")
+        if not header:
+            return None
+        scheme, _, token = header.partition(" ")
+        if scheme.lower() != "bearer" or not token.strip():
+            raise ApplicationError("the Authorization header must be 'Bearer <API key>'", status=401)
+        return self.authenticate(request, token.strip())
+
+    def authenticate(self, request: HttpRequest, token: str) -> Identity:
+        return _admitted(identity_for_key(api_key_authenticate(token)))
+
+
+class SessionAuth(APIKeyCookie):
+    """A person signed in to the site: their grants; CSRF is checked for unsafe methods."""
+
+    param_name = settings.SESSION_COOKIE_NAME
+
+    def __init__(self) -> None:
+        # CSRF is checked below, and only for signed-in users: an anonymous
+        # request must fall through to the next auth, not fail here.
+        super().__init__(csrf=False)
+
+    def authenticate(self, request: HttpRequest, key: str | None) -> Identity | None:
+        user = getattr(request, "user", None)
+        if user is None or not user.is_authenticated:
+            return None
+        if check_csrf(request) is not None:
+            raise ApplicationError("CSRF check failed: a signed-in request that changes state needs the X-CSRFToken header", status=403)
+        return _admitted(identity_for_user(user))
+
+
+class AnonymousAuth:
+    """No credentials: shared sources only, and only when RAG_ANONYMOUS_SEARCH is on."""
+
+    def __call__(self, request: HttpRequest) -> Identity | None:
+        if not settings.RAG_ANONYMOUS_SEARCH:
+            return None
+        return _admitted(identity_anonymous(address=request.META.get("REMOTE_ADDR", "")))
+
+
+# Reading endpoints: any caller the settings admit. Managing endpoints: a key or a session, then `manage_required`.
+READ_AUTH = [ApiKeyAuth(), SessionAuth(), AnonymousAuth()]
+MANAGE_AUTH = [ApiKeyAuth(), SessionAuth()]
+
+
+def manage_required(request: HttpRequest) -> Identity:
+    identity: Identity = request.auth
+    if not identity.can_manage:
+        raise ApplicationError(f"{identity.name} lacks the manage permission (an API key created with --manage, or a staff account)",
+                               status=403)
+    return identity
