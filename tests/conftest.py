@@ -107,3 +107,14 @@ def person(db, client, django_user_model):
     user = django_user_model.objects.create_user("person", password="a-long-test-password")
     client.force_login(user)
     return user
+
+
+def index_root(root, *, force: bool = True):
+    """Run one index job of ``root`` in this process, through the real pipeline; returns the finished job."""
+    from sources import jobs, roots
+
+    job, created = jobs.root_reindex_request(root_id=root.pk, force=force, trigger="test")
+    assert created
+    roots.root_index(job=jobs.job_start(job_id=job.pk))
+    job.refresh_from_db()
+    return job

@@ -11,6 +11,7 @@ from retrieval.search import Mode, chunks_search
 from sources import jobs, roots
 from sources.chunking import chunk_text
 from sources.models import Chunk, IndexedFile, IndexJob, JobStatus, Segment, Source, WorkspaceRoot
+from tests.conftest import index_root as index
 from tests.tree import tree_make
 
 pytestmark = pytest.mark.django_db
@@ -22,14 +23,6 @@ def root(tmp_path, settings):
     directory = tmp_path / "repo"
     directory.mkdir()
     return WorkspaceRoot.objects.create(name="repo", path=str(directory), cooldown_seconds=0)
-
-
-def index(root: WorkspaceRoot, *, force: bool = True) -> IndexJob:
-    job, created = jobs.root_reindex_request(root_id=root.pk, force=force, trigger="test")
-    assert created
-    roots.root_index(job=jobs.job_start(job_id=job.pk))
-    job.refresh_from_db()
-    return job
 
 
 def stored(root: WorkspaceRoot) -> dict[str, int]:
@@ -224,3 +217,53 @@ def test_touched_but_unchanged_files_are_not_embedded_and_their_state_is_refresh
     assert set(IndexedFile.objects.values_list("mtime_ns", flat=True)) == {1_000_000_000}
     listed = manage_client.get("/api/v1/roots").json()
     assert [(r["name"], r["last_job"]["id"]) for r in listed] == [("repo", touched.pk)]
+
+
+def lexical_paths(query: str, *, channel: str = "") -> set[str]:
+    scope = Scope(channels=(channel,) if channel else ())
+    return {h.chunk.path for h in chunks_search(query=query, mode=Mode.LEXICAL, scope=scope)}
+
+
+def test_a_segment_gated_after_indexing_stops_serving_its_files_at_once(root):
+    directory = Path(root.path)
+    (directory / "docs").mkdir()
+    (directory / "docs" / "secret.md").write_text("# Support\n\nThe walrus escalation path.\n")
+    (directory / "main.py").write_text("def walrus_public():\n    return 'walrus'\n")
+    index(root)
+    before = set(Chunk.objects.filter(path="docs/secret.md").values_list("pk", flat=True))
+    assert lexical_paths("walrus") == {"main.py", "docs/secret.md"}
+
+    segment = Segment.objects.create(root=root, name="support", path_glob="docs/**", channels="support")
+    segment.refresh_from_db()  # its source was linked by the save signal
+    # No job has run: the file moved to the gated segment in the same transaction, vectors and all.
+    assert lexical_paths("walrus") == {"main.py"}
+    assert lexical_paths("walrus", channel="support") == {"main.py", "docs/secret.md"}
+    assert set(Chunk.objects.filter(path="docs/secret.md", source=segment.source_id).values_list("pk", flat=True)) == before
+    assert IndexedFile.objects.get(path="docs/secret.md").source_id == segment.source_id
+    queued = IndexJob.objects.get(root=root, status=JobStatus.QUEUED)
+    assert queued.trigger == "segments"
+    IndexJob.objects.filter(pk=queued.pk).update(status=JobStatus.CANCELLED)
+    # The next job finds the moved file unchanged in its new segment: nothing to embed.
+    assert (index(root).chunks_embedded, Chunk.objects.filter(path="docs/secret.md").count()) == (0, len(before))
+
+    segment.channels = "support ops"
+    segment.save()
+    assert lexical_paths("walrus", channel="ops") == {"main.py", "docs/secret.md"}
+    segment.delete()  # its files go back to the root's default segment, ungated
+    assert lexical_paths("walrus") == {"main.py", "docs/secret.md"}
+    assert Source.objects.filter(key__contains=":segment:").count() == 0
+
+
+def test_files_moved_to_a_segment_with_another_model_keep_their_vectors_until_the_job_rebuilds_them(root, second_model):
+    directory = Path(root.path)
+    (directory / "docs").mkdir()
+    (directory / "docs" / "secret.md").write_text("# Support\n\nThe walrus escalation path.\n")
+    index(root)
+    Segment.objects.create(root=root, name="support", path_glob="docs/**", channels="support", embedding_model_name=second_model)
+    # Gated at once; searched with the old model's vectors until the queued job builds the new generation.
+    assert lexical_paths("walrus") == set() and lexical_paths("walrus", channel="support") == {"docs/secret.md"}
+    queued = IndexJob.objects.get(root=root, status=JobStatus.QUEUED)
+    IndexJob.objects.filter(pk=queued.pk).update(status=JobStatus.CANCELLED)  # run here instead of by a worker
+    index(root)
+    assert lexical_paths("walrus", channel="support") == {"docs/secret.md"} and lexical_paths("walrus") == set()
+    assert Chunk.objects.get(path="docs/secret.md").embedding_model.dimensions == 64

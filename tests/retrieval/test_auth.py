@@ -1,0 +1,143 @@
+"""API keys, sessions with CSRF, anonymous access and rate limits, on the real API and Redis."""
+
+import hashlib
+import json
+from datetime import timedelta
+
+import pytest
+from django.core.management import call_command
+from django.test import Client
+from django.utils import timezone
+
+from retrieval.keys import api_key_create
+from retrieval.models import ApiKey
+
+pytestmark = pytest.mark.django_db
+
+
+def search(client: Client, **headers):
+    return client.post("/api/v1/search", data=json.dumps({"query": "anything"}), content_type="application/json", headers=headers)
+
+
+def bearer(raw: str) -> dict:
+    return {"Authorization": f"Bearer {raw}"}
+
+
+def test_the_command_prints_the_key_once_and_stores_only_its_hash(capsys):
+    call_command("rag_apikey", "create", "support-bot", "--bot-id", "alpha", "--channel", "ops", "--channel", "support", "--manage")
+    out, err = capsys.readouterr()
+    raw = out.strip()
+    key = ApiKey.objects.get(name="support-bot")
+    assert raw.startswith(f"rag_{key.prefix}_") and "shown once" in err
+    assert key.key_hash == hashlib.sha256(raw.encode()).hexdigest()
+    assert raw not in json.dumps(list(ApiKey.objects.values()), default=str)  # never stored
+    assert (key.bot_id, key.channels, key.can_manage) == ("alpha", "ops support", True)
+    assert search(Client(), **bearer(raw)).status_code == 200
+
+    call_command("rag_apikey", "list")
+    listed = capsys.readouterr().out
+    assert key.prefix in listed and "bot alpha" in listed and raw not in listed
+    call_command("rag_apikey", "revoke", key.prefix)
+    assert search(Client(), **bearer(raw)).status_code == 401
+
+
+def test_the_command_refuses_a_bad_scope_name():
+    from django.core.management.base import CommandError
+
+    with pytest.raises(CommandError, match="bot_id"):
+        call_command("rag_apikey", "create", "x", "--bot-id", "has space")
+
+
+@pytest.mark.parametrize(
+    ("header", "message"),
+    [(None, "authentication required"), ("Bearer rag_nothing_here", "invalid API key"), ("Bearer ", "must be 'Bearer <API key>'"),
+     ("Token abc", "must be 'Bearer <API key>'"), ("Bearer not-even-our-format", "invalid API key")],
+)
+def test_missing_or_bad_credentials_get_401(header, message):
+    response = search(Client(), **({"Authorization": header} if header else {}))
+    assert response.status_code == 401
+    assert message in response.json()["error"]
+    assert response["WWW-Authenticate"].startswith("Bearer")
+
+
+def test_a_revoked_or_expired_key_is_refused_and_last_use_is_recorded():
+    key, raw = api_key_create(name="bot")
+    assert key.last_used_at is None
+    assert search(Client(), **bearer(raw)).status_code == 200
+    key.refresh_from_db()
+    assert key.last_used_at is not None
+    ApiKey.objects.filter(pk=key.pk).update(expires_at=timezone.now() - timedelta(seconds=1))
+    assert "expired" in search(Client(), **bearer(raw)).json()["error"]
+    ApiKey.objects.filter(pk=key.pk).update(expires_at=None, revoked_at=timezone.now())
+    assert "revoked" in search(Client(), **bearer(raw)).json()["error"]
+    # The right prefix with a wrong secret is no key at all.
+    assert search(Client(), **bearer(raw[:-3] + "xyz")).json()["error"] == "invalid API key"
+
+
+def test_anonymous_search_follows_the_setting(settings):
+    settings.RAG_ANONYMOUS_SEARCH = False
+    assert search(Client()).status_code == 401
+    settings.RAG_ANONYMOUS_SEARCH = True
+    settings.RAG_RATE_LIMIT_ANONYMOUS_PER_MINUTE = 0
+    assert search(Client()).status_code == 200
+    # Managing endpoints never take anonymous callers.
+    assert Client().get("/api/v1/roots").status_code == 401
+
+
+def test_a_signed_in_session_needs_the_csrf_token_for_unsafe_methods(django_user_model):
+    user = django_user_model.objects.create_user("person", password="a-long-test-password")
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(user)
+    refused = search(client)
+    assert refused.status_code == 403 and "CSRF" in refused.json()["error"]
+    assert client.get("/api/v1/skills").status_code == 200  # safe methods need no token
+    client.get("/")  # the page's sign-out form sets the csrftoken cookie
+    token = client.cookies["csrftoken"].value
+    assert search(client, **{"X-CSRFToken": token}).status_code == 200
+
+
+def test_a_cross_site_text_plain_post_cannot_queue_a_job():
+    # What a form on another site can send: no Authorization header, text/plain body.
+    response = Client().post("/api/v1/roots/1/reindex", data='{"force": true}', content_type="text/plain")
+    assert response.status_code == 401
+
+
+def test_the_rate_limit_is_shared_by_every_client_of_a_key_and_says_when_to_retry(settings):
+    _, raw = api_key_create(name="chatty", rate_limit_per_minute=3)
+    first, second = Client(), Client()  # think: two web workers, one Redis
+    codes = [search(client, **bearer(raw)).status_code for client in (first, second, first)]
+    assert codes == [200, 200, 200]
+    refused = search(second, **bearer(raw))
+    assert refused.status_code == 429
+    assert 1 <= int(refused["Retry-After"]) <= 60
+    assert "3 requests per minute" in refused.json()["error"]
+    # Another key has its own budget; 0 means no limit.
+    _, other = api_key_create(name="quiet", rate_limit_per_minute=0)
+    assert all(search(first, **bearer(other)).status_code == 200 for _ in range(5))
+
+
+def test_the_admin_shows_a_new_key_once(client, django_user_model):
+    client.force_login(django_user_model.objects.create_superuser("boss", password="a-long-test-password"))
+    response = client.post("/admin/retrieval/apikey/add/", {"name": "ci bot", "bot_id": "alpha", "client_id": "", "channels": ""})
+    assert response.status_code == 200 and "no-store" in response["Cache-Control"]
+    key = ApiKey.objects.get(name="ci bot")
+    page = response.content.decode()
+    raw = page.split(f'value="rag_{key.prefix}_', 1)[1].split('"', 1)[0]
+    raw = f"rag_{key.prefix}_{raw}"
+    assert "cannot be shown again" in page
+    assert hashlib.sha256(raw.encode()).hexdigest() == key.key_hash
+    assert raw not in client.get(f"/admin/retrieval/apikey/{key.pk}/change/").content.decode()
+    assert raw not in client.get("/admin/retrieval/apikey/").content.decode()
+    assert search(Client(), **bearer(raw)).status_code == 200
+
+
+def test_the_openapi_schema_documents_the_security_schemes_and_error_answers(client):
+    schema = client.get("/api/openapi.json").json()
+    schemes = schema["components"]["securitySchemes"]
+    assert {"type": "http", "scheme": "bearer"}.items() <= schemes["ApiKeyAuth"].items()
+    assert schemes["SessionAuth"]["in"] == "cookie"
+    search_answers = schema["paths"]["/api/v1/search"]["post"]["responses"]
+    assert {"401", "403", "429"} <= set(search_answers)
+    reindex = schema["paths"]["/api/v1/roots/{root_id}/reindex"]["post"]
+    assert {"401", "403", "429"} <= set(reindex["responses"])
+    assert {name for item in reindex["security"] for name in item} == {"ApiKeyAuth", "SessionAuth"}
