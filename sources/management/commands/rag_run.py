@@ -95,11 +95,13 @@ class Command(BaseCommand):
             f"  search page   {base}/",
             f"  admin         {base}/admin/",
             f"  API docs      {base}/api/docs",
+            "  API keys      python manage.py rag_apikey create NAME [--bot-id B] (or in the admin)",
         ]
         if password:
             lines += [
                 "",
-                "  first run: an admin user was created (this password is not shown again)",
+                "  first run: an admin user was created (this password is not shown again);",
+                "  sign in with it on the search page and in the admin",
                 f"    username  {ADMIN_USERNAME}",
                 f"    password  {password}",
             ]
