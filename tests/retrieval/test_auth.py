@@ -141,3 +141,22 @@ def test_the_openapi_schema_documents_the_security_schemes_and_error_answers(cli
     reindex = schema["paths"]["/api/v1/roots/{root_id}/reindex"]["post"]
     assert {"401", "403", "429"} <= set(reindex["responses"])
     assert {name for item in reindex["security"] for name in item} == {"ApiKeyAuth", "SessionAuth"}
+
+
+def test_grants_are_edited_on_the_user_and_group_pages(client, django_user_model):
+    from django.contrib.auth.models import Group
+
+    from retrieval.access import identity_for_user
+
+    client.force_login(django_user_model.objects.create_superuser("boss", password="a-long-test-password"))
+    person = django_user_model.objects.create_user("person", password="a-long-test-password")
+    team = Group.objects.create(name="support")
+    person.groups.add(team)
+    assert "Search access" in client.get(f"/admin/auth/user/{person.pk}/change/").content.decode()
+    page = client.get(f"/admin/auth/group/{team.pk}/change/")
+    assert "Search access" in page.content.decode()
+    form = {"name": "support", "access_grants-TOTAL_FORMS": "1", "access_grants-INITIAL_FORMS": "0",
+            "access_grants-0-bot_id": "", "access_grants-0-client_id": "client-x", "access_grants-0-channels": "support, ops"}
+    assert client.post(f"/admin/auth/group/{team.pk}/change/", form).status_code == 302
+    identity = identity_for_user(person)
+    assert (identity.client_ids, identity.channels, identity.can_manage) == ({"client-x"}, {"support", "ops"}, False)
