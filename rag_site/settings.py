@@ -53,6 +53,7 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "django.contrib.postgres",
     "django_celery_beat",
+    "ninja",  # serves Swagger UI from its own static files, not a CDN
     "django_htmx",
     "template_partials",
     "sources",
@@ -61,6 +62,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "rag_site.middleware.RefuseControlCharacters",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -232,6 +234,11 @@ RAG_RERANK_MAX_CHUNKS = env_int("RAG_RERANK_MAX_CHUNKS", 20, minimum=1, maximum=
 RAG_RERANK_MIN_CHARS = env_int("RAG_RERANK_MIN_CHARS", 2000, minimum=0)
 # Reranked chunks scoring below this (0..1, sigmoid of the model's logit) are dropped.
 RAG_RERANK_SCORE_THRESHOLD = env_float("RAG_RERANK_SCORE_THRESHOLD", 0.01, minimum=0.0, maximum=1.0)
+# Bounded cost: the lexical channel reads a query's first words only (each
+# OR-ed word widens its candidates), and every channel's SQL is cancelled past
+# the timeout (the channel is then skipped with a warning, like a failing one).
+RAG_LEXICAL_MAX_WORDS = env_int("RAG_LEXICAL_MAX_WORDS", 32, minimum=1, maximum=1000)
+RAG_SEARCH_STATEMENT_TIMEOUT_MS = env_int("RAG_SEARCH_STATEMENT_TIMEOUT_MS", 1500, minimum=10)
 # HNSW candidate list at query time (pgvector's default is 40).
 RAG_HNSW_EF_SEARCH = env_int("RAG_HNSW_EF_SEARCH", 100, minimum=1, maximum=1000)
 RAG_SKILL_REVERIFY_MINUTES = env_int("RAG_SKILL_REVERIFY_MINUTES", 30, minimum=0)

@@ -15,3 +15,7 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("api/", api.urls),
 ]
+
+handler400 = "rag_site.handlers.bad_request"
+handler404 = "rag_site.handlers.not_found"
+handler500 = "rag_site.handlers.server_error"

@@ -3,15 +3,13 @@ from ninja import Router
 from retrieval.access import Identity, scope_for
 from retrieval.auth import READ_AUTH
 from retrieval.schemas import (
-    ErrorOut, HitOut, SearchIn, SearchOut, SkillHitOut, SkillSearchIn, SkillSearchOut, ToolHitOut, ToolSearchIn, ToolSearchOut,
+    API_ERRORS, ErrorOut, HitOut, SearchIn, SearchOut, SkillHitOut, SkillSearchIn, SkillSearchOut, ToolHitOut, ToolSearchIn, ToolSearchOut,
 )
 from retrieval.search import ChannelScore, Hit, Mode, chunks_search
 from sources.models import Skill, Source, Tool
 
 router = Router(tags=["search"], auth=READ_AUTH)
-# Every endpoint may answer these; 401: no or bad credentials, 403: a scope
-# the caller may not see, 429: over the caller's rate limit (Retry-After).
-ERRORS = {400: ErrorOut, 401: ErrorOut, 403: ErrorOut, 422: ErrorOut, 429: ErrorOut, 503: ErrorOut}
+ERRORS = {**API_ERRORS, 503: ErrorOut}  # 503: every channel failed
 
 
 def request_scope(request, payload, *, kinds=()):

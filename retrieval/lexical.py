@@ -57,6 +57,9 @@ def lexical_candidates(*, query: str, scope: Scope, limit: int, ranking: Lexical
     match on the chunk text, ranked by the number of occurrences.
     """
     ranking = ranking or settings.RAG_LEXICAL_RANKING
+    # The cost grows with the words (each OR-ed word widens the candidates):
+    # past RAG_LEXICAL_MAX_WORDS the rest of a long query is left to the vector channel.
+    query = " ".join(query.split()[: settings.RAG_LEXICAL_MAX_WORDS])
     where, params = scope.sql_named()
     params.update(query=query, limit=limit, operators=bool(_OPERATORS.search(query)), a=FIELD_WEIGHTS["A"], b=FIELD_WEIGHTS["B"], c=FIELD_WEIGHTS["C"])
     with connection.cursor() as cursor:

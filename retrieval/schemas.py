@@ -1,11 +1,23 @@
 from typing import Annotated, Literal
 
-from pydantic import StringConstraints
+from pydantic import AfterValidator, StringConstraints
+
+from rag_site.middleware import control_characters_message
 
 from django.conf import settings
 from ninja import Field, Schema
 
 from sources.models import SCOPE_NAME
+
+def _no_control_characters(value: str) -> str:
+    problem = control_characters_message(value, "the text")
+    if problem:
+        raise ValueError(problem)
+    return value
+
+
+# Every free-text field of a request: trimmed, never empty or only spaces, no NUL or control characters.
+Query = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=2000), AfterValidator(_no_control_characters)]
 
 _NARROW = "Optional: narrow the caller's scope (from its API key or account) to this {}; asking for one it may not see is refused (403)."
 
@@ -21,7 +33,7 @@ class ScopeIn(Schema):
 
 
 class SearchIn(ScopeIn):
-    query: str = Field(..., min_length=1, max_length=2000, description="What to look for, in plain words.")
+    query: Query = Field(..., description="What to look for, in plain words (1-2000 characters).")
     k: int = Field(settings.RAG_SEARCH_DEFAULT_K, ge=1, le=settings.RAG_SEARCH_MAX_K, description="How many hits to return.")
     mode: Literal["hybrid", "lexical", "vector"] = Field("hybrid", description="Which channels to use.")
     mmr: bool = Field(False, description="Re-order the fused pool by Maximal Marginal Relevance (fewer near-duplicates).")
@@ -72,8 +84,15 @@ class ErrorOut(Schema):
     detail: list[str] | dict = Field(default_factory=list)
 
 
+# What any endpoint may answer besides success: 400 a control character in
+# the URL, 401 no or bad credentials, 403 a scope or permission the caller
+# lacks, 413 a body too large, 422 an invalid field, 429 over the rate limit
+# (with Retry-After).
+API_ERRORS = {code: ErrorOut for code in (400, 401, 403, 413, 422, 429)}
+
+
 class SkillSearchIn(ScopeIn):
-    query: str = Field(..., min_length=1, max_length=2000)
+    query: Query
     k: int = Field(8, ge=1, le=settings.RAG_SEARCH_MAX_K, description="How many distinct skills.")
 
 
@@ -92,7 +111,7 @@ class SkillSearchOut(Schema):
 
 
 class ToolSearchIn(ScopeIn):
-    query: str = Field(..., min_length=1, max_length=2000)
+    query: Query
     k: int = Field(10, ge=1, le=settings.RAG_SEARCH_MAX_K)
 
 

@@ -8,7 +8,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from django.conf import settings
-from django.db import transaction
+from django.db import OperationalError, connection, transaction
+from psycopg.errors import QueryCanceled
 
 from rag_site.errors import ApplicationError
 from retrieval.channels import Candidate, Scope, vector_candidates, visible_models
@@ -167,11 +168,25 @@ def _embed(model: EmbeddingModel, query: str):
 def _collect(lists: dict[str, list[Candidate]], name: str, run, failures: list[str]) -> None:
     try:
         # A savepoint: a failed query must not poison the caller's transaction.
-        with transaction.atomic():
+        # Its statements are bounded: a channel that takes too long is
+        # cancelled by PostgreSQL and skipped like any failing channel.
+        with transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute("SELECT current_setting('statement_timeout'), set_config('statement_timeout', %s, true)",
+                           [f"{settings.RAG_SEARCH_STATEMENT_TIMEOUT_MS}ms"])
+            previous = cursor.fetchone()[0]
             lists[name] = run()
+            cursor.execute("SELECT set_config('statement_timeout', %s, true)", [previous])
     except EmbeddingError as exc:
         log.warning("search skipped %s: %s", name, exc)
         failures.append(f"{name} skipped: {exc}")
+    except OperationalError as exc:
+        if isinstance(exc.__cause__, QueryCanceled):
+            log.warning("search channel %s timed out", name)
+            failures.append(f"{name} skipped: it took longer than RAG_SEARCH_STATEMENT_TIMEOUT_MS "
+                            f"({settings.RAG_SEARCH_STATEMENT_TIMEOUT_MS} ms)")
+        else:
+            log.exception("search channel %s failed", name)
+            failures.append(f"{name} skipped: {exc}")
     except Exception as exc:  # noqa: BLE001 - one broken channel must not fail the query
         log.exception("search channel %s failed", name)
         failures.append(f"{name} skipped: {exc}")

@@ -6,13 +6,13 @@ from ninja.responses import Status
 from rag_site.errors import ApplicationError
 from retrieval.access import scope_for
 from retrieval.auth import MANAGE_AUTH, READ_AUTH, manage_required
-from retrieval.schemas import ErrorOut
+from retrieval.schemas import API_ERRORS, ErrorOut
 from sources import jobs
 from sources.models import IndexJob, Skill, Source, WorkspaceRoot
 from sources.schemas import JobOut, ReindexIn, ReindexOut, RootOut, SkillOut
 
 router = Router(tags=["sources"])
-ERRORS = {401: ErrorOut, 403: ErrorOut, 404: ErrorOut, 429: ErrorOut}
+ERRORS = {**API_ERRORS, 404: ErrorOut}
 
 
 def _skills(request):

@@ -6,6 +6,22 @@ from typing import Any
 import yaml
 
 _CLOSERS = {"---", "..."}
+# Front matter is a few lines of metadata; past this it is refused, so no
+# parse of it can be slow or large.
+MAX_FRONT_MATTER_CHARS = 20_000
+
+
+class _NoAliasLoader(yaml.SafeLoader):
+    """SafeLoader without anchors and aliases: "billion laughs" documents
+    expand aliases exponentially (a 400-character front matter took seconds
+    and gigabytes); metadata never needs them."""
+
+    def compose_node(self, parent, index):
+        if self.check_event(yaml.AliasEvent):
+            event = self.peek_event()
+            raise yaml.constructor.ConstructorError(None, None, "YAML aliases (*name) are not supported in front matter",
+                                                    event.start_mark)
+        return super().compose_node(parent, index)
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,8 +44,11 @@ def front_matter_split(lines: list[str]) -> FrontMatter:
         # front matter (the way CommonMark renderers treat it).
         return FrontMatter()
     raw = "\n".join(lines[1:index])
+    if len(raw) > MAX_FRONT_MATTER_CHARS:
+        return FrontMatter(line_count=index + 1,
+                           error=f"front matter is {len(raw):,} characters; the limit is {MAX_FRONT_MATTER_CHARS:,}")
     try:
-        data = yaml.safe_load(raw) if raw.strip() else {}
+        data = yaml.load(raw, Loader=_NoAliasLoader) if raw.strip() else {}  # noqa: S506 - a SafeLoader subclass
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 2}" if mark is not None else ""
