@@ -7,7 +7,7 @@ from django.utils.html import format_html
 from rag_site.errors import ApplicationError
 from sources import jobs
 from sources.models import IndexJob, JobStatus, Segment, Tool, WorkspaceRoot
-from sources.roots import root_path_validate
+from sources.roots import root_files_reread, root_path_validate
 from sources.tools import tool_parameters_validate
 
 _JOB_COLOURS = {
@@ -33,6 +33,7 @@ class RootForm(forms.ModelForm):
         widgets = {
             "include_globs": forms.Textarea(attrs={"rows": 3, "cols": 90}),
             "exclude_dirs": forms.Textarea(attrs={"rows": 2, "cols": 90}),
+            "deny_patterns": forms.Textarea(attrs={"rows": 3, "cols": 90}),
         }
 
     def clean_path(self) -> str:
@@ -61,6 +62,11 @@ class WorkspaceRootAdmin(admin.ModelAdmin):
     @admin.display(description="Scope")
     def scope(self, root: WorkspaceRoot) -> str:
         return root.scope_label
+
+    def save_model(self, request, obj, form, change) -> None:
+        super().save_model(request, obj, form, change)
+        if change and "scan_secrets" in form.changed_data and obj.scan_secrets:
+            root_files_reread(root=obj)  # files indexed while the scan was off are scanned by the next job
 
     @admin.display(description="Last index job")
     def last_job(self, root: WorkspaceRoot) -> str:

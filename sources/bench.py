@@ -1,5 +1,6 @@
 """Speed measurements behind `manage.py rag_bench` (pure functions, no timing in tests)."""
 
+import os
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -95,15 +96,21 @@ def index_bench(root: Path) -> dict:
     from sources.models import IndexJob, WorkspaceRoot
     from sources.models_roots import DEFAULT_EXCLUDE_DIRS, DEFAULT_INCLUDE, words
     from sources.store import embed_text, embedding_model_for
-    from sources.walk import Candidate, WalkRules, read_text, walk
+    from sources.walk import Candidate, WalkRules, read_text, root_open, walk
 
+    # Its jobs refuse a root outside RAG_ROOT_BASE_DIRS: say so before anything is timed.
+    roots.root_path_validate(str(root.resolve()))
     model = embedding_model_for()
     rules = WalkRules(include=tuple(words(DEFAULT_INCLUDE)), exclude_dirs=frozenset(words(DEFAULT_EXCLUDE_DIRS)), max_file_bytes=500_000)
     texts = []
-    for entry in walk(str(root), rules):
-        if isinstance(entry, Candidate) and isinstance(text := read_text(entry, rules.max_file_bytes), str):
-            chunks = chunk_text(text, entry.path, max_chars=settings.RAG_CHUNK_MAX_CHARS, overlap=settings.RAG_CHUNK_OVERLAP)
-            texts.extend(embed_text(chunk, entry.path) for chunk in chunks)
+    root_fd = root_open(str(root.resolve()))
+    try:
+        for entry in walk(root_fd, rules):
+            if isinstance(entry, Candidate) and isinstance(text := read_text(root_fd, entry, rules), str):
+                chunks = chunk_text(text, entry.path, max_chars=settings.RAG_CHUNK_MAX_CHARS, overlap=settings.RAG_CHUNK_OVERLAP)
+                texts.extend(embed_text(chunk, entry.path) for chunk in chunks)
+    finally:
+        os.close(root_fd)
     embedder = embedder_for(provider=model.provider, name=model.name, device=settings.RAG_EMBEDDING_DEVICE)
     embedder.embed(texts[:64], batch_size=settings.RAG_EMBED_BATCH_SIZE)  # warm-up, not timed
     started = time.perf_counter()

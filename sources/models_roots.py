@@ -5,6 +5,7 @@ from django.db import models
 from django.db.models import Q
 
 from sources.models import EmbeddingModel, Indexed, Scoped, Source, _scope_names, words  # noqa: F401 - words used by importers
+from sources.sensitive import DEFAULT_DENY
 
 DEFAULT_INCLUDE = (
     "*.py *.pyi *.ipynb *.md *.markdown *.mdx *.rst *.txt *.js *.jsx *.mjs *.cjs *.ts *.tsx *.mts *.go *.rs *.java *.kt "
@@ -22,6 +23,18 @@ class WorkspaceRoot(Scoped):
     path = models.CharField(max_length=1024, unique=True, help_text="Absolute directory, under one of RAG_ROOT_BASE_DIRS.")
     include_globs = models.TextField(default=DEFAULT_INCLUDE, help_text="File name patterns to index, separated by spaces.")
     exclude_dirs = models.TextField(default=DEFAULT_EXCLUDE_DIRS, help_text="Directory names never entered.")
+    deny_patterns = models.TextField(
+        default=DEFAULT_DENY, blank=True,
+        help_text="Secret-bearing names never indexed, listed as skipped (\"secret-bearing name\"): .gitignore patterns "
+                  "separated by spaces, case-insensitive; a trailing / matches directories only. Empty: deny nothing.",
+    )
+    index_hidden = models.BooleanField(
+        default=False, help_text="Index files and directories whose names start with a dot (the deny list still applies).",
+    )
+    scan_secrets = models.BooleanField(
+        default=True, help_text="Skip files whose text holds an obvious key or token (private key header, AWS key id, "
+                                "GitHub, Slack, Stripe, Google or sk- API keys).",
+    )
     max_file_bytes = models.PositiveIntegerField(default=500_000)
     embedding_model_name = models.CharField(max_length=255, blank=True, help_text="Empty: RAG_EMBEDDING_MODEL.")
     similarity_threshold = models.FloatField(

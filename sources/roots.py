@@ -10,6 +10,7 @@ from dataclasses import dataclass
 import pathspec
 from django.conf import settings
 from django.db import connection, transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from rag_site.errors import ApplicationError
@@ -19,7 +20,7 @@ from sources.embedding import EmbeddingError
 from sources.models import Chunk, EmbeddingModel, IndexedFile, IndexJob, JobStatus, Segment, Source, WorkspaceRoot
 from sources.models_roots import words
 from sources.store import FileChunks, embedding_model_for, files_embed, files_replace
-from sources.walk import Candidate, Skipped, WalkRules, read_text, walk
+from sources.walk import REPLACED, Candidate, Skipped, WalkRules, read_text, root_open, walk
 
 log = logging.getLogger(__name__)
 
@@ -48,6 +49,49 @@ def root_path_validate(path: str) -> str:
     if not any(os.path.commonpath([real, base]) == base for base in allowed):
         raise ApplicationError(f"{real!r} is outside the allowed base directories ({', '.join(allowed)}; RAG_ROOT_BASE_DIRS)")
     return real
+
+
+def root_path_recheck(*, root: WorkspaceRoot) -> str:
+    """The root's real path, validated again when a job starts.
+
+    A root checked only when it was saved could since have been replaced by
+    a symlink to anywhere (or RAG_ROOT_BASE_DIRS narrowed). Such a root is
+    refused before anything is read, and its stored chunks are deleted:
+    what it served can no longer be vouched for.
+    """
+    if not os.path.isdir(root.path):
+        # Perhaps a volume not mounted yet: the job fails, the index stays.
+        raise ApplicationError(f"the root directory {root.path!r} does not exist or is not a directory")
+    try:
+        return root_path_validate(root.path)
+    except ApplicationError as exc:
+        removed = root_chunks_withdraw(root=root)
+        raise ApplicationError(
+            f"refused: {exc.message}. The root {root.name!r} ({root.path}) was moved or replaced by a symlink, or "
+            f"RAG_ROOT_BASE_DIRS changed, since it was registered; nothing was read and its {removed} stored chunks "
+            "were removed from search", details={"chunks_removed": removed},
+        ) from None
+
+
+def _root_sources(root: WorkspaceRoot):
+    return Source.objects.filter(Q(key=f"root:{root.pk}") | Q(key__startswith=f"root:{root.pk}:segment:"))
+
+
+@transaction.atomic
+def root_chunks_withdraw(*, root: WorkspaceRoot) -> int:
+    """Delete every chunk and file state of the root (all segments); the next good job rebuilds them."""
+    sources = _root_sources(root)
+    IndexedFile.objects.filter(source__in=sources).delete()
+    return Chunk.objects.filter(source__in=sources).delete()[0]
+
+
+def root_files_reread(*, root: WorkspaceRoot) -> int:
+    """Make the next job read every stored file of the root again (e.g. the secret scan was turned on).
+
+    Only the stored mtime is forgotten: content hashes still keep unchanged
+    files from being embedded again.
+    """
+    return IndexedFile.objects.filter(source__in=_root_sources(root)).update(mtime_ns=-1)
 
 
 @transaction.atomic
@@ -179,21 +223,34 @@ class _Run:
         self.pending_chunks = 0
         self.touched: list[IndexedFile] = []
         self.last_beat = 0.0
+        self.root_fd = -1
+        self.rules: WalkRules | None = None
 
     def run(self) -> None:
+        real = root_path_recheck(root=self.root)
+        try:
+            self.root_fd = root_open(real)
+        except OSError as exc:
+            raise ApplicationError(f"the root directory {real!r} changed while the job started ({exc.strerror or exc}); "
+                                   "nothing was read") from None
+        try:
+            self._index()
+        finally:
+            os.close(self.root_fd)
+
+    def _index(self) -> None:
         root = self.root
-        if not os.path.isdir(root.path):
-            raise ApplicationError(f"the root directory {root.path!r} does not exist or is not a directory")
         plans = _plans(root)
         states = {
             (s.source_id, s.generation, s.path): s
             for s in IndexedFile.objects.filter(source__in=[p.source for p in plans])
         }
-        rules = WalkRules(
+        self.rules = WalkRules(
             include=tuple(words(root.include_globs)), exclude_dirs=frozenset(words(root.exclude_dirs)),
-            max_file_bytes=root.max_file_bytes,
+            max_file_bytes=root.max_file_bytes, deny=tuple(words(root.deny_patterns)),
+            index_hidden=root.index_hidden, scan_secrets=root.scan_secrets,
         )
-        entries = list(walk(root.path, rules))
+        entries = list(walk(self.root_fd, self.rules))
         self.job.files_total = len(entries)
         self._beat(force=True)
         kept: set[tuple[int, int, str]] = set()
@@ -221,10 +278,11 @@ class _Run:
         if current and state.size == entry.size and state.mtime_ns == entry.mtime_ns:
             self.job.files_unchanged += 1  # not even read
             return True
-        text = read_text(entry, self.root.max_file_bytes)
+        text = read_text(self.root_fd, entry, self.rules)
         if isinstance(text, Skipped):
             self._skip(text, failed=text.reason.startswith("unreadable"))
-            return False
+            # Saved (replaced) while the job ran: keep what is stored, the next job reads the new file.
+            return text.reason == REPLACED and state is not None
         digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
         if current and state.content_hash == digest:
             state.size, state.mtime_ns = entry.size, entry.mtime_ns

@@ -1,28 +1,49 @@
 """Walk a workspace root: which files to index, and why others are skipped.
 
-Pure Python (no Django). Never leaves the root: directories are not followed
-through symlinks, and a file symlink is followed only when its target lies
-inside the root. ``.gitignore`` files are honoured at every level.
+Pure Python (no Django). Never leaves the root: the root is opened once as a
+directory descriptor (``root_open``), and every directory and file below it
+is opened relative to that descriptor one name at a time with O_NOFOLLOW.
+Symlinks are never followed, each is listed as skipped: a link, or a file or
+directory swapped for one between listing and reading, cannot lead outside.
+``.gitignore`` files are honoured at every level; secret-bearing names and
+hidden files are skipped unless a root's rules say otherwise.
 """
 
+import errno
 import fnmatch
 import os
 import stat
 from collections.abc import Iterator
-from dataclasses import dataclass
-from pathlib import Path
+from dataclasses import dataclass, field
 
 import pathspec
 
+from sources.sensitive import DEFAULT_DENY, secret_found
+
 BINARY_PROBE_BYTES = 8192
+GITIGNORE_MAX_BYTES = 1_000_000  # a larger .gitignore is not one anybody wrote; ignored
+
+SYMLINK = "symlink (not followed)"
+SECRET_NAME = "secret-bearing name"
+HIDDEN_DIRECTORY = "hidden directory"
+HIDDEN_FILE = "hidden file"
+REPLACED = "replaced since it was listed (read by the next job)"
+
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+# O_PATH passes through directories that may be searched but not listed (mode --x); Linux only.
+_TRAVERSE = getattr(os, "O_PATH", os.O_RDONLY) | os.O_DIRECTORY | os.O_NOFOLLOW | _CLOEXEC
+_LIST = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | _CLOEXEC
+# O_NONBLOCK: a FIFO swapped in after listing must not hang the job in open().
+_READ = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0) | _CLOEXEC
 
 
 @dataclass(frozen=True, slots=True)
 class Candidate:
     path: str  # relative, "/"-separated
-    absolute: str
     size: int
     mtime_ns: int
+    device: int  # with inode: the file read later must be the file listed
+    inode: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,65 +57,123 @@ class WalkRules:
     include: tuple[str, ...]
     exclude_dirs: frozenset[str]
     max_file_bytes: int
+    deny: tuple[str, ...] = tuple(DEFAULT_DENY.split())  # .gitignore syntax, case-insensitive
+    index_hidden: bool = False
+    scan_secrets: bool = True
+    _deny: pathspec.PathSpec = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_deny", pathspec.GitIgnoreSpec.from_lines([p.lower() for p in self.deny]))
 
     def included(self, name: str, relative: str) -> bool:
         return any(fnmatch.fnmatchcase(name, p) or fnmatch.fnmatchcase(relative, p) for p in self.include)
 
-
-def walk(root: str, rules: WalkRules) -> Iterator[Candidate | Skipped]:
-    """Yield every file to consider (sorted, deterministic) or why one is skipped."""
-    real_root = os.path.realpath(root)
-    ignores: list[tuple[str, pathspec.PathSpec]] = []  # (directory prefix, spec)
-    for directory, dirnames, filenames in os.walk(real_root, followlinks=False, onerror=None):
-        relative_dir = os.path.relpath(directory, real_root).replace(os.sep, "/")
-        prefix = "" if relative_dir == "." else relative_dir + "/"
-        ignores = [(p, s) for p, s in ignores if prefix.startswith(p)]
-        spec = _gitignore(directory)
-        if spec is not None:
-            ignores.append((prefix, spec))
-        kept = []
-        for name in sorted(dirnames):
-            relative = prefix + name
-            full = os.path.join(directory, name)
-            if name in rules.exclude_dirs or _ignored(ignores, relative + "/"):
-                continue
-            if os.path.islink(full):
-                yield Skipped(relative, "symlinked directory (not followed)")
-                continue
-            kept.append(name)
-        dirnames[:] = kept
-        for name in sorted(filenames):
-            relative = prefix + name
-            if not rules.included(name, relative) or _ignored(ignores, relative):
-                continue
-            yield _candidate(os.path.join(directory, name), relative, real_root, rules)
+    def refused(self, name: str, relative: str, *, directory: bool) -> str | None:
+        """Why a name that would be indexed (or entered) is not: a secret-bearing or hidden name."""
+        if self._deny.match_file(relative.lower() + ("/" if directory else "")):
+            return SECRET_NAME
+        if name.startswith(".") and not self.index_hidden:
+            return HIDDEN_DIRECTORY if directory else HIDDEN_FILE
+        return None
 
 
-def _candidate(full: str, relative: str, real_root: str, rules: WalkRules) -> Candidate | Skipped:
+def root_open(path: str) -> int:
+    """A directory descriptor of ``path`` (absolute, already resolved), reached without following any symlink.
+
+    Raises OSError when a component is a symlink (the path changed since it
+    was resolved) or is missing.
+    """
+    parts = [part for part in path.split("/") if part]
+    if not os.path.isabs(path) or any(part in (".", "..") for part in parts):
+        raise OSError(errno.EINVAL, "not an absolute resolved path", path)
+    fd = os.open("/", _TRAVERSE)
     try:
-        if os.path.islink(full):
-            target = os.path.realpath(full)
-            if os.path.commonpath([target, real_root]) != real_root:
-                return Skipped(relative, "symlink points outside the root")
-        info = os.stat(full)
-    except (OSError, ValueError) as exc:
+        for part in parts:
+            following = os.open(part, _TRAVERSE, dir_fd=fd)
+            os.close(fd)
+            fd = following
+        return os.open(".", _LIST, dir_fd=fd)  # reached through no symlink; now open it for listing
+    finally:
+        os.close(fd)
+
+
+def walk(root_fd: int, rules: WalkRules) -> Iterator[Candidate | Skipped]:
+    """Yield every file to consider (sorted, deterministic) or why one is skipped."""
+    pending: list[tuple[str, list[tuple[str, pathspec.PathSpec]]]] = [("", [])]  # (directory prefix, ignores)
+    while pending:
+        prefix, ignores = pending.pop()
+        try:
+            dir_fd = _open_beneath(root_fd, prefix.rstrip("/") or ".", _LIST)
+        except _Refused as refused:
+            yield Skipped(prefix.rstrip("/"), refused.reason)
+            continue
+        except OSError as exc:
+            yield Skipped(prefix.rstrip("/"), f"unreadable directory: {exc.strerror or exc}")
+            continue
+        subdirectories = []
+        try:
+            spec = _gitignore(dir_fd)
+            if spec is not None:
+                ignores = [*ignores, (prefix, spec)]
+            with os.scandir(dir_fd) as listing:
+                entries = sorted(listing, key=lambda entry: entry.name)
+            for entry in entries:  # inside the try: entry.stat() reads through dir_fd
+                relative = prefix + entry.name
+                directory = entry.is_dir(follow_symlinks=False)
+                if directory or entry.is_symlink():
+                    # A symlink is listed whatever its name: it may stand for a
+                    # directory, and the admin should see why that one is missing.
+                    if entry.name in rules.exclude_dirs or _ignored(ignores, relative + ("/" if directory else "")):
+                        continue
+                elif not rules.included(entry.name, relative) or _ignored(ignores, relative):
+                    continue
+                if reason := rules.refused(entry.name, relative, directory=directory):
+                    yield Skipped(relative, reason)
+                elif directory:
+                    subdirectories.append((relative + "/", ignores))
+                else:
+                    yield _candidate(entry, relative, rules)
+        finally:
+            os.close(dir_fd)
+        pending.extend(reversed(subdirectories))
+
+
+def _candidate(entry: os.DirEntry, relative: str, rules: WalkRules) -> Candidate | Skipped:
+    try:
+        info = entry.stat(follow_symlinks=False)
+    except OSError as exc:
         return Skipped(relative, f"cannot stat: {exc.strerror or exc}")
+    if stat.S_ISLNK(info.st_mode):
+        return Skipped(relative, SYMLINK)
     if not stat.S_ISREG(info.st_mode):
         return Skipped(relative, "not a regular file")
     if info.st_size > rules.max_file_bytes:
         return Skipped(relative, f"too large: {info.st_size:,} bytes (limit {rules.max_file_bytes:,})")
-    return Candidate(relative, full, info.st_size, info.st_mtime_ns)
+    return Candidate(relative, info.st_size, info.st_mtime_ns, info.st_dev, info.st_ino)
 
 
-def read_text(candidate: Candidate, max_file_bytes: int) -> str | Skipped:
-    """The file's text, or why it cannot be indexed (binary, undecodable, unreadable)."""
+def read_text(root_fd: int, candidate: Candidate, rules: WalkRules) -> str | Skipped:
+    """The file's text, or why it cannot be indexed (moved, symlink, binary, undecodable, a secret)."""
     try:
-        with open(candidate.absolute, "rb") as handle:
-            raw = handle.read(max_file_bytes + 1)
+        fd = _open_beneath(root_fd, candidate.path, _READ)
+    except _Refused as refused:
+        return Skipped(candidate.path, refused.reason)
     except OSError as exc:
         return Skipped(candidate.path, f"unreadable: {exc.strerror or exc}")
-    if len(raw) > max_file_bytes:
-        return Skipped(candidate.path, f"too large: over {max_file_bytes:,} bytes")
+    with open(fd, "rb", closefd=True) as handle:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            return Skipped(candidate.path, "not a regular file")
+        if (info.st_dev, info.st_ino) != (candidate.device, candidate.inode):
+            return Skipped(candidate.path, REPLACED)
+        if info.st_size > rules.max_file_bytes:
+            return Skipped(candidate.path, f"too large: {info.st_size:,} bytes (limit {rules.max_file_bytes:,})")
+        try:
+            raw = handle.read(rules.max_file_bytes + 1)
+        except OSError as exc:
+            return Skipped(candidate.path, f"unreadable: {exc.strerror or exc}")
+    if len(raw) > rules.max_file_bytes:
+        return Skipped(candidate.path, f"too large: over {rules.max_file_bytes:,} bytes")
     if b"\x00" in raw[:BINARY_PROBE_BYTES]:
         return Skipped(candidate.path, "binary file (NUL bytes)")
     try:
@@ -103,16 +182,74 @@ def read_text(candidate: Candidate, max_file_bytes: int) -> str | Skipped:
         return Skipped(candidate.path, f"not valid UTF-8 (byte {exc.start})")
     if "\x00" in text:
         return Skipped(candidate.path, "binary file (NUL bytes)")
+    if rules.scan_secrets and (kind := secret_found(text)):
+        return Skipped(candidate.path, f"contains a secret ({kind})")
     return text
 
 
-def _gitignore(directory: str) -> pathspec.PathSpec | None:
-    path = Path(directory) / ".gitignore"
+class _Refused(Exception):
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+def _open_beneath(root_fd: int, relative: str, flags: int) -> int:
+    """Open ``relative`` below the root one component at a time, never through a symlink (openat-style).
+
+    Raises _Refused with a readable reason when a component is (now) a
+    symlink or no longer a directory, OSError for anything else.
+    """
+    parts = relative.split("/")
+    if any(part in ("", "..") for part in parts) or ("." in parts and relative != "."):
+        raise _Refused(f"unsafe path {relative!r}")
+    fd = root_fd
     try:
-        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+        for index, part in enumerate(parts):
+            last = index == len(parts) - 1
+            try:
+                following = os.open(part, flags if last else _TRAVERSE, dir_fd=fd)
+            except OSError as exc:
+                if exc.errno not in (errno.ELOOP, errno.ENOTDIR):
+                    raise
+                raise _Refused(_refusal(fd, part, "/".join(parts[:index + 1]), last=last)) from exc
+            if fd != root_fd:
+                os.close(fd)
+            fd = following
+    except BaseException:
+        if fd != root_fd:
+            os.close(fd)
+        raise
+    return fd
+
+
+def _refusal(dir_fd: int, part: str, so_far: str, *, last: bool) -> str:
+    try:
+        is_link = stat.S_ISLNK(os.stat(part, dir_fd=dir_fd, follow_symlinks=False).st_mode)
+    except OSError:
+        is_link = False
+    if last:
+        return SYMLINK if is_link else "not a directory (changed since it was listed)"
+    if is_link:
+        return f"parent directory {so_far} is a symlink (not followed)"
+    return f"parent directory {so_far} is no longer a directory"
+
+
+def _gitignore(dir_fd: int) -> pathspec.PathSpec | None:
+    """The directory's .gitignore, read like any file: through the descriptor, never through a symlink."""
+    try:
+        fd = os.open(".gitignore", _READ, dir_fd=dir_fd)
     except OSError:
         return None
-    return pathspec.GitIgnoreSpec.from_lines(lines)
+    with open(fd, "rb", closefd=True) as handle:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        try:
+            raw = handle.read(GITIGNORE_MAX_BYTES + 1)
+        except OSError:
+            return None
+    if len(raw) > GITIGNORE_MAX_BYTES:
+        return None
+    return pathspec.GitIgnoreSpec.from_lines(raw.decode("utf-8", errors="replace").splitlines())
 
 
 def _ignored(ignores: list[tuple[str, pathspec.PathSpec]], relative: str) -> bool:

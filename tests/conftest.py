@@ -13,11 +13,15 @@ ROOT = Path(__file__).resolve().parent.parent
 @contextlib.contextmanager
 def running_worker(name: str = "test-worker", **env: str):
     """A real Celery worker process on the test database and the embedded Redis."""
+    from django.conf import settings
     from django.db import connection
 
     from rag_site.celery import app
 
     database = connection.settings_dict["NAME"]  # test_<name>, created by pytest-django
+    # The worker checks every root against the base directories when a job
+    # starts: it must see the ones this test set, not the defaults.
+    env = {"RAG_ROOT_BASE_DIRS": ",".join(settings.RAG_ROOT_BASE_DIRS), **env}
     url = os.environ["DATABASE_URL"].rsplit("/", 1)[0] + "/" + database
     log_path = Path(os.environ["RAG_VAR_DIR"]) / f"{name}.log"
     log_path.parent.mkdir(parents=True, exist_ok=True)

@@ -75,7 +75,7 @@ def test_bad_files_are_skipped_and_listed_and_the_job_still_succeeds(root, tmp_p
     assert job.status == JobStatus.SUCCEEDED
     reasons = {error["path"]: error["reason"] for error in job.errors}
     assert set(reasons) == {"binary.py", "latin.md", "big.md", "escape.md", "broken.py"}
-    assert reasons["escape.md"] == "symlink points outside the root"
+    assert reasons["escape.md"] == reasons["broken.py"] == "symlink (not followed)"
     assert job.files_skipped + job.files_failed == 5 and job.files_changed == 1
     assert set(stored(root)) == {"good.py"}
 
@@ -227,43 +227,199 @@ def lexical_paths(query: str, *, channel: str = "") -> set[str]:
 def test_a_segment_gated_after_indexing_stops_serving_its_files_at_once(root):
     directory = Path(root.path)
     (directory / "docs").mkdir()
-    (directory / "docs" / "secret.md").write_text("# Support\n\nThe walrus escalation path.\n")
+    (directory / "docs" / "support.md").write_text("# Support\n\nThe walrus escalation path.\n")
     (directory / "main.py").write_text("def walrus_public():\n    return 'walrus'\n")
     index(root)
-    before = set(Chunk.objects.filter(path="docs/secret.md").values_list("pk", flat=True))
-    assert lexical_paths("walrus") == {"main.py", "docs/secret.md"}
+    before = set(Chunk.objects.filter(path="docs/support.md").values_list("pk", flat=True))
+    assert lexical_paths("walrus") == {"main.py", "docs/support.md"}
 
     segment = Segment.objects.create(root=root, name="support", path_glob="docs/**", channels="support")
     segment.refresh_from_db()  # its source was linked by the save signal
     # No job has run: the file moved to the gated segment in the same transaction, vectors and all.
     assert lexical_paths("walrus") == {"main.py"}
-    assert lexical_paths("walrus", channel="support") == {"main.py", "docs/secret.md"}
-    assert set(Chunk.objects.filter(path="docs/secret.md", source=segment.source_id).values_list("pk", flat=True)) == before
-    assert IndexedFile.objects.get(path="docs/secret.md").source_id == segment.source_id
+    assert lexical_paths("walrus", channel="support") == {"main.py", "docs/support.md"}
+    assert set(Chunk.objects.filter(path="docs/support.md", source=segment.source_id).values_list("pk", flat=True)) == before
+    assert IndexedFile.objects.get(path="docs/support.md").source_id == segment.source_id
     queued = IndexJob.objects.get(root=root, status=JobStatus.QUEUED)
     assert queued.trigger == "segments"
     IndexJob.objects.filter(pk=queued.pk).update(status=JobStatus.CANCELLED)
     # The next job finds the moved file unchanged in its new segment: nothing to embed.
-    assert (index(root).chunks_embedded, Chunk.objects.filter(path="docs/secret.md").count()) == (0, len(before))
+    assert (index(root).chunks_embedded, Chunk.objects.filter(path="docs/support.md").count()) == (0, len(before))
 
     segment.channels = "support ops"
     segment.save()
-    assert lexical_paths("walrus", channel="ops") == {"main.py", "docs/secret.md"}
+    assert lexical_paths("walrus", channel="ops") == {"main.py", "docs/support.md"}
     segment.delete()  # its files go back to the root's default segment, ungated
-    assert lexical_paths("walrus") == {"main.py", "docs/secret.md"}
+    assert lexical_paths("walrus") == {"main.py", "docs/support.md"}
     assert Source.objects.filter(key__contains=":segment:").count() == 0
 
 
 def test_files_moved_to_a_segment_with_another_model_keep_their_vectors_until_the_job_rebuilds_them(root, second_model):
     directory = Path(root.path)
     (directory / "docs").mkdir()
-    (directory / "docs" / "secret.md").write_text("# Support\n\nThe walrus escalation path.\n")
+    (directory / "docs" / "support.md").write_text("# Support\n\nThe walrus escalation path.\n")
     index(root)
     Segment.objects.create(root=root, name="support", path_glob="docs/**", channels="support", embedding_model_name=second_model)
     # Gated at once; searched with the old model's vectors until the queued job builds the new generation.
-    assert lexical_paths("walrus") == set() and lexical_paths("walrus", channel="support") == {"docs/secret.md"}
+    assert lexical_paths("walrus") == set() and lexical_paths("walrus", channel="support") == {"docs/support.md"}
     queued = IndexJob.objects.get(root=root, status=JobStatus.QUEUED)
     IndexJob.objects.filter(pk=queued.pk).update(status=JobStatus.CANCELLED)  # run here instead of by a worker
     index(root)
-    assert lexical_paths("walrus", channel="support") == {"docs/secret.md"} and lexical_paths("walrus") == set()
-    assert Chunk.objects.get(path="docs/secret.md").embedding_model.dimensions == 64
+    assert lexical_paths("walrus", channel="support") == {"docs/support.md"} and lexical_paths("walrus") == set()
+    assert Chunk.objects.get(path="docs/support.md").embedding_model.dimensions == 64
+
+
+def run_job(root: WorkspaceRoot) -> IndexJob:
+    """One index job through the Celery task's body, in this process: the path that records a failure on the job."""
+    from sources.tasks import root_index_task
+
+    job, created = jobs.root_reindex_request(root_id=root.pk, force=True, trigger="test")
+    assert created
+    root_index_task(job.pk)
+    job.refresh_from_db()
+    return job
+
+
+@pytest.fixture
+def outside(tmp_path_factory):
+    """A directory outside RAG_ROOT_BASE_DIRS holding what must never be indexed."""
+    directory = tmp_path_factory.mktemp("outside")
+    (directory / "a.py").write_text("def osprey_outside():\n    return 'stolen'\n")
+    (directory / "b.py").write_text("def osprey_outside_b():\n    return 'stolen'\n")
+    return directory
+
+
+def test_a_root_replaced_by_a_symlink_to_outside_fails_its_job_and_stops_serving(root, tmp_path, outside):
+    directory = Path(root.path)
+    (directory / "inside.py").write_text("def osprey_inside():\n    return 1\n")
+    assert index(root).status == JobStatus.SUCCEEDED
+    assert lexical_paths("osprey") == {"inside.py"}
+    directory.rename(tmp_path / "moved")
+    directory.symlink_to(outside, target_is_directory=True)  # after registration: the admin form never sees it
+
+    job = run_job(root)
+    assert job.status == JobStatus.FAILED
+    assert "outside the allowed base directories" in job.message and "nothing was read" in job.message
+    assert "1 stored chunks were removed from search" in job.message
+    assert (job.files_total, job.chunks_embedded) == (0, 0)
+    assert lexical_paths("osprey") == set() and lexical_paths("stolen") == set()
+    assert not Chunk.objects.exists() and not IndexedFile.objects.exists()
+
+
+def test_a_missing_root_fails_its_job_but_keeps_its_index(root, tmp_path):
+    (Path(root.path) / "inside.py").write_text("def osprey_inside():\n    return 1\n")
+    index(root)
+    Path(root.path).rename(tmp_path / "unmounted")
+    job = run_job(root)
+    assert job.status == JobStatus.FAILED and "does not exist" in job.message
+    assert lexical_paths("osprey") == {"inside.py"}
+
+
+def test_files_swapped_for_symlinks_during_a_job_are_skipped_and_nothing_outside_is_read(root, tmp_path, outside, monkeypatch):
+    from sources.walk import REPLACED
+
+    directory = Path(root.path)
+    (directory / "pkg").mkdir()
+    for relative in ["a.py", "pkg/b.py", "c.py"]:
+        (directory / relative).write_text("def heron():\n    return 'first'\n")
+    index(root)
+    for relative in ["a.py", "pkg/b.py", "c.py"]:
+        (directory / relative).write_text("def heron():\n    return 'second version'\n")  # changed: this job reads them
+    real_walk = roots.walk
+
+    def walk_then_swap(root_fd, rules):
+        entries = list(real_walk(root_fd, rules))  # listed as regular files; swapped before they are read
+        (directory / "a.py").unlink()
+        (directory / "a.py").symlink_to(outside / "a.py")
+        (directory / "pkg").rename(tmp_path / "pkg-moved")
+        (directory / "pkg").symlink_to(outside, target_is_directory=True)
+        (directory / "c.new").write_text("def heron():\n    return 'saved mid-job'\n")
+        (directory / "c.new").replace(directory / "c.py")  # an editor's atomic save
+        return entries
+
+    monkeypatch.setattr(roots, "walk", walk_then_swap)
+    job = index(root)
+    assert job.status == JobStatus.SUCCEEDED
+    assert {error["path"]: error["reason"] for error in job.errors} == {
+        "a.py": "symlink (not followed)", "pkg/b.py": "parent directory pkg is a symlink (not followed)", "c.py": REPLACED,
+    }
+    assert lexical_paths("osprey") == set() and lexical_paths("stolen") == set()
+    # The replaced file keeps what was stored (read by the next job); the swapped ones lose theirs.
+    assert set(stored(root)) == {"c.py"} and "first" in Chunk.objects.get(path="c.py").content
+    monkeypatch.undo()
+    assert "saved mid-job" in (index(root), Chunk.objects.get(path="c.py").content)[1]
+
+
+SECRET_FILES = {
+    "secrets.json": '{"pelican_token": "hunter2"}\n',
+    "settings.ini": "[settings]\npelican_password = hunter2\n",
+    "config/credentials.yaml": "pelican: hunter2\n",
+    ".docker/config.json": '{"auths": {"pelican.example": {"auth": "hunter2"}}}\n',
+    ".private/notes.md": "# Pelican\n\nThe admin password is hunter2.\n",
+    ".env.json": '{"PELICAN_KEY": "hunter2"}\n',
+}
+
+
+def test_secret_files_and_hidden_directories_are_skipped_and_not_searchable(root):
+    directory = Path(root.path)
+    for relative, text in SECRET_FILES.items():
+        (directory / relative).parent.mkdir(parents=True, exist_ok=True)
+        (directory / relative).write_text(text)
+    (directory / "settings.py").write_text("PELICAN_ENABLED = True  # hunter2 is not here\n")
+    job = index(root)
+    assert {error["path"]: error["reason"] for error in job.errors} == {
+        "secrets.json": "secret-bearing name", "settings.ini": "secret-bearing name",
+        "config/credentials.yaml": "secret-bearing name", ".env.json": "secret-bearing name",
+        ".docker": "hidden directory", ".private": "hidden directory",
+    }
+    assert lexical_paths("hunter2") == {"settings.py"}  # Django settings are code: still searchable
+
+    root.index_hidden = True
+    root.save()
+    job = index(root)
+    assert {error["path"]: error["reason"] for error in job.errors} == {
+        "secrets.json": "secret-bearing name", "settings.ini": "secret-bearing name",
+        "config/credentials.yaml": "secret-bearing name", ".env.json": "secret-bearing name",
+        ".docker/config.json": "secret-bearing name",
+    }
+    assert lexical_paths("hunter2") == {"settings.py", ".private/notes.md"}
+
+
+def test_the_deny_list_is_editable_per_root(root):
+    (Path(root.path) / "secrets.json").write_text('{"pelican_token": "hunter2"}\n')
+    root.deny_patterns = ""
+    root.save()
+    assert index(root).files_changed == 1 and lexical_paths("hunter2") == {"secrets.json"}
+    root.deny_patterns = "*secret*"
+    root.save()
+    job = index(root)
+    assert job.files_deleted == 1 and lexical_paths("hunter2") == set()
+
+
+def test_a_file_holding_a_private_key_is_skipped_and_the_scan_is_a_root_setting(root, client, django_user_model):
+    directory = Path(root.path)
+    (directory / "deploy.md").write_text("# Deploy\n\nThe pelican host key:\n\n-----BEGIN OPENSSH PRIVATE KEY-----\nb3Blbn\n")
+    job = index(root)
+    assert job.errors == [{"path": "deploy.md", "reason": "contains a secret (private key header)"}]
+    assert stored(root) == {}
+
+    root.scan_secrets = False
+    root.save()
+    index(root)
+    assert set(stored(root)) == {"deploy.md"}
+
+    # Turned on again in the admin: the next job reads the unchanged file again and drops it.
+    client.force_login(django_user_model.objects.create_superuser("boss", password="a-long-test-password"))
+    url = f"/admin/sources/workspaceroot/{root.pk}/change/"
+    form = client.get(url).context["adminform"].form
+    assert "Secret-bearing names never indexed" in str(form["deny_patterns"].help_text)
+    assert form["index_hidden"].value() is False
+    data = {name: value for name in form.fields if (value := form[name].value()) is not None and value is not False}
+    data = {name: ("on" if value is True else value) for name, value in data.items()}  # as a browser posts them
+    data.update({"scan_secrets": "on", "segments-TOTAL_FORMS": "0", "segments-INITIAL_FORMS": "0",
+                 "segments-MIN_NUM_FORMS": "0", "segments-MAX_NUM_FORMS": "1000"})
+    response = client.post(url, data)
+    assert response.status_code == 302, response.context["adminform"].form.errors
+    job = index(root)
+    assert job.errors == [{"path": "deploy.md", "reason": "contains a secret (private key header)"}]
+    assert stored(root) == {}

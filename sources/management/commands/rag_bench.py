@@ -5,6 +5,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
+from rag_site.errors import ApplicationError
 from sources.bench import chunk_bench, index_bench
 
 
@@ -43,7 +44,10 @@ class Command(BaseCommand):
         from django.core.management import call_command
 
         call_command("migrate", interactive=False, verbosity=0)  # a fresh var/ has no tables yet
-        report = index_bench(path)
+        try:
+            report = index_bench(path)
+        except ApplicationError as exc:
+            raise CommandError(exc.message) from None
         if as_json:
             self.stdout.write(_json(report))
             return
