@@ -2,8 +2,8 @@
 
 FROM node:20-slim AS assets
 WORKDIR /app
-COPY package.json ./
-RUN npm install --no-audit --no-fund --no-package-lock
+COPY package.json package-lock.json ./
+RUN npm ci --no-audit --no-fund
 
 FROM python:3.11-slim
 ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 PIP_DISABLE_PIP_VERSION_CHECK=1 \
@@ -27,4 +27,5 @@ RUN DATABASE_URL=postgres://build@localhost/build SECRET_KEY=build-only python m
     && mkdir -p /app/var && chown -R app /app/var
 USER app
 EXPOSE 8000
-CMD ["gunicorn", "rag_site.wsgi", "--bind=0.0.0.0:8000", "--workers=3", "--timeout=120"]
+# gthread: a slow client holds one of a worker's threads, not the whole worker.
+CMD ["gunicorn", "rag_site.wsgi", "--bind=0.0.0.0:8000", "--workers=3", "--worker-class=gthread", "--threads=4", "--timeout=120"]

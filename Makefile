@@ -1,20 +1,22 @@
 # rag-site: `make run` starts the whole product, `make test` runs the tests.
 # Both create .venv on first use; later calls install nothing unless
-# pyproject.toml or package.json changed (the stamp file is keyed on both).
+# pyproject.toml, package.json or package-lock.json changed (the stamp file is
+# keyed on all three).
 
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
-STAMP := $(VENV)/.installed-$(shell cat pyproject.toml package.json | sha256sum | cut -c1-16)
-# Quiet, offline-friendly installs: no version check, no audit, no lock file.
+STAMP := $(VENV)/.installed-$(shell cat pyproject.toml package.json package-lock.json | sha256sum | cut -c1-16)
+# Quiet installs: no version check, no audit. npm installs exactly what
+# package-lock.json pins (and fails if it no longer matches package.json).
 PIP := $(PY) -m pip install --quiet --disable-pip-version-check
-NPM := npm install --no-audit --no-fund --no-package-lock --silent
+NPM := npm ci --no-audit --no-fund --silent
 
 .PHONY: install run test browser bench eval clean-var
 
 install: $(STAMP)
 
-$(STAMP): pyproject.toml package.json
+$(STAMP): pyproject.toml package.json package-lock.json
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	@echo "installing torch==2.13.0 (CPU build) ..."
 	@$(PIP) torch==2.13.0

@@ -25,6 +25,21 @@ DEBUG = env_bool("DEBUG", False)
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost"])
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
 
+# --- HTTPS (docker-compose.yml turns these on behind its proxy) -------------
+# Off by default: `make run` serves plain http on 127.0.0.1, and a browser
+# that once saw HSTS for localhost refuses plain http there for that long.
+# Behind a proxy that terminates TLS, X-Forwarded-Proto says whether the
+# browser used https; trust it only when the proxy sets it and clients cannot
+# reach the web server directly (a client could claim https otherwise).
+RAG_TRUST_PROXY_HEADERS = env_bool("RAG_TRUST_PROXY_HEADERS", False)
+SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https") if RAG_TRUST_PROXY_HEADERS else None
+SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", False)
+SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 0, minimum=0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", False)
+SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", False)
+SESSION_COOKIE_SECURE = env_bool("SESSION_COOKIE_SECURE", False)
+CSRF_COOKIE_SECURE = env_bool("CSRF_COOKIE_SECURE", False)
+
 
 def _secret_key() -> str:
     configured = env_str("SECRET_KEY")
@@ -61,6 +76,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # First, so everything after it sees the client's address, not the proxy's.
+    "rag_site.proxy.ForwardedClientMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "rag_site.middleware.RefuseControlCharacters",
     "whitenoise.middleware.WhiteNoiseMiddleware",
@@ -147,7 +164,8 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": CELERY_TASK_TIME_LIMIT * 2}
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_TASK_IGNORE_RESULT = True
-CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
+# django-celery-beat's DatabaseScheduler, touching a file on every tick for the health check.
+CELERY_BEAT_SCHEDULER = "rag_site.beat:HeartbeatScheduler"
 CELERY_TIMEZONE = TIME_ZONE
 
 # --- Retrieval --------------------------------------------------------------
@@ -274,4 +292,5 @@ LOGOUT_REDIRECT_URL = "login"
 # --- `make run` -------------------------------------------------------------
 RAG_BIND = env_str("RAG_BIND", "127.0.0.1:8000")
 RAG_WEB_WORKERS = env_int("RAG_WEB_WORKERS", 2, minimum=1)
+RAG_WEB_THREADS = env_int("RAG_WEB_THREADS", 4, minimum=1)
 RAG_WORKER_CONCURRENCY = env_int("RAG_WORKER_CONCURRENCY", 1, minimum=1)

@@ -59,24 +59,48 @@ def documented_variables(text: str) -> set[str]:
     return set(re.findall(r"^#?\s*([A-Z][A-Z0-9_]+)=", text, flags=re.MULTILINE))
 
 
-def test_env_example_names_exactly_the_settings_variables():
+def test_env_example_names_exactly_the_settings_and_compose_variables():
     import rag_site.settings  # noqa: F401 - fills env.READ
 
-    assert documented_variables((ROOT / ".env.example").read_text()) == env.READ
+    assert documented_variables((ROOT / ".env.example").read_text()) == env.READ | compose_only_variables()
 
 
 def test_readme_documents_every_variable():
     import rag_site.settings  # noqa: F401
 
     readme = (ROOT / "README.md").read_text()
-    missing = {name for name in env.READ if f"`{name}`" not in readme}
+    missing = {name for name in env.READ | compose_only_variables() if f"`{name}`" not in readme}
     assert not missing, f"README.md does not document {sorted(missing)}"
 
 
 # --- docker-compose.yml -------------------------------------------------------
 
-COMPOSE = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
+COMPOSE_TEXT = (ROOT / "docker-compose.yml").read_text()
+COMPOSE = yaml.safe_load(COMPOSE_TEXT)
 APP_SERVICES = [name for name, service in COMPOSE["services"].items() if "build" in service]
+# ${NAME}, ${NAME:-default}, ${NAME:?error}: compose's interpolation.
+INTERPOLATION = re.compile(r"\$\{(?P<name>[A-Z_][A-Z0-9_]*)(?:(?P<operator>:-|:\?)(?P<argument>[^}]*))?\}")
+
+
+def compose_only_variables() -> set[str]:
+    """Variables docker-compose.yml interpolates that rag-site itself never reads (POSTGRES_PASSWORD, ...)."""
+    import rag_site.settings  # noqa: F401
+
+    return {match["name"] for match in INTERPOLATION.finditer(COMPOSE_TEXT)} - env.READ
+
+
+def interpolate(value: str, given: dict[str, str]) -> str:
+    """``value`` as compose reads it, with ``given`` as the .env file."""
+
+    def substitute(match: re.Match) -> str:
+        name, operator = match["name"], match["operator"]
+        if given.get(name):
+            return given[name]
+        if operator == ":?":
+            raise AssertionError(f"compose requires {name}: {match['argument']}")
+        return match["argument"] if operator == ":-" else ""
+
+    return INTERPOLATION.sub(substitute, value).replace("$$", "$")
 
 
 def test_compose_runs_the_whole_topology():
@@ -121,3 +145,91 @@ def test_the_dockerfile_copies_what_exists_and_runs_gunicorn():
         for path in source.split():
             assert (ROOT / path).exists(), f"Dockerfile copies missing {path}"
     assert 'CMD ["gunicorn", "rag_site.wsgi"' in dockerfile
+
+
+def test_compose_has_no_default_secrets():
+    defaulted = {m["name"] for m in INTERPOLATION.finditer(COMPOSE_TEXT) if m["operator"] == ":-"}
+    assert not {name for name in defaulted if re.search("PASSWORD|SECRET|KEY|TOKEN", name)}
+    required = {m["name"] for m in INTERPOLATION.finditer(COMPOSE_TEXT) if m["operator"] == ":?"}
+    assert required >= {"SECRET_KEY", "POSTGRES_PASSWORD", "RAG_DOMAIN"}
+    assert "${POSTGRES_PASSWORD:?" in COMPOSE["services"]["db"]["environment"]["POSTGRES_PASSWORD"]
+    assert "${POSTGRES_PASSWORD:?" in COMPOSE["services"]["web"]["environment"]["DATABASE_URL"]
+    with pytest.raises(AssertionError, match="compose requires SECRET_KEY"):
+        interpolate(COMPOSE["services"]["web"]["environment"]["SECRET_KEY"], {})
+
+
+@pytest.mark.parametrize("service", sorted(COMPOSE["services"]))
+def test_every_compose_service_has_a_healthcheck(service):
+    definition = COMPOSE["services"][service]
+    healthcheck = definition.get("healthcheck")
+    assert healthcheck, f"{service} has no healthcheck"
+    if definition.get("restart") == "no":  # a one-shot job (migrate): nothing stays up to check
+        assert healthcheck == {"disable": True}
+    else:
+        assert not healthcheck.get("disable")
+        assert healthcheck["test"][0] in ("CMD", "CMD-SHELL") and len(healthcheck["test"]) > 1
+
+
+def test_app_healthchecks_run_real_checks():
+    from django.urls import resolve
+
+    from rag_site import healthcheck
+
+    web = COMPOSE["services"]["web"]["healthcheck"]["test"]
+    assert web[1:5] == ["python", "-m", "rag_site.healthcheck", "web"]
+    path = "/" + web[5].split("://", 1)[1].split("/", 1)[1]
+    assert resolve(path).url_name == "login"
+    assert web[5].startswith("http://127.0.0.1:8000/")
+    assert "--bind=0.0.0.0:8000" in COMPOSE["services"]["web"]["command"]
+    assert COMPOSE["services"]["beat"]["healthcheck"]["test"][1:] == ["python", "-m", "rag_site.healthcheck", "beat"]
+    assert healthcheck.main.__module__ == "rag_site.healthcheck"
+    worker = COMPOSE["services"]["worker"]["healthcheck"]["test"]
+    # The worker's default node name is celery@<container hostname>; $$ escapes compose's interpolation.
+    assert "--hostname" not in " ".join(COMPOSE["services"]["worker"]["command"])
+    assert worker[1].startswith("celery -A rag_site inspect ping --destination celery@$$HOSTNAME ")
+
+
+def test_only_the_proxy_is_published_and_it_forwards_to_web():
+    published = {name for name, service in COMPOSE["services"].items() if service.get("ports")}
+    assert published == {"proxy"}
+    proxy = COMPOSE["services"]["proxy"]
+    assert proxy["image"].startswith("caddy:")
+    config = next(v.split(":")[0] for v in proxy["volumes"] if v.endswith(":/etc/caddy/Caddyfile:ro"))
+    caddyfile = (ROOT / config).read_text()
+    assert "{$RAG_DOMAIN}" in caddyfile and "reverse_proxy web:8000" in caddyfile
+    assert "admin 127.0.0.1:2019" in caddyfile and "127.0.0.1:2019" in proxy["healthcheck"]["test"][-1]
+    assert proxy["depends_on"]["web"]["condition"] == "service_healthy"
+
+
+def test_compose_mounts_the_workspace_read_only_where_roots_may_be_registered():
+    for service in APP_SERVICES:
+        definition = COMPOSE["services"][service]
+        mounts = [interpolate(v, {}).split(":") for v in definition.get("volumes", [])]
+        read_only = {target for _, target, *mode in mounts if mode == ["ro"]}
+        assert definition["environment"]["RAG_ROOT_BASE_DIRS"] in read_only
+
+
+@pytest.mark.parametrize("text", [" ".join(COMPOSE["services"]["web"]["command"]),
+                                  (ROOT / "Dockerfile").read_text().split("\nCMD ", 1)[1]],
+                         ids=["compose", "Dockerfile"])
+def test_gunicorn_runs_threaded_workers_with_a_timeout(text):
+    assert "--worker-class=gthread" in text and "--threads=" in text and "--timeout=" in text
+
+
+def test_check_deploy_is_clean_with_the_compose_environment(tmp_path):
+    """`manage.py check --deploy` with web's environment from docker-compose.yml, its required
+    variables given test values and DATABASE_URL pointed at the test database."""
+    import secrets
+
+    given = {"SECRET_KEY": secrets.token_urlsafe(50), "POSTGRES_PASSWORD": secrets.token_urlsafe(24),
+             "RAG_DOMAIN": "rag.example.org"}
+    environment = {name: interpolate(str(value), given) for name, value in COMPOSE["services"]["web"]["environment"].items()}
+    assert environment["DEBUG"] == "false"
+    environment.update(
+        PATH=os.environ["PATH"], HOME=str(tmp_path), RAG_VAR_DIR=str(tmp_path / "var"),
+        DATABASE_URL=os.environ["DATABASE_URL"],
+    )
+    result = subprocess.run([sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"],
+                            env=environment, capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert "System check identified no issues" in result.stdout

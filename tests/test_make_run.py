@@ -1,5 +1,6 @@
 """`make run`'s command, as a new user meets it: it serves, the printed admin
-login works, a second copy is refused, and Ctrl-C leaves nothing running."""
+login works, a second copy is refused, a killed worker comes back while slow
+clients cannot block the web server, and Ctrl-C leaves nothing running."""
 
 import http.cookiejar
 import json
@@ -50,6 +51,23 @@ def ours(var_dir: Path) -> list[psutil.Process]:
     return found
 
 
+def supervised(run_pid: int, program: str) -> psutil.Process | None:
+    """The child of `make run` running ``program``: "worker" or "beat" (Celery), or "gunicorn"."""
+    for child in psutil.Process(run_pid).children():
+        try:
+            argv = child.cmdline()
+        except (psutil.NoSuchProcess, psutil.ZombieProcess):
+            continue
+        if (argv[1:3] == ["-m", "gunicorn"] and program == "gunicorn") or (argv[1:3] == ["-m", "celery"] and argv[5] == program):
+            return child
+    return None
+
+
+def healthcheck(*argv: str, env: dict[str, str]) -> bool:
+    """Run a docker-compose health check command here; True when it passes."""
+    return subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, timeout=60).returncode == 0
+
+
 def test_make_run_serves_logs_in_and_stops_everything(tmp_path):
     var_dir = tmp_path / "var"
     port = free_port()
@@ -94,6 +112,60 @@ def test_make_run_serves_logs_in_and_stops_everything(tmp_path):
 
         wait_for(demo_found, timeout=180, interval=1, what="the demo skills to be indexed by the worker")
         assert len(ours(var_dir)) >= 4  # postgres, valkey, web, worker, beat, ...
+
+        # docker-compose's health checks for web and beat pass against the real processes.
+        assert healthcheck(sys.executable, "-m", "rag_site.healthcheck", "web", base + "/accounts/login/", env=environment)
+        wait_for(lambda: healthcheck(sys.executable, "-m", "rag_site.healthcheck", "beat", env=environment),
+                 timeout=60, interval=1, what="beat's heartbeat")
+
+        # Slow clients: as many never-finished requests as web has processes
+        # (one, so one sync worker would be stuck) hold threads, not the worker.
+        slow = [socket.create_connection(("127.0.0.1", port)) for _ in range(2)]
+        for connection in slow:
+            connection.sendall(b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+        web_workers = supervised(run.pid, "gunicorn").children()
+        slow_ports = {connection.getsockname()[1] for connection in slow}
+        wait_for(lambda: slow_ports <= {c.raddr.port for w in web_workers for c in w.net_connections() if c.raddr},
+                 timeout=30, what="web to accept the slow connections")
+        assert get(base + "/accounts/login/")[0] == 200
+
+        # A killed worker is restarted, its pool process does not linger, and web keeps serving.
+        worker = supervised(run.pid, "worker")
+        pool = worker.children()
+        assert pool  # prefork: the process that runs the tasks
+        worker.send_signal(signal.SIGKILL)
+        wait_for(lambda: re.search(r"^worker exited with code -9; restarting in 1 s \(restart 1\)", output.read_text(), re.MULTILINE),
+                 timeout=30, what="the supervisor to report the worker's exit")
+        new_worker = wait_for(lambda: (found := supervised(run.pid, "worker")) and found.pid != worker.pid and found,
+                              timeout=30, what="a new worker process")
+        wait_for(lambda: not any(p.is_running() and p.status() != psutil.STATUS_ZOMBIE for p in pool),
+                 timeout=30, what="the killed worker's pool process to end")
+        assert get(base + "/accounts/login/")[0] == 200
+        assert run.poll() is None
+
+        # The new worker answers docker-compose's ping (through the broker) and indexes a new skill.
+        broker = json.loads((var_dir / "valkey" / "server.json").read_text())["url"]
+        ping = f"celery -A rag_site inspect ping --destination worker@{socket.gethostname()} --timeout 10"
+        celery_env = {**environment, "REDIS_URL": broker, "DATABASE_URL": "postgres://unused@localhost/unused"}
+        wait_for(lambda: healthcheck(sys.executable, "-m", *ping.split(), env=celery_env), timeout=120, interval=1,
+                 what="the new worker to answer a ping")
+        created = subprocess.run(
+            [sys.executable, "manage.py", "shell", "-c",
+             "from sources.models import Skill; Skill.objects.create(slug='zebra-crossings', "
+             "body='# Zebra crossings\\n\\nStriped pedestrian crossings where drivers give way to walkers.')"],
+            cwd=ROOT, env=environment, capture_output=True, text=True, timeout=120)
+        assert created.returncode == 0, created.stderr
+
+        def new_skill_found():
+            request = urllib.request.Request(base + "/api/v1/search", data=json.dumps({"query": "zebra crossing pedestrians"}).encode(),
+                                             headers={"Content-Type": "application/json", "Authorization": f"Bearer {key}"})
+            with urllib.request.urlopen(request, timeout=30) as response:
+                return any(h["source_key"] == "skill:zebra-crossings" for h in json.load(response)["hits"])
+
+        wait_for(new_skill_found, timeout=180, interval=1, what="the restarted worker to index a new skill")
+        assert new_worker.is_running()
+        for connection in slow:
+            connection.close()
     finally:
         run.send_signal(signal.SIGINT)
         run.wait(timeout=90)

@@ -3,7 +3,8 @@
 manage.py has already started (or joined) the embedded PostgreSQL and
 started the embedded Redis when no URLs are configured. This command
 migrates, creates the first admin, loads the demo skills, then runs a Celery
-worker, Celery beat and gunicorn as child processes until Ctrl-C.
+worker, Celery beat and gunicorn as child processes until Ctrl-C, restarting
+any of them that exits (rag_site/supervisor.py).
 """
 
 import secrets
@@ -51,31 +52,30 @@ class Command(BaseCommand):
             [python, "-m", "celery", "-A", "rag_site", "beat", "--loglevel=INFO",
              f"--schedule={settings.VAR_DIR / 'celerybeat-schedule'}"],
         )
+        # Threads, not one request per process: a slow client holds a thread,
+        # not a whole worker (under docker-compose the proxy buffers them).
         supervisor.start(
             "web",
             [python, "-m", "gunicorn", "rag_site.wsgi", f"--bind={settings.RAG_BIND}",
-             f"--workers={settings.RAG_WEB_WORKERS}", "--access-logfile=-", "--timeout=120"],
+             f"--workers={settings.RAG_WEB_WORKERS}", "--worker-class=gthread", f"--threads={settings.RAG_WEB_THREADS}",
+             "--access-logfile=-", "--timeout=120"],
         )
         self._banner(password, supervisor.log_dir)
 
-        signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
-        code = 0
+        # Handlers only raise a flag: a signal never lands in the middle of
+        # starting a child, and the loop stops everything in order.
+        stop_requested = []
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(signum, lambda *_: stop_requested.append(True))
         try:
-            while True:
-                failed = supervisor.poll_failed()
-                if failed:
-                    name, returncode = failed
-                    self.stderr.write(f"{name} exited with code {returncode}; see {supervisor.log_dir / (name + '.log')}")
-                    code = 1
-                    break
+            while not stop_requested:
+                for line in supervisor.check():
+                    self.stderr.write(line)
                 time.sleep(0.5)
-        except KeyboardInterrupt:
             self.stdout.write("\nstopping ...")
         finally:
             supervisor.stop_all()
             self.stdout.write("stopped web, worker and beat")
-        if code:
-            raise SystemExit(code)
 
     def _admin_ensure(self) -> str | None:
         """Create the first admin with a generated password, shown only now."""
