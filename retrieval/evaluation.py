@@ -161,8 +161,9 @@ def code_root_index(directory: Path):
 
     if not directory.is_dir():
         raise ApplicationError(f"{directory} is not a directory")
+    path = roots.root_path_validate(str(directory.resolve()))  # under RAG_ROOT_BASE_DIRS, like every root
     root, _ = WorkspaceRoot.objects.get_or_create(
-        path=str(directory.resolve()), defaults={"name": f"eval {directory.resolve()}", "reverify_minutes": 0, "cooldown_seconds": 0}
+        path=path, defaults={"name": f"eval {directory.resolve()}", "reverify_minutes": 0, "cooldown_seconds": 0}
     )
     job = jobs.job_start(job_id=IndexJob.objects.create(root=root, force=True, trigger="eval").pk)
     roots.root_index(job=job)

@@ -65,6 +65,7 @@ def test_a_directory_that_is_not_beir_is_a_clear_error(tmp_path):
 
 
 def test_code_mode_scores_hits_by_file_and_overlapping_lines(tmp_path, settings):
+    settings.RAG_ROOT_BASE_DIRS = [str(tmp_path)]
     src = tmp_path / "src" / "pkg"
     src.mkdir(parents=True)
     (src / "money.py").write_text("import decimal\n\n\ndef convert_currency(amount, rate):\n    return amount * rate\n\n\n"

@@ -19,7 +19,8 @@ GENERATOR = Path(__file__).resolve().parents[3] / "shared" / "eval" / "make_code
 
 
 @pytest.mark.skipif(not GENERATOR.exists(), reason="../shared/eval is not beside the checkout")
-def test_fusion_beats_every_single_channel_on_click(tmp_path):
+def test_fusion_beats_every_single_channel_on_click(tmp_path, settings):
+    settings.RAG_ROOT_BASE_DIRS = [str(tmp_path)]
     subprocess.run([sys.executable, str(GENERATOR), "click", str(tmp_path)], check=True, capture_output=True)
     queries = code_queries_load(tmp_path / "queries.jsonl")
     root, _ = code_root_index(tmp_path / "src")
