@@ -267,9 +267,11 @@ RAG_INDEX_RETRY_DELAY = env_float("RAG_INDEX_RETRY_DELAY", 10.0, minimum=0.0)
 # Roots may only be registered under these directories (admin and API refuse
 # others); by default, the directory this checkout sits in.
 RAG_ROOT_BASE_DIRS = [str(Path(p).resolve()) for p in env_list("RAG_ROOT_BASE_DIRS", [str(BASE_DIR.parent)])]
-# A running job whose worker has not reported for this long is marked failed
-# (its worker died) and, up to RAG_JOB_MAX_ATTEMPTS, started again; indexing
-# is idempotent, so the new attempt resumes where the old one stopped.
+# A job whose worker died is taken over at once (no session holds its root's
+# advisory lock, sources/locks.py). One whose worker holds the lock but made
+# no progress for this long hangs: its session is ended and the job taken
+# over, up to RAG_JOB_MAX_ATTEMPTS; indexing is idempotent, so the new attempt
+# resumes where the old one stopped.
 RAG_JOB_STALE_SECONDS = env_int("RAG_JOB_STALE_SECONDS", 300, minimum=10)
 RAG_JOB_MAX_ATTEMPTS = env_int("RAG_JOB_MAX_ATTEMPTS", 3, minimum=1)
 

@@ -16,6 +16,9 @@ import pytest
 
 from rag_site.embedded import Broker, postgres_start
 
+# The suite's Valkey: tests of a broker outage stop it and start it again (tests/conftest.py, broker_outage).
+BROKER: Broker | None = None
+
 
 @pytest.hookimpl(wrapper=True)
 def pytest_load_initial_conftests(early_config, parser, args):
@@ -27,5 +30,7 @@ def pytest_load_initial_conftests(early_config, parser, args):
     os.environ["RAG_VAR_DIR"] = str(root / "var")
     os.environ.setdefault("SECRET_KEY", "test-only-secret-key-not-for-production-0123456789")
     os.environ["DATABASE_URL"] = postgres_start(root / "postgres", cleanup="delete")
-    os.environ["REDIS_URL"] = Broker(root / "valkey").start()
+    global BROKER
+    BROKER = Broker(root / "valkey")
+    os.environ["REDIS_URL"] = BROKER.start()
     return (yield)

@@ -6,6 +6,7 @@ is refused outright (401), never treated as anonymous.
 """
 
 from django.conf import settings
+from django.db import DatabaseError
 from django.http import HttpRequest
 from ninja.security import APIKeyCookie, HttpBearer
 from ninja.utils import check_csrf
@@ -22,7 +23,15 @@ def _admitted(identity: Identity) -> Identity:
 
 
 class ApiKeyAuth(HttpBearer):
-    """``Authorization: Bearer <API key>``: the key's own scope and permissions."""
+    """``Authorization: Bearer <API key>``: the key's own scope and permissions.
+
+    ``anyone_when_database_down``: a key that cannot be checked (the database
+    is down) makes the caller anonymous instead of failing the request.
+    """
+
+    def __init__(self, *, anyone_when_database_down: bool = False) -> None:
+        super().__init__()
+        self.anyone_when_database_down = anyone_when_database_down
 
     def __call__(self, request: HttpRequest) -> Identity | None:
         header = request.headers.get("Authorization", "")
@@ -34,7 +43,13 @@ class ApiKeyAuth(HttpBearer):
         return self.authenticate(request, token.strip())
 
     def authenticate(self, request: HttpRequest, token: str) -> Identity:
-        return _admitted(identity_for_key(api_key_authenticate(token)))
+        try:
+            key = api_key_authenticate(token)
+        except DatabaseError:
+            if not self.anyone_when_database_down:
+                raise
+            return identity_anonymous()
+        return _admitted(identity_for_key(key))
 
 
 class SessionAuth(APIKeyCookie):
@@ -42,14 +57,21 @@ class SessionAuth(APIKeyCookie):
 
     param_name = settings.SESSION_COOKIE_NAME
 
-    def __init__(self) -> None:
+    def __init__(self, *, anyone_when_database_down: bool = False) -> None:
         # CSRF is checked below, and only for signed-in users: an anonymous
         # request must fall through to the next auth, not fail here.
         super().__init__(csrf=False)
+        self.anyone_when_database_down = anyone_when_database_down
 
     def authenticate(self, request: HttpRequest, key: str | None) -> Identity | None:
         user = getattr(request, "user", None)
-        if user is None or not user.is_authenticated:
+        try:
+            signed_in = user is not None and user.is_authenticated  # reads the session
+        except DatabaseError:
+            if not self.anyone_when_database_down:
+                raise
+            return identity_anonymous()
+        if not signed_in:
             return None
         if check_csrf(request) is not None:
             raise ApplicationError("CSRF check failed: a signed-in request that changes state needs the X-CSRFToken header", status=403)
@@ -65,9 +87,23 @@ class AnonymousAuth:
         return _admitted(identity_anonymous(address=request.META.get("REMOTE_ADDR", "")))
 
 
+class AnyoneAuth:
+    """No credentials: anonymous whatever RAG_ANONYMOUS_SEARCH says, and not rate-limited.
+
+    For health only: load balancers call it without a key, every few
+    seconds, and an anonymous caller gets booleans, nothing else.
+    """
+
+    def __call__(self, request: HttpRequest) -> Identity:
+        return identity_anonymous(address=request.META.get("REMOTE_ADDR", ""))
+
+
 # Reading endpoints: any caller the settings admit. Managing endpoints: a key or a session, then `manage_required`.
 READ_AUTH = [ApiKeyAuth(), SessionAuth(), AnonymousAuth()]
 MANAGE_AUTH = [ApiKeyAuth(), SessionAuth()]
+# Health: every caller gets an answer; a bad key still gets 401; the manage permission adds the details.
+HEALTH_AUTH = [ApiKeyAuth(anyone_when_database_down=True), SessionAuth(anyone_when_database_down=True),
+               AnyoneAuth()]
 
 
 def manage_required(request: HttpRequest) -> Identity:

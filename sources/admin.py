@@ -6,7 +6,9 @@ from django.utils.html import format_html
 
 from sources import services
 from sources.chunking import front_matter_split
+from sources.heartbeats import broker_ping
 from sources.models import Chunk, EmbeddingModel, IndexStatus, Skill, Source
+from sources.queueing import BROKER_WAIT
 
 _STATUS_COLOURS = {
     IndexStatus.INDEXED: "#1a7f37",
@@ -15,6 +17,34 @@ _STATUS_COLOURS = {
     IndexStatus.QUEUED: "#8a6d00",
     IndexStatus.PENDING: "#5b6570",
 }
+
+
+class BrokerWarningMixin:
+    """A warning on the list and after a save while the broker is unreachable: indexing waits for it."""
+
+    def _broker_warn(self, request) -> None:
+        if error := broker_ping():
+            messages.warning(request, f"The broker (Redis) cannot be reached ({error}). Indexing is queued and "
+                                      "starts by itself once the broker is back.")
+
+    def changelist_view(self, request, extra_context=None):
+        if request.method == "GET":
+            self._broker_warn(request)
+        return super().changelist_view(request, extra_context)
+
+    def save_model(self, request, obj, form, change) -> None:
+        super().save_model(request, obj, form, change)
+        self._broker_warn(request)
+
+
+def index_status_badge(item) -> str:
+    """The status of a skill or tool; why it failed, or that it waits for the broker."""
+    colour = _STATUS_COLOURS.get(item.index_status, "#5b6570")
+    label = item.get_index_status_display()
+    waiting = item.index_status == IndexStatus.QUEUED and item.last_error.startswith(BROKER_WAIT)
+    if (item.index_status == IndexStatus.FAILED or waiting) and item.last_error:
+        return format_html('<b style="color:{}">{}</b>: {}', colour, label, item.last_error[:200])
+    return format_html('<b style="color:{}">{}</b>', colour, label)
 
 
 class SkillForm(forms.ModelForm):
@@ -34,7 +64,7 @@ class SkillForm(forms.ModelForm):
 
 
 @admin.register(Skill)
-class SkillAdmin(admin.ModelAdmin):
+class SkillAdmin(BrokerWarningMixin, admin.ModelAdmin):
     form = SkillForm
     list_display = ["slug", "display_title", "enabled", "scope", "status", "chunk_count", "indexed_at"]
     list_filter = ["index_status", "enabled"]
@@ -66,11 +96,7 @@ class SkillAdmin(admin.ModelAdmin):
 
     @admin.display(description="Index status", ordering="index_status")
     def status(self, skill: Skill) -> str:
-        colour = _STATUS_COLOURS.get(skill.index_status, "#5b6570")
-        label = skill.get_index_status_display()
-        if skill.index_status == IndexStatus.FAILED and skill.last_error:
-            return format_html('<b style="color:{}">{}</b>: {}', colour, label, skill.last_error[:200])
-        return format_html('<b style="color:{}">{}</b>', colour, label)
+        return index_status_badge(skill)
 
     @admin.action(description="Re-index selected skills")
     def reindex(self, request, queryset) -> None:

@@ -6,6 +6,7 @@ from django.utils.html import format_html
 
 from rag_site.errors import ApplicationError
 from sources import jobs
+from sources.admin import BrokerWarningMixin, index_status_badge
 from sources.models import IndexJob, JobStatus, Segment, Tool, WorkspaceRoot
 from sources.roots import root_files_reread, root_path_validate
 from sources.tools import tool_parameters_validate
@@ -50,7 +51,7 @@ class SegmentInline(admin.TabularInline):
 
 
 @admin.register(WorkspaceRoot)
-class WorkspaceRootAdmin(admin.ModelAdmin):
+class WorkspaceRootAdmin(BrokerWarningMixin, admin.ModelAdmin):
     form = RootForm
     inlines = [SegmentInline]
     list_display = ["name", "path", "enabled", "scope", "last_job", "last_verified_at"]
@@ -123,12 +124,16 @@ class ToolForm(forms.ModelForm):
 
 
 @admin.register(Tool)
-class ToolAdmin(admin.ModelAdmin):
+class ToolAdmin(BrokerWarningMixin, admin.ModelAdmin):
     form = ToolForm
-    list_display = ["key", "description", "enabled", "scope", "index_status", "indexed_at"]
+    list_display = ["key", "description", "enabled", "scope", "status", "indexed_at"]
     list_filter = ["enabled", "index_status", "server"]
     search_fields = ["key", "name", "description"]
-    readonly_fields = ["key", "index_status", "last_error", "indexed_at"]
+    readonly_fields = ["key", "status", "last_error", "indexed_at"]
+
+    @admin.display(description="Index status", ordering="index_status")
+    def status(self, tool: Tool) -> str:
+        return index_status_badge(tool)
 
     @admin.display(description="Scope")
     def scope(self, tool: Tool) -> str:

@@ -5,11 +5,12 @@ from ninja.responses import Status
 
 from rag_site.errors import ApplicationError
 from retrieval.access import scope_for
-from retrieval.auth import MANAGE_AUTH, READ_AUTH, manage_required
+from retrieval.auth import HEALTH_AUTH, MANAGE_AUTH, READ_AUTH, manage_required
 from retrieval.schemas import API_ERRORS, ErrorOut
 from sources import jobs
+from sources.health import health_check
 from sources.models import IndexJob, Skill, Source, WorkspaceRoot
-from sources.schemas import JobOut, ReindexIn, ReindexOut, RootOut, SkillOut
+from sources.schemas import CheckOut, HealthOut, JobOut, ReindexIn, ReindexOut, RootOut, SkillOut
 
 router = Router(tags=["sources"])
 ERRORS = {**API_ERRORS, 404: ErrorOut}
@@ -89,3 +90,17 @@ def index_job(request, job_id: int):
     if job is None:
         raise ApplicationError(f"index job {job_id} does not exist", status=404)
     return _job_out(job)
+
+
+@router.get("/health", response={200: HealthOut, 503: HealthOut, 401: ErrorOut, 429: ErrorOut}, auth=HEALTH_AUTH,
+            tags=["health"], exclude_none=True)
+def health(request):
+    """Database, broker, workers, beat and embedding model: 200 when the database and the broker answer, else 503.
+
+    ``status`` is "ok" when every check passes, else "degraded". Answers
+    without credentials (load balancers): then only ``ok`` per check. With the
+    manage permission each check has ``details`` (ages, latencies, errors)."""
+    report = health_check()
+    detailed = request.auth.can_manage
+    checks = {name: CheckOut(ok=check.ok, details=check.details if detailed else None) for name, check in report.checks.items()}
+    return Status(200 if report.critical_ok else 503, HealthOut(status=report.status, checks=checks))

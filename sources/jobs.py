@@ -1,25 +1,35 @@
 """Index jobs: requested once per root at a time, visible while they run,
-failed with a reason when their worker dies."""
+taken over by another worker when theirs dies.
+
+Who runs a job is proved by the root's advisory lock (sources/locks.py), held
+by the running session: PostgreSQL drops it the moment that session ends. A
+job "running" while nobody holds its lock has lost its worker; the next task
+that arrives for it, or the recovery sweep, hands it on (attempt + 1), and
+the new run resumes where the old one stopped (content hashes decide).
+"""
 
 import logging
 import os
 import socket
+import time
 from datetime import timedelta
 
 from django.conf import settings
-from django.db import IntegrityError, transaction
+from django.db import DatabaseError, IntegrityError, transaction
 from django.utils import timezone
 
 from rag_site.errors import ApplicationError
+from sources import locks
 from sources.models import IndexJob, JobStatus, WorkspaceRoot
 from sources.models_roots import ACTIVE_JOB_STATUSES
+from sources.queueing import job_enqueue
 
 log = logging.getLogger(__name__)
 
 MAX_ERRORS_KEPT = 100
 
 
-def root_reindex_request(*, root_id: int, force: bool = False, trigger: str = "admin", attempt: int = 1) -> tuple[IndexJob, bool]:
+def root_reindex_request(*, root_id: int, force: bool = False, trigger: str = "admin") -> tuple[IndexJob, bool]:
     """Queue a job for the root, or return the one already queued or running.
 
     Returns ``(job, created)``. Without ``force`` a root verified less than
@@ -44,81 +54,184 @@ def root_reindex_request(*, root_id: int, force: bool = False, trigger: str = "a
             )
     try:
         with transaction.atomic():
-            job = IndexJob.objects.create(root=root, force=force, trigger=trigger, attempt=attempt)
+            job = IndexJob.objects.create(root=root, force=force, trigger=trigger)
     except IntegrityError:
         # Another request won the race; the partial unique index says so.
         return IndexJob.objects.get(root=root, status__in=ACTIVE_JOB_STATUSES), False
-    _enqueue(job.pk)
+    job_enqueue(job.pk)
     return job, True
 
 
-def _enqueue(job_id: int) -> None:
-    def send() -> None:
-        from sources.tasks import root_index_task
-
-        try:
-            root_index_task.delay(job_id)
-        except Exception as exc:  # noqa: BLE001 - the broker may be down: say so on the job
-            job_finish(job_id=job_id, status=JobStatus.FAILED, message=f"could not queue the job (is the broker running?): {exc}")
-
-    transaction.on_commit(send)
+def worker_name() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}"
 
 
 def job_start(*, job_id: int) -> IndexJob | None:
-    """Claim the job for this process; None when it is finished or claimed by a live worker."""
+    """Claim the job for this process, holding its root's lock; None when there is nothing to run.
+
+    ``roots.root_index`` runs the claimed job and releases the lock. None
+    for a finished job, for one a live session runs (a duplicate delivery),
+    and for a root this session is already indexing. A running job whose
+    lock nobody holds has lost its worker: this process takes it over.
+    """
+    row = IndexJob.objects.filter(pk=job_id, status__in=ACTIVE_JOB_STATUSES).values_list("root_id", "worker").first()
+    if row is None:
+        return None  # done, cancelled or deleted: a redelivered task has nothing to do
+    root_id, owner = row
+    holder = locks.root_lock_holder(root_id)
+    if holder is not None and _died_on_this_host(owner):
+        # A pool child killed a moment ago: its message came back before PostgreSQL saw its session end.
+        holder = _lock_free_soon(root_id)
+    if holder is not None and holder == locks.backend_pid():
+        return None  # this session runs it already
+    if holder is not None or not locks.root_lock_try(root_id):
+        # Another live session indexes the root. Its own job goes on; a second job would only wait for it.
+        job_finish(job_id=job_id, status=JobStatus.CANCELLED, message="another worker is indexing this root right now",
+                   only_queued=True)
+        return None
+    try:
+        job = _claim(job_id)
+    except BaseException:
+        locks.root_lock_release(root_id)
+        raise
+    if job is None:
+        locks.root_lock_release(root_id)
+    return job
+
+
+def _died_on_this_host(owner: str) -> bool:
+    host, _, pid = owner.rpartition(":")
+    if host != socket.gethostname() or not pid.isdigit():
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        pass  # alive, someone else's
+    return False
+
+
+def _lock_free_soon(root_id: int, *, within: float = 5.0) -> int | None:
+    """The lock's holder after waiting up to ``within`` seconds for it to let go."""
+    deadline = time.monotonic() + within
+    while (holder := locks.root_lock_holder(root_id)) is not None and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return holder
+
+
+def _claim(job_id: int) -> IndexJob | None:
     now = timezone.now()
-    stale = now - timedelta(seconds=settings.RAG_JOB_STALE_SECONDS)
     with transaction.atomic():
         job = IndexJob.objects.select_for_update().filter(pk=job_id).first()
         if job is None or job.status not in ACTIVE_JOB_STATUSES:
-            return None  # done, cancelled or deleted: a redelivered task has nothing to do
-        if job.status == JobStatus.RUNNING and job.heartbeat_at and job.heartbeat_at > stale:
             return None
+        if job.status == JobStatus.RUNNING:
+            # We hold the root's lock, so the session that ran this job has ended.
+            reason = f"its worker ({job.worker}) is gone"
+            if job.attempt >= settings.RAG_JOB_MAX_ATTEMPTS:
+                _give_up(job, reason)
+                return None
+            job.attempt += 1
+            job.message = f"{reason}; taken over (attempt {job.attempt} of {settings.RAG_JOB_MAX_ATTEMPTS})"
+            log.warning("index job %s: %s", job.pk, job.message)
+        # Each attempt counts from zero: what a dead run had done shows up again as "unchanged".
+        for name in _COUNTERS:
+            setattr(job, name, 0)
+        job.errors = []
         job.status = JobStatus.RUNNING
         job.started_at = job.started_at or now
         job.heartbeat_at = now
-        job.worker = f"{socket.gethostname()}:{os.getpid()}"
-        job.save(update_fields=["status", "started_at", "heartbeat_at", "worker"])
+        job.worker = worker_name()
+        job.save(update_fields=["status", "started_at", "heartbeat_at", "worker", "attempt", "message", "errors", *_COUNTERS])
     return job
 
 
 def job_progress(job: IndexJob, **counters: int) -> None:
-    """Save counters and the heartbeat (one UPDATE)."""
+    """Save counters and the heartbeat (one UPDATE); raises if the job was handed to another worker."""
     for name, value in counters.items():
         setattr(job, name, value)
     job.heartbeat_at = timezone.now()
     job.errors = job.errors[:MAX_ERRORS_KEPT]
-    IndexJob.objects.filter(pk=job.pk).update(heartbeat_at=job.heartbeat_at, errors=job.errors, **_counters(job))
+    mine = IndexJob.objects.filter(pk=job.pk, status=JobStatus.RUNNING, worker=job.worker)
+    if not mine.update(heartbeat_at=job.heartbeat_at, errors=job.errors, **_counters(job)):
+        raise ApplicationError(f"index job {job.pk} is no longer this worker's ({job.worker}): it was handed on or finished")
 
 
-def job_finish(*, job_id: int, status: str, message: str = "", job: IndexJob | None = None) -> None:
-    """Record the outcome, once: a job already failed by the reaper keeps that verdict."""
+def job_finish(*, job_id: int, status: str, message: str = "", job: IndexJob | None = None, only_queued: bool = False) -> None:
+    """Record the outcome, once: a finished job keeps its verdict.
+
+    With ``job`` (the run's own copy) only that run's owner may finish it: a
+    worker the job was taken from cannot overwrite its new owner's work.
+    """
     fields = {"status": status, "message": message[:4000], "finished_at": timezone.now(), "heartbeat_at": timezone.now()}
+    rows = IndexJob.objects.filter(pk=job_id, status__in=[JobStatus.QUEUED] if only_queued else ACTIVE_JOB_STATUSES)
     if job is not None:
         fields.update(_counters(job), errors=job.errors[:MAX_ERRORS_KEPT])
-    IndexJob.objects.filter(pk=job_id, status__in=ACTIVE_JOB_STATUSES).update(**fields)
+        rows = rows.filter(worker=job.worker)
+    rows.update(**fields)
+
+
+_COUNTERS = ("files_total", "files_seen", "files_changed", "files_unchanged", "files_skipped", "files_failed",
+             "files_deleted", "chunks_embedded", "chunks_deleted")
 
 
 def _counters(job: IndexJob) -> dict[str, int]:
-    names = ["files_total", "files_seen", "files_changed", "files_unchanged", "files_skipped", "files_failed",
-             "files_deleted", "chunks_embedded", "chunks_deleted"]
-    return {name: getattr(job, name) for name in names}
+    return {name: getattr(job, name) for name in _COUNTERS}
+
+
+def _give_up(job: IndexJob, reason: str) -> None:
+    job_finish(job_id=job.pk, status=JobStatus.FAILED,
+               message=f"{reason}; {job.attempt} attempt(s) failed the same way, giving up (RAG_JOB_MAX_ATTEMPTS)")
+    log.warning("index job %s failed for good: %s", job.pk, reason)
 
 
 def jobs_reap(*, stale_after: int | None = None) -> list[int]:
-    """Fail running jobs whose worker stopped reporting, and start them again.
+    """Hand running jobs whose worker is gone back to the queue; returns their ids.
 
-    A worker killed mid-job cannot say so; its job would stay "running"
-    forever. Indexing is idempotent per file, so the next attempt finishes
-    the work without duplicates.
+    No session holds the job's root lock: its worker died, the job goes back
+    to the queue at once. The lock is held but the job made no progress for
+    ``stale_after`` seconds (RAG_JOB_STALE_SECONDS): its worker hangs, or its
+    host vanished and the connection lingers; that session is ended, which
+    releases the lock, and the job goes back the same way. A live job beats
+    after every embedding batch, so a slow one is never taken for a hung one.
     """
-    cutoff = timezone.now() - timedelta(seconds=stale_after if stale_after is not None else settings.RAG_JOB_STALE_SECONDS)
-    reaped = []
-    for job in IndexJob.objects.filter(status=JobStatus.RUNNING, heartbeat_at__lt=cutoff).select_related("root"):
-        silent = (timezone.now() - job.heartbeat_at).total_seconds()
-        job_finish(job_id=job.pk, status=JobStatus.FAILED,
-                   message=f"the worker ({job.worker}) stopped responding: no progress for {silent:.0f} s")
-        reaped.append(job.pk)
-        if job.attempt < settings.RAG_JOB_MAX_ATTEMPTS:
-            root_reindex_request(root_id=job.root_id, force=True, trigger="retry", attempt=job.attempt + 1)
-    return reaped
+    stale = stale_after if stale_after is not None else settings.RAG_JOB_STALE_SECONDS
+    cutoff = timezone.now() - timedelta(seconds=stale)
+    own = locks.backend_pid()
+    handed = []
+    for job in IndexJob.objects.filter(status=JobStatus.RUNNING):
+        holder = locks.root_lock_holder(job.root_id)
+        if holder is None:
+            reason = f"its worker ({job.worker}) is gone"
+        elif holder == own or job.heartbeat_at is None or job.heartbeat_at >= cutoff:
+            continue  # alive (or this very session runs it)
+        else:
+            silent = (timezone.now() - job.heartbeat_at).total_seconds()
+            reason = f"its worker ({job.worker}) made no progress for {silent:.0f} s"
+            try:
+                locks.backend_terminate(holder)
+            except DatabaseError as exc:
+                log.warning("index job %s: could not end the session of its hung worker: %s", job.pk, exc)
+                continue
+            reason += "; its database session was ended"
+        if _hand_back(job, reason):
+            handed.append(job.pk)
+    return handed
+
+
+def _hand_back(job: IndexJob, reason: str) -> bool:
+    """Queue a running job again for another worker, unless it has used up its attempts."""
+    if job.attempt >= settings.RAG_JOB_MAX_ATTEMPTS:
+        _give_up(job, reason)
+        return False
+    attempt = job.attempt + 1
+    message = f"{reason}; queued again (attempt {attempt} of {settings.RAG_JOB_MAX_ATTEMPTS})"
+    # Only if it is still the same run: a worker may have taken it over since it was read.
+    if not IndexJob.objects.filter(pk=job.pk, status=JobStatus.RUNNING, worker=job.worker).update(
+        status=JobStatus.QUEUED, attempt=attempt, worker="", message=message
+    ):
+        return False
+    log.warning("index job %s: %s", job.pk, message)
+    job_enqueue(job.pk)
+    return True

@@ -9,12 +9,12 @@ from dataclasses import dataclass
 
 import pathspec
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
 from rag_site.errors import ApplicationError
-from sources import jobs
+from sources import jobs, locks
 from sources.chunking import CHUNKING_VERSION, chunk_text
 from sources.embedding import EmbeddingError
 from sources.models import Chunk, EmbeddingModel, IndexedFile, IndexJob, JobStatus, Segment, Source, WorkspaceRoot
@@ -24,7 +24,6 @@ from sources.walk import REPLACED, Candidate, Skipped, WalkRules, read_text, roo
 
 log = logging.getLogger(__name__)
 
-_LOCK_CLASS = 4242  # advisory-lock namespace for roots
 _HEARTBEAT_SECONDS = 2.0
 
 
@@ -200,19 +199,24 @@ def _segment_for(path: str, plans: list[SegmentPlan]) -> SegmentPlan:
     return next(p for p in plans if p.matcher is None or p.matcher.match_file(path))
 
 
-def root_index(*, job: IndexJob) -> None:
-    """Run one job to its end; the job records the outcome (never left running)."""
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_try_advisory_lock(%s, %s)", [_LOCK_CLASS, job.root_id])
-        (locked,) = cursor.fetchone()
-    if not locked:
-        jobs.job_finish(job_id=job.pk, status=JobStatus.CANCELLED, message="another worker is indexing this root right now")
-        return
+def root_index(*, job: IndexJob) -> str:
+    """Run a job claimed by ``jobs.job_start`` to its end, then release the root's lock.
+
+    The job records its outcome before the lock goes, so no other worker
+    ever sees it "running" with nobody holding it while this one is alive.
+    Returns the job's final status.
+    """
     try:
         _Run(job).run()
+    except ApplicationError as exc:
+        jobs.job_finish(job_id=job.pk, status=JobStatus.FAILED, message=exc.message, job=job)
+        return JobStatus.FAILED
+    except Exception as exc:
+        jobs.job_finish(job_id=job.pk, status=JobStatus.FAILED, message=f"unexpected error: {type(exc).__name__}: {exc}", job=job)
+        raise
     finally:
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT pg_advisory_unlock(%s, %s)", [_LOCK_CLASS, job.root_id])
+        locks.root_lock_release(job.root_id)
+    return JobStatus.SUCCEEDED
 
 
 class _Run:
@@ -306,7 +310,7 @@ class _Run:
             by_model.setdefault(plan.model.pk, (plan.model, []))[1].append(file_chunks)
         for model, files in by_model.values():
             try:
-                files_embed(files, model=model)
+                files_embed(files, model=model, on_batch=self._beat)
             except EmbeddingError as exc:
                 raise ApplicationError(str(exc)) from exc
             self.job.chunks_deleted += files_replace(files, model=model, track_state=True)

@@ -15,7 +15,8 @@ def schedules_ensure(**kwargs) -> None:
     _ensure(REVERIFY_TASK_NAME, "sources.tasks.skills_reverify_task", max(minutes, 1), enabled=minutes > 0,
             description="Queues every skill; unchanged skills are skipped by content hash, changed ones re-embedded.")
     _ensure(REAP_TASK_NAME, "sources.tasks.jobs_reap_task", 1, enabled=True,
-            description="Marks running index jobs whose worker died as failed, with the reason, and starts them again.")
+            description="Hands index jobs whose worker died to another worker, and sends again what could not be "
+                        "queued while the broker was down.")
 
 
 def _ensure(name: str, task: str, minutes: int, *, enabled: bool, description: str) -> None:

@@ -1,4 +1,5 @@
 from datetime import datetime
+from typing import Any, Literal
 
 from ninja import Schema
 
@@ -55,3 +56,13 @@ class RootOut(Schema):
     enabled: bool
     last_verified_at: datetime | None
     last_job: JobOut | None
+
+
+class CheckOut(Schema):
+    ok: bool
+    details: dict[str, Any] | None = None
+
+
+class HealthOut(Schema):
+    status: Literal["ok", "degraded"]
+    checks: dict[str, CheckOut]

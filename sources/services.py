@@ -12,7 +12,8 @@ from rag_site.errors import ApplicationError
 from sources.chunking import CHUNKING_VERSION, ChunkResult, markdown_chunk
 from sources.embedding import EmbeddingError
 from sources.models import EmbeddingModel, IndexStatus, Skill, Source
-from sources.store import FileChunks, embedding_model_for, files_embed, files_replace, indexed_enqueue
+from sources.queueing import indexed_enqueue
+from sources.store import FileChunks, embedding_model_for, files_embed, files_replace
 
 log = logging.getLogger(__name__)
 

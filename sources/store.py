@@ -6,8 +6,7 @@ sees half a file, and no statement runs per chunk.
 """
 
 import hashlib
-import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -17,8 +16,6 @@ from django.db import connection, transaction
 from sources.chunking import CHUNKING_VERSION, ChunkResult
 from sources.embedding import embedder_for
 from sources.models import Chunk, EmbeddingModel, IndexedFile, Source
-
-log = logging.getLogger(__name__)
 
 
 @dataclass(slots=True)
@@ -73,11 +70,15 @@ def embed_text(chunk: ChunkResult, path: str = "") -> str:
     return f"{header}\n\n{chunk.content}" if header else chunk.content
 
 
-def files_embed(files: Sequence[FileChunks], *, model: EmbeddingModel) -> None:
-    """Embed every chunk of ``files`` in batches across files; sets ``vectors``."""
+def files_embed(files: Sequence[FileChunks], *, model: EmbeddingModel, on_batch: Callable[[], None] | None = None) -> None:
+    """Embed every chunk of ``files`` in batches across files; sets ``vectors``.
+
+    ``on_batch`` runs after each embedding batch: a job beats its heart there,
+    so one long embedding call never looks like a dead worker.
+    """
     texts = [embed_text(chunk, f.path) for f in files for chunk in f.chunks]
     vectors = embedder_for(provider=model.provider, name=model.name, device=settings.RAG_EMBEDDING_DEVICE).embed(
-        texts, batch_size=settings.RAG_EMBED_BATCH_SIZE, pieces=settings.RAG_EMBED_LONG_TEXTS == "pieces"
+        texts, batch_size=settings.RAG_EMBED_BATCH_SIZE, pieces=settings.RAG_EMBED_LONG_TEXTS == "pieces", on_batch=on_batch
     )
     offset = 0
     for f in files:
@@ -120,30 +121,6 @@ def files_replace(files: Sequence[FileChunks], *, model: EmbeddingModel, track_s
             update_fields=["size", "mtime_ns", "content_hash", "chunking_version", "embedding_model", "chunk_count", "indexed_at"],
         )
     return deleted
-
-
-def indexed_enqueue(model: type, object_id: int, task_name: str) -> None:
-    """Mark a skill or tool queued and send its task once the transaction commits.
-
-    If the broker cannot be reached the row says so, instead of staying
-    "queued" forever.
-    """
-    from sources.models import IndexStatus
-
-    model.objects.filter(pk=object_id).update(index_status=IndexStatus.QUEUED)
-
-    def send() -> None:
-        from sources import tasks
-
-        try:
-            getattr(tasks, task_name).delay(object_id)
-        except Exception as exc:  # noqa: BLE001 - any broker failure is reported the same way
-            log.warning("could not queue %s %s: %s", model.__name__, object_id, exc)
-            model.objects.filter(pk=object_id).update(
-                index_status=IndexStatus.FAILED, last_error=f"could not queue indexing (is the broker running?): {exc}"
-            )
-
-    transaction.on_commit(send)
 
 
 def _group(files: Sequence[FileChunks]) -> dict[tuple[int, int], list[str]]:

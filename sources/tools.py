@@ -10,7 +10,8 @@ from rag_site.errors import ApplicationError
 from sources.chunking import CHUNKING_VERSION, ChunkResult
 from sources.embedding import EmbeddingError
 from sources.models import IndexStatus, Source, Tool
-from sources.store import FileChunks, embedding_model_for, files_embed, files_replace, indexed_enqueue
+from sources.queueing import indexed_enqueue
+from sources.store import FileChunks, embedding_model_for, files_embed, files_replace
 
 
 def tool_parameters_validate(parameters: object) -> None:

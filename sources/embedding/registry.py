@@ -19,3 +19,9 @@ def embedder_for(*, provider: str, name: str, device: str = "cpu") -> Embedder:
         if key not in _cache:
             _cache[key] = LocalEmbedder(name, device=device)
         return _cache[key]
+
+
+def embedder_loaded(*, provider: str, name: str) -> bool:
+    """Whether this process has loaded the model already (never loads it)."""
+    embedder = _cache.get((provider, name))
+    return embedder is not None and embedder.loaded

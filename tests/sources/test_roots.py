@@ -101,24 +101,6 @@ def test_a_second_request_gets_the_active_job_and_the_cooldown_is_enforced(root)
     assert jobs.root_reindex_request(root_id=root.pk, force=True)[1]
 
 
-def test_a_job_claimed_by_a_live_worker_is_not_run_twice(root):
-    job, _ = jobs.root_reindex_request(root_id=root.pk)
-    assert jobs.job_start(job_id=job.pk) is not None
-    assert jobs.job_start(job_id=job.pk) is None  # a redelivered message while it runs
-    roots.root_index(job=IndexJob.objects.get(pk=job.pk))
-    assert jobs.job_start(job_id=job.pk) is None  # and after it finished
-
-
-def test_a_stalled_job_is_failed_with_its_reason_and_retried(root):
-    job, _ = jobs.root_reindex_request(root_id=root.pk)
-    jobs.job_start(job_id=job.pk)
-    assert jobs.jobs_reap(stale_after=0) == [job.pk]
-    job.refresh_from_db()
-    assert job.status == JobStatus.FAILED and "stopped responding" in job.message
-    retry = IndexJob.objects.get(root=root, status=JobStatus.QUEUED)
-    assert (retry.attempt, retry.trigger, retry.force) == (2, "retry", True)
-
-
 def test_segments_scope_and_channels_are_enforced_in_sql(root):
     directory = Path(root.path)
     (directory / "docs").mkdir()

@@ -1,0 +1,74 @@
+"""Hooks into Celery's worker and beat: heartbeats, and the recovery sweep on every broker connection.
+
+Installed by rag_site/celery.py in every Celery process. Nothing here
+imports models at import time: this module loads before Django is set up.
+"""
+
+import logging
+import threading
+
+from celery import Celery, bootsteps
+from celery.signals import after_task_publish, beat_init
+
+from sources import heartbeats
+
+log = logging.getLogger(__name__)
+
+
+class WorkerHeartbeatStep(bootsteps.StartStopStep):
+    """Each worker records that it is alive (read by GET /api/v1/health)."""
+
+    def __init__(self, parent, **kwargs) -> None:
+        super().__init__(parent, **kwargs)
+        self.heart: heartbeats.WorkerHeartbeat | None = None
+
+    def start(self, worker) -> None:
+        self.heart = heartbeats.WorkerHeartbeat(worker.hostname)
+        self.heart.start()
+
+    def stop(self, worker) -> None:
+        if self.heart is not None:
+            self.heart.stop()
+
+
+class RecoverOnConnectStep(bootsteps.StartStopStep):
+    """Run the recovery sweep each time the worker (re)connects to the broker.
+
+    The consumer starts its steps again after a lost connection comes back,
+    so this runs at start and right after every broker outage: items that
+    waited for the broker are sent at once, not at the next beat tick.
+    """
+
+    requires = {"celery.worker.consumer.connection:Connection"}
+
+    def start(self, consumer) -> None:
+        # A thread of its own: a slow database must not hold up consuming.
+        threading.Thread(target=_sweep, name="rag-recovery", daemon=True).start()
+
+
+def _sweep() -> None:
+    from django.db import connections
+
+    from sources.recovery import recovery_sweep
+
+    try:
+        recovery_sweep()
+    except Exception:  # noqa: BLE001 - the next connection or beat tick tries again
+        log.exception("the recovery sweep failed")
+    finally:
+        connections.close_all()  # this thread's connections; the task's own are untouched
+
+
+def _beat_published(sender=None, **kwargs) -> None:
+    heartbeats.heartbeat_record(heartbeats.BEAT)
+
+
+def _beat_started(sender=None, **kwargs) -> None:
+    # Only in the beat process: every task it publishes proves it is ticking.
+    after_task_publish.connect(_beat_published, weak=False, dispatch_uid="rag_beat_published")
+
+
+def hooks_install(app: Celery) -> None:
+    app.steps["worker"].add(WorkerHeartbeatStep)
+    app.steps["consumer"].add(RecoverOnConnectStep)
+    beat_init.connect(_beat_started, weak=False, dispatch_uid="rag_beat_started")

@@ -1,0 +1,107 @@
+"""Health of the parts a search or an index job needs: database, broker, workers, beat, embedding model.
+
+Cheap enough for a load balancer to call every few seconds: one
+``SELECT 1``, one Redis PING, a few key reads. The embedding model is
+reported, never loaded.
+"""
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import redis
+from django.conf import settings
+from django.db import DatabaseError, connection
+
+from sources import heartbeats
+from sources.embedding.local import model_findable
+from sources.embedding.registry import embedder_loaded
+from sources.models import EmbeddingModel
+
+
+@dataclass(slots=True)
+class Check:
+    ok: bool
+    details: dict[str, Any] = field(default_factory=dict)  # for callers with the manage permission only
+
+
+@dataclass(slots=True)
+class Health:
+    checks: dict[str, Check]
+
+    @property
+    def critical_ok(self) -> bool:
+        """Without the database or the broker nothing is searched or queued: the answer is 503."""
+        return self.checks["database"].ok and self.checks["broker"].ok
+
+    @property
+    def status(self) -> str:
+        return "ok" if all(check.ok for check in self.checks.values()) else "degraded"
+
+
+def health_check() -> Health:
+    database = _database()
+    broker = _broker()
+    return Health({
+        "database": database,
+        "broker": broker,
+        **_heartbeats(reachable=broker.ok),
+        "embedding_model": _embedding_model(database_ok=database.ok),
+    })
+
+
+def _database() -> Check:
+    started = time.perf_counter()
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT 1")
+            cursor.fetchone()
+    except DatabaseError as exc:
+        return Check(False, {"error": str(exc).strip() or type(exc).__name__})
+    return Check(True, {"latency_ms": round((time.perf_counter() - started) * 1000, 1)})
+
+
+def _broker() -> Check:
+    started = time.perf_counter()
+    if error := heartbeats.broker_ping():
+        return Check(False, {"error": error})
+    return Check(True, {"latency_ms": round((time.perf_counter() - started) * 1000, 1)})
+
+
+def _heartbeats(*, reachable: bool) -> dict[str, Check]:
+    if not reachable:
+        unknown = {"error": "unknown: the broker, which holds the heartbeats, is unreachable"}
+        return {"worker": Check(False, unknown), "beat": Check(False, unknown)}
+    try:
+        workers = heartbeats.heartbeat_ages(heartbeats.WORKER)
+        beat = heartbeats.heartbeat_ages(heartbeats.BEAT).get(heartbeats.BEAT)
+        sweep = heartbeats.heartbeat_ages(heartbeats.SWEEP).get(heartbeats.SWEEP)
+    except redis.RedisError as exc:
+        unknown = {"error": f"heartbeats unreadable: {exc}"}
+        return {"worker": Check(False, unknown), "beat": Check(False, unknown)}
+    alive = {name.removeprefix(heartbeats.WORKER): age for name, age in workers.items()}
+    worker = Check(bool(alive), {"workers": alive, "age_seconds": min(alive.values(), default=None)})
+    if not alive:
+        worker.details["error"] = f"no worker has reported in the last {heartbeats.WORKER_STALE:.0f} s"
+    beat_ok = beat is not None and beat <= heartbeats.BEAT_STALE
+    beat_check = Check(beat_ok, {"age_seconds": beat, "recovery_sweep_age_seconds": sweep})
+    if not beat_ok:
+        beat_check.details["error"] = ("beat has not published a task in the last 24 h" if beat is None
+                                       else f"beat last published a task {beat:.0f} s ago")
+    return {"worker": worker, "beat": beat_check}
+
+
+def _embedding_model(*, database_ok: bool) -> Check:
+    name = settings.RAG_EMBEDDING_MODEL
+    loaded = embedder_loaded(provider="local", name=name)
+    known = False
+    if database_ok:
+        try:
+            known = EmbeddingModel.objects.filter(provider="local", name=name).exists()  # a worker has loaded it
+        except DatabaseError:
+            pass
+    ok = loaded or known or model_findable(name)
+    details: dict[str, Any] = {"name": name, "loaded_here": loaded}
+    if not ok:
+        details["error"] = f"{name!r} is neither the bundled model nor an existing path, and no worker has loaded it"
+    return Check(ok, details)

@@ -1,0 +1,98 @@
+"""Liveness records in Redis (the broker): workers, beat and the recovery sweep.
+
+Each record is a key that expires: a worker that dies simply disappears.
+Ages are read from the key's remaining time to live, so they come from the
+Redis server's clock alone, never from comparing two machines' clocks.
+While Redis is down these records can be neither written nor read; health
+then reports the broker down, which is the failure that matters.
+"""
+
+import logging
+import threading
+
+import redis
+from django.conf import settings
+
+log = logging.getLogger(__name__)
+
+PREFIX = "rag:heartbeat:"
+WORKER = "worker:"  # + the worker's hostname
+BEAT = "beat"  # beat published a task
+SWEEP = "sweep"  # the recovery sweep ran
+
+WORKER_INTERVAL = 10.0  # seconds between a worker's heartbeats
+# Six missed heartbeats: the worker is gone or wedged; a little Python
+# holding the GIL between torch calls never delays one that long.
+WORKER_STALE = 60.0
+# Beat publishes the recovery sweep every minute (its default schedule): three missed minutes.
+BEAT_STALE = 180.0
+_TTL = 24 * 3600  # a record older than this reads as "never"; a worker's expires after WORKER_STALE
+
+_clients: dict[str, redis.Redis] = {}
+
+
+def redis_client() -> redis.Redis:
+    """One connection pool per broker URL and process, with short timeouts: health must answer fast."""
+    url = settings.CELERY_BROKER_URL
+    if url not in _clients:
+        _clients[url] = redis.Redis.from_url(url, socket_timeout=1.0, socket_connect_timeout=1.0)
+    return _clients[url]
+
+
+def broker_ping() -> str:
+    """"" when the broker answers PING, else why not."""
+    try:
+        redis_client().ping()
+    except redis.RedisError as exc:
+        return str(exc) or type(exc).__name__
+    return ""
+
+
+def heartbeat_record(name: str, *, ttl: float = _TTL) -> None:
+    try:
+        redis_client().set(PREFIX + name, 1, px=int(ttl * 1000))
+    except redis.RedisError as exc:
+        log.debug("heartbeat %s not recorded (broker unreachable): %s", name, exc)
+
+
+def heartbeat_forget(name: str) -> None:
+    try:
+        redis_client().delete(PREFIX + name)
+    except redis.RedisError:
+        pass
+
+
+def heartbeat_ages(prefix: str) -> dict[str, float]:
+    """Seconds since each record under ``prefix`` was written, by name; raises RedisError when unreachable."""
+    client = redis_client()
+    names = sorted(key.decode()[len(PREFIX):] for key in client.scan_iter(match=f"{PREFIX}{prefix}*", count=500))
+    ages = {}
+    for name in names:
+        remaining = client.pttl(PREFIX + name)
+        if remaining >= 0:  # -2: expired meanwhile
+            ttl = WORKER_STALE if name.startswith(WORKER) else _TTL
+            ages[name] = round(max(0.0, ttl - remaining / 1000), 1)
+    return ages
+
+
+class WorkerHeartbeat(threading.Thread):
+    """Records "worker <hostname> is alive" every WORKER_INTERVAL seconds, until stopped.
+
+    A thread of the worker's main process: it keeps beating while that
+    process runs a long task (solo pool) or supervises its children.
+    """
+
+    def __init__(self, hostname: str) -> None:
+        super().__init__(name="rag-heartbeat", daemon=True)
+        self.record = WORKER + hostname
+        self.stopped = threading.Event()
+
+    def run(self) -> None:
+        while not self.stopped.is_set():
+            heartbeat_record(self.record, ttl=WORKER_STALE)
+            self.stopped.wait(WORKER_INTERVAL)
+
+    def stop(self) -> None:
+        self.stopped.set()
+        self.join(timeout=2.0)
+        heartbeat_forget(self.record)  # a worker that stops cleanly is gone at once

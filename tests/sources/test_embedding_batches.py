@@ -1,0 +1,44 @@
+"""Embedding reports after every batch, so a long embedding call keeps its job's heartbeat fresh."""
+
+import numpy as np
+import pytest
+
+from sources import jobs, roots
+from sources.embedding import embedder_for
+from sources.models import WorkspaceRoot
+from tests.conftest import index_root
+
+
+def test_every_batch_is_reported_and_the_vectors_are_those_of_one_encode_call():
+    embedder = embedder_for(provider="local", name="all-MiniLM-L6-v2")
+    texts = [f"note {i}: " + "word " * (i % 7) for i in range(23)]
+    reports = []
+    vectors = embedder.embed(texts, batch_size=5, on_batch=lambda: reports.append(1))
+    assert len(reports) == 5  # ceil(23 / 5)
+    whole = embedder._load().encode(texts, batch_size=5, convert_to_numpy=True, normalize_embeddings=True)
+    assert np.allclose(vectors, whole, atol=1e-5)
+
+
+@pytest.mark.django_db
+def test_a_job_beats_inside_one_long_embedding_call(tmp_path, settings, monkeypatch):
+    settings.RAG_ROOT_BASE_DIRS = [str(tmp_path)]
+    settings.RAG_EMBED_BATCH_SIZE = 4
+    settings.RAG_INDEX_FLUSH_CHUNKS = 10_000  # every file in one embedding call
+    monkeypatch.setattr(roots, "_HEARTBEAT_SECONDS", 0.0)  # beat whenever asked
+    directory = tmp_path / "repo"
+    directory.mkdir()
+    for i in range(12):
+        (directory / f"m{i}.py").write_text(f"def f{i}():\n    return {i}\n")
+    beats, during_embedding = [], []
+    progress, embed = jobs.job_progress, roots.files_embed
+    monkeypatch.setattr(jobs, "job_progress", lambda job, **kw: (beats.append(1), progress(job, **kw)))
+
+    def files_embed(files, **kwargs):
+        before = len(beats)
+        embed(files, **kwargs)
+        during_embedding.append(len(beats) - before)
+
+    monkeypatch.setattr(roots, "files_embed", files_embed)
+    job = index_root(WorkspaceRoot.objects.create(name="repo", path=str(directory)))
+    assert job.status == "succeeded" and job.chunks_embedded == 12
+    assert during_embedding == [3]  # 12 chunks in batches of 4: one beat after each
