@@ -1,3 +1,4 @@
+from django.http import HttpResponse
 from ninja import Router
 
 from retrieval.access import Identity, scope_for
@@ -19,13 +20,17 @@ def request_scope(request, payload, *, kinds=()):
 
 
 @router.post("/search", response={200: SearchOut, **ERRORS})
-def search(request, payload: SearchIn):
-    """Hybrid (lexical + vector, fused) search over every indexed chunk the caller may see."""
+def search(request, payload: SearchIn, response: HttpResponse):
+    """Hybrid (lexical + vector, fused) search over every indexed chunk the caller may see.
+
+    The Server-Timing header says where the time went (retrieval.search.STAGES).
+    """
     scope = request_scope(request, payload, kinds=payload.sources)
     hits = chunks_search(
         query=payload.query, k=payload.k, mode=Mode.parse(payload.mode), scope=scope, mmr=payload.mmr,
         mmr_lambda=payload.mmr_lambda, rerank=payload.rerank, group=payload.group,
     )
+    response["Server-Timing"] = server_timing(hits.timings)
     tools = _tools_for(hits)
     return SearchOut(query=payload.query, mode=payload.mode, k=payload.k, warnings=hits.warnings,
                      hits=[_hit_out(rank, hit, tools) for rank, hit in enumerate(hits, start=1)])
@@ -55,6 +60,11 @@ def tools_search(request, payload: ToolSearchIn):
         tools=[ToolHitOut(key=tools[h.chunk.source_id].key, score=h.score, openai_schema=tools[h.chunk.source_id].openai_schema)
                for h in hits if h.chunk.source_id in tools],
     )
+
+
+def server_timing(timings: dict[str, float]) -> str:
+    """``embed;dur=4.1, lexical;dur=2.3, ...`` (milliseconds), as browsers' developer tools show it."""
+    return ", ".join(f"{stage};dur={ms:.2f}" for stage, ms in timings.items())
 
 
 def _tools_for(hits: list[Hit]) -> dict[int, Tool]:

@@ -4,6 +4,7 @@ where its rank came from."""
 
 import enum
 import logging
+import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
@@ -67,11 +68,21 @@ class Hit:
 
 
 class Hits(list):
-    """The hits, best first, and ``warnings``: what was skipped and why."""
+    """The hits, best first; ``warnings``: what was skipped and why; ``timings``: see ``STAGES``."""
 
-    def __init__(self, hits=(), warnings: list[str] | None = None) -> None:
+    def __init__(self, hits=(), warnings: list[str] | None = None, timings: dict[str, float] | None = None) -> None:
         super().__init__(hits)
         self.warnings = warnings or []
+        self.timings = timings or {}
+
+
+# Where a search's time went, in milliseconds (the API sends them as a
+# Server-Timing header; `rag_bench search` reports them). Each is a few
+# perf_counter() calls. lexical and vector: their SQL (vector excludes the
+# wait for the query embedding); embed: the model call, which runs beside
+# the lexical SQL; embed_wait: how long the vector channel still had to wait
+# for it; search: the whole of chunks_search. Several models add up.
+STAGES = ("embed", "embed_wait", "lexical", "vector", "search")
 
 
 def chunks_search(
@@ -88,6 +99,7 @@ def chunks_search(
     A channel or model that fails is skipped with a warning; the query fails
     only when every channel does.
     """
+    started = time.perf_counter()
     query = query.strip()
     if not query:
         raise ApplicationError("the query is empty")
@@ -99,8 +111,9 @@ def chunks_search(
         raise ApplicationError(f"mmr_lambda must be between 0 and 1, got {mmr_lambda}")
     limit = max(settings.RAG_SEARCH_CANDIDATES, k)
     warnings: list[str] = []
+    timings: dict[str, float] = {}
 
-    channels = _channels(query=query, mode=mode, scope=scope, limit=limit, warnings=warnings)
+    channels = _channels(query=query, mode=mode, scope=scope, limit=limit, warnings=warnings, timings=timings)
     channels = _thresholded(channels)
     fusing = len(channels) > 1  # lexical + vector, or several models' vector lists
     if fusing:
@@ -128,15 +141,19 @@ def chunks_search(
     rerank_rank = {chunk_id: ChannelScore(rank, score)
                    for rank, (chunk_id, score) in enumerate(sorted(reranked.items(), key=lambda p: -p[1]), start=1)}
     rows = Chunk.objects.select_related("source").in_bulk([chunk_id for chunk_id, _ in top])
+    _timed_add(timings, "search", time.perf_counter() - started)
     return Hits(
         (Hit(chunk=rows[chunk_id], score=score, fused=fused_rank.get(chunk_id), rerank=rerank_rank.get(chunk_id),
              channels={name: scores[chunk_id] for name, scores in explain.items() if chunk_id in scores})
          for chunk_id, score in top if chunk_id in rows),  # a chunk deleted between the queries is left out
         warnings,
+        timings,
     )
 
 
-def _channels(*, query: str, mode: Mode, scope: Scope, limit: int, warnings: list[str]) -> dict[str, list[Candidate]]:
+def _channels(
+    *, query: str, mode: Mode, scope: Scope, limit: int, warnings: list[str], timings: dict[str, float],
+) -> dict[str, list[Candidate]]:
     """The candidate lists: lexical, and one vector list per visible model.
 
     The query is embedded for every model in background threads while the
@@ -148,11 +165,16 @@ def _channels(*, query: str, mode: Mode, scope: Scope, limit: int, warnings: lis
     lists: dict[str, list[Candidate]] = {}
     failures: list[str] = []
     if mode in (Mode.HYBRID, Mode.LEXICAL):
-        _collect(lists, "lexical", lambda: lexical_candidates(query=query, scope=scope, limit=limit), failures)
-    for model in models:
-        _collect(lists, f"vector:{model.pk}",
-                 lambda model=model: vector_candidates(vector=embeddings[model.pk].result(), model=model, scope=scope, limit=limit),
+        _collect(lists, "lexical", lambda: _timed(timings, "lexical", lexical_candidates, query=query, scope=scope, limit=limit),
                  failures)
+
+    def vector_list(model: EmbeddingModel) -> list[Candidate]:
+        vector, seconds = _timed(timings, "embed_wait", embeddings[model.pk].result)
+        _timed_add(timings, "embed", seconds)
+        return _timed(timings, "vector", vector_candidates, vector=vector, model=model, scope=scope, limit=limit)
+
+    for model in models:
+        _collect(lists, f"vector:{model.pk}", lambda model=model: vector_list(model), failures)
     warnings.extend(failures)
     if failures and not lists:
         status = 503 if models else 500
@@ -161,8 +183,23 @@ def _channels(*, query: str, mode: Mode, scope: Scope, limit: int, warnings: lis
 
 
 def _embed(model: EmbeddingModel, query: str):
+    """The query's vector and the seconds the model took (the pool thread times it; the caller records it)."""
     embedder = embedder_for(provider=model.provider, name=model.name, device=settings.RAG_EMBEDDING_DEVICE)
-    return embedder.embed([query])[0]
+    started = time.perf_counter()
+    vector = embedder.embed([query])[0]
+    return vector, time.perf_counter() - started
+
+
+def _timed(timings: dict[str, float], stage: str, run, *args, **kwargs):
+    started = time.perf_counter()
+    try:
+        return run(*args, **kwargs)
+    finally:
+        _timed_add(timings, stage, time.perf_counter() - started)
+
+
+def _timed_add(timings: dict[str, float], stage: str, seconds: float) -> None:
+    timings[stage] = timings.get(stage, 0.0) + seconds * 1000.0
 
 
 def _collect(lists: dict[str, list[Candidate]], name: str, run, failures: list[str]) -> None:

@@ -33,6 +33,16 @@ def test_hybrid_search_finds_the_section_and_explains_itself(key_client, indexed
     assert top["channels"]["vector"]["rank"] == 1
 
 
+@pytest.mark.parametrize(("mode", "stages"), [("hybrid", {"embed", "embed_wait", "lexical", "vector", "search"}),
+                                             ("lexical", {"lexical", "search"})])
+def test_a_search_says_where_its_time_went_in_server_timing(key_client, indexed, mode, stages):
+    from retrieval.bench_load import server_timing_parse
+
+    timings = server_timing_parse(post(key_client, {"query": "nightly database backup", "mode": mode})["Server-Timing"])
+    assert set(timings) == stages
+    assert all(ms >= 0 for ms in timings.values())
+
+
 @pytest.mark.parametrize("mode", ["lexical", "vector"])
 def test_a_single_channel_can_be_asked_for(key_client, indexed, mode):
     hits = post(key_client, {"query": "pasta water", "mode": mode})

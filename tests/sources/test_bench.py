@@ -23,3 +23,35 @@ def test_the_chunk_bench_reports_every_file_and_language(tmp_path):
 def test_a_missing_directory_is_a_clear_error(tmp_path):
     with pytest.raises(CommandError, match="is not a directory"):
         call_command("rag_bench", "chunk", str(tmp_path / "nope"))
+
+
+@pytest.mark.django_db(transaction=True)  # the bench's web server reads the corpus from its own connection
+def test_the_search_bench_measures_every_mode_over_http():
+    out = StringIO()
+    call_command("rag_bench", "search", "--chunks", "2000", "--clients", "1", "--seconds", "1", "--json",
+                 "--embedded", "64", "--yes", stdout=out, stderr=StringIO())
+    report = json.loads(out.getvalue())
+    assert report["chunks"] == 2000
+    assert report["corpus"]["built"] is True
+    for mode in ("hybrid", "lexical", "vector"):
+        result = report["results"][mode]["1"]
+        assert result["errors"] == 0, result.get("error_examples")
+        assert result["requests"] > 0
+        for key in ("p50_ms", "p95_ms", "p99_ms", "max_ms", "qps"):
+            assert isinstance(result[key], float) and result[key] >= 0
+        assert isinstance(result["stages_ms"]["client"], float)
+    for measure in ("hnsw_recall_at_10", "lexical_agreement_at_10"):
+        accuracy = report["accuracy"][measure]
+        assert accuracy["queries"] > 0 and 0.0 <= accuracy["mean"] <= 1.0
+    # The corpus is visible to the bench's bot only; the bench's key is gone.
+    from retrieval.models import ApiKey
+    from sources.models import Source
+
+    assert Source.objects.get(key="bench:2000").bot_id == "rag-bench"
+    assert not ApiKey.objects.exists()
+
+
+@pytest.mark.django_db
+def test_the_search_bench_asks_before_writing_to_a_database_it_does_not_own():
+    with pytest.raises(CommandError, match="Pass --yes"):
+        call_command("rag_bench", "search", "--chunks", "10")

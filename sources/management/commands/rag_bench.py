@@ -1,4 +1,4 @@
-"""`manage.py rag_bench chunk|index PATH`: chunking and indexing throughput on a real tree."""
+"""`manage.py rag_bench chunk|index PATH` and `rag_bench search --chunks N`: speed, measured by the project itself."""
 
 import json
 from pathlib import Path
@@ -12,17 +12,39 @@ from sources.bench import chunk_bench, index_bench
 class Command(BaseCommand):
     help = (
         "Benchmarks. `chunk PATH`: chunk every text file under PATH; MB/s, files/s, chunks per language. "
-        "`index PATH`: raw encode vs end-to-end indexing throughput on the same chunks, and an unchanged re-verify."
+        "`index PATH`: raw encode vs end-to-end indexing throughput on the same chunks, and an unchanged re-verify. "
+        "`search --chunks N`: latency, throughput and accuracy of the search API over HTTP on an N-chunk corpus."
     )
 
     def add_arguments(self, parser) -> None:
-        parser.add_argument("what", choices=["chunk", "index"], help="What to measure.")
-        parser.add_argument("path", type=Path, help="Source tree to chunk.")
+        parser.add_argument("what", choices=["chunk", "index", "search"], help="What to measure.")
+        parser.add_argument("path", type=Path, nargs="?", help="chunk, index: the source tree.")
         parser.add_argument("--json", action="store_true", help="Print one JSON object instead of a table.")
         parser.add_argument("--max-chars", type=int, default=1500)
         parser.add_argument("--overlap", type=int, default=200)
+        search = parser.add_argument_group("search")
+        search.add_argument("--chunks", type=int, help="Corpus size (built once, reused while it stays this size).")
+        search.add_argument("--clients", default="1,16", help="Concurrent clients, comma-separated (default 1,16).")
+        search.add_argument("--seconds", type=float, default=10.0, help="Per mode and client count (default 10).")
+        search.add_argument("--modes", default="hybrid,lexical,vector", help="Search modes, comma-separated.")
+        search.add_argument("--contention", action="store_true",
+                            help="Also: one client's p95 idle and beside 4 clients sending the worst-case query.")
+        search.add_argument("--explain", action="store_true", help="Also: EXPLAIN ANALYZE of the worst-case lexical query.")
+        search.add_argument("--embedded", type=int,
+                            help="Chunks embedded with the real model (default 3000; the rest get mixtures of their vectors).")
+        search.add_argument("--seed", type=int, default=0)
+        search.add_argument("--url", default="", help="A running server to measure instead of starting one (needs --key).")
+        search.add_argument("--key", default="", help="With --url: an API key of bot rag-bench with no rate limit.")
+        search.add_argument("--yes", action="store_true",
+                            help="Allow writing the corpus to a database other than this checkout's embedded one.")
+        search.add_argument("--drop", action="store_true", help="Delete the bench corpus and stop.")
 
-    def handle(self, *args, what: str, path: Path, json: bool = False, **options) -> None:
+    def handle(self, *args, what: str, path: Path | None, json: bool = False, **options) -> None:
+        if what == "search":
+            self._search(as_json=json, **options)
+            return
+        if path is None:
+            raise CommandError(f"rag_bench {what} needs a PATH")
         if not path.is_dir():
             raise CommandError(f"{path} is not a directory")
         if what == "index":
@@ -56,6 +78,54 @@ class Command(BaseCommand):
         self.stdout.write(f"  end-to-end     {report['index_chunks_per_s']:>8} chunks/s")
         self.stdout.write(f"  ratio          {report['ratio']:>8}   (target >= 0.9)")
         self.stdout.write(f"  re-verify      {report['reverify_seconds']:>8} s, {report['reverify_embedded']} chunks embedded (unchanged tree)")
+
+    def _search(self, *, as_json: bool, **options) -> None:
+        from django.core.management import call_command
+
+        from retrieval.bench_report import report_lines
+        from retrieval.bench_search import SearchBenchOptions, database_is_embedded, search_bench
+        from retrieval.search import Mode
+        from sources.bench_corpus import bench_corpus_drop
+
+        call_command("migrate", interactive=False, verbosity=0)
+        if options["drop"]:
+            self.stdout.write(f"dropped the bench corpus ({bench_corpus_drop()} chunks)")
+            return
+        if options["chunks"] is None:
+            raise CommandError("rag_bench search needs --chunks N")
+        if not options["yes"] and not database_is_embedded():
+            raise CommandError(
+                "this database is not this checkout's embedded one (var/postgres): the bench adds a corpus of "
+                f"{options['chunks']} chunks to it (seen only by bot rag-bench's keys and superusers; "
+                "`rag_bench search --drop` removes it). Pass --yes to go ahead."
+            )
+        try:
+            bench = SearchBenchOptions(
+                chunks=options["chunks"], clients=tuple(_numbers(options["clients"], "--clients")),
+                seconds=options["seconds"], modes=tuple(Mode.parse(m) for m in _words(options["modes"])),
+                contention=options["contention"], url=options["url"], key=options["key"], embedded=options["embedded"],
+                seed=options["seed"], explain=options["explain"],
+            )
+            log = (lambda line: self.stderr.write(line)) if as_json else (lambda line: self.stdout.write(line))
+            report = search_bench(bench, log=log)
+        except ApplicationError as exc:
+            raise CommandError(exc.message) from None
+        if as_json:
+            self.stdout.write(_json(report))
+            return
+        for line in report_lines(report):
+            self.stdout.write(line)
+
+
+def _words(value: str) -> list[str]:
+    return [word for word in value.replace(" ", ",").split(",") if word]
+
+
+def _numbers(value: str, option: str) -> list[int]:
+    try:
+        return [int(word) for word in _words(value)]
+    except ValueError:
+        raise CommandError(f"{option} takes whole numbers separated by commas, got {value!r}") from None
 
 
 def _json(data: dict) -> str:

@@ -24,6 +24,15 @@ from sources.demo import demo_skills_load
 ADMIN_USERNAME = "admin"
 
 
+def web_command(*, python: str, bind: str) -> list[str]:
+    """The web server's command line (`rag_bench search` starts the same one)."""
+    # Threads, not one request per process: a slow client holds a thread,
+    # not a whole worker (under docker-compose the proxy buffers them).
+    return [python, "-m", "gunicorn", "rag_site.wsgi", f"--bind={bind}",
+            f"--workers={settings.RAG_WEB_WORKERS}", "--worker-class=gthread", f"--threads={settings.RAG_WEB_THREADS}",
+            "--access-logfile=-", "--timeout=120"]
+
+
 class Command(BaseCommand):
     help = "Start rag-site: migrations, admin user, demo content, Celery worker and beat, web server."
 
@@ -52,14 +61,7 @@ class Command(BaseCommand):
             [python, "-m", "celery", "-A", "rag_site", "beat", "--loglevel=INFO",
              f"--schedule={settings.VAR_DIR / 'celerybeat-schedule'}"],
         )
-        # Threads, not one request per process: a slow client holds a thread,
-        # not a whole worker (under docker-compose the proxy buffers them).
-        supervisor.start(
-            "web",
-            [python, "-m", "gunicorn", "rag_site.wsgi", f"--bind={settings.RAG_BIND}",
-             f"--workers={settings.RAG_WEB_WORKERS}", "--worker-class=gthread", f"--threads={settings.RAG_WEB_THREADS}",
-             "--access-logfile=-", "--timeout=120"],
-        )
+        supervisor.start("web", web_command(python=python, bind=settings.RAG_BIND))
         self._banner(password, supervisor.log_dir)
 
         # Handlers only raise a flag: a signal never lands in the middle of

@@ -1,0 +1,118 @@
+"""How close the fast channels come to exact search, for `rag_bench search`.
+
+- HNSW recall@10: the vector channel's first 10 (as the service asks for
+  them: RAG_SEARCH_CANDIDATES rows, RAG_HNSW_EF_SEARCH, iterative scan)
+  against the same SQL with index scans off, which sorts every vector in
+  scope; a hit at least as similar as the exact 10th counts as found.
+- Lexical agreement@10: the lexical channel's first 10 against BM25 computed
+  here, in Python, over every chunk in scope holding a query lexeme, with the
+  channel's definition (its query lexemes and word cap, field weights, k1, b,
+  N, average length over the matching chunks). Today's channel scores every
+  such chunk exactly, so anything below 1.0 is a finding; a channel that
+  scores fewer candidates (approximate top-k) would show its loss here.
+"""
+
+import math
+from collections import defaultdict
+
+from django.conf import settings
+from django.db import connection, transaction
+
+from retrieval import lexical
+from retrieval.channels import Scope, vector_candidates
+from retrieval.lexical import BM25_B, BM25_K1, FIELD_WEIGHTS, lexical_candidates
+from sources.embedding import embedder_for
+from sources.models import EmbeddingModel
+
+K = 10
+
+
+def hnsw_recall(*, queries: list[str], model: EmbeddingModel, scope: Scope) -> dict:
+    """Mean, min and count of recall@10 over ``queries``."""
+    embedder = embedder_for(provider=model.provider, name=model.name, device=settings.RAG_EMBEDDING_DEVICE)
+    recalls = []
+    for vector in embedder.embed(queries):
+        approximate = vector_candidates(vector=vector, model=model, scope=scope, limit=settings.RAG_SEARCH_CANDIDATES)[:K]
+        with transaction.atomic(), connection.cursor() as cursor:
+            # HNSW is only ever used by an index scan; without one PostgreSQL sorts every row.
+            cursor.execute("SET LOCAL enable_indexscan = off")
+            exact = vector_candidates(vector=vector, model=model, scope=scope, limit=K)
+        if exact:
+            # As ann-benchmarks counts it: a hit as near as the exact 10th is right (duplicate
+            # chunks have equal vectors, and which of them the exact sort lists is arbitrary).
+            tenth = exact[-1].score - 1e-6
+            recalls.append(sum(1 for c in approximate if c.score >= tenth) / len(exact))
+    return _stats(recalls)
+
+
+def lexical_agreement(*, queries: list[str], scope: Scope) -> dict:
+    """Mean, min and count of the top-10 overlap with exhaustive BM25 (ties at the 10th score count as agreeing)."""
+    agreements = []
+    for query in queries:
+        if lexical._OPERATORS.search(query):  # phrases and exclusions filter further; the reference knows none
+            continue
+        reference = bm25_reference(query=query, scope=scope)
+        if not reference:  # no indexable word: the channel's substring fallback, not BM25
+            continue
+        found = [c.chunk_id for c in lexical_candidates(query=query, scope=scope, limit=settings.RAG_SEARCH_CANDIDATES)[:K]]
+        ranked = sorted(reference.items(), key=lambda item: (-item[1], item[0]))
+        tenth = ranked[min(K, len(ranked)) - 1][1]
+        best = {chunk_id for chunk_id, score in ranked if score >= tenth - 1e-9 * max(1.0, abs(tenth))}
+        agreements.append(len(set(found) & best) / min(K, len(ranked)))
+    return _stats(agreements)
+
+
+_REFERENCE_ROWS = """
+    WITH q AS (
+        SELECT array_agg(lexeme) AS terms, string_agg(quote_literal(lexeme), ' | ')::tsquery AS query
+        FROM ({lexemes}) AS words
+    )
+    SELECT c.id, length(c.search_vector), u.lexeme, u.weights
+    FROM sources_chunk c JOIN sources_source s ON s.id = c.source_id, q, unnest(c.search_vector) AS u
+    WHERE c.search_vector @@ q.query AND {where} AND u.lexeme = ANY(q.terms)
+"""
+
+# The channel's N: the planner's row estimate scaled to the table's pages now.
+_N = """
+    SELECT CASE WHEN reltuples > 0 AND relpages > 0
+                THEN reltuples / relpages * (pg_relation_size(oid) / current_setting('block_size')::int)
+                ELSE (SELECT count(*) FROM sources_chunk) END
+    FROM pg_class WHERE oid = 'sources_chunk'::regclass
+"""
+
+
+def bm25_reference(*, query: str, scope: Scope) -> dict[int, float]:
+    """BM25 of every chunk in scope that holds one of the query's lexemes (empty: the query has none)."""
+    query = " ".join(query.split()[: settings.RAG_LEXICAL_MAX_WORDS])  # the channel's word cap
+    where, params = scope.sql_named()
+    params["query"] = query
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT count(*) FROM ({lexical._QUERY_LEXEMES}) AS words", params)
+        if cursor.fetchone()[0] == 0:
+            return {}
+        cursor.execute(_REFERENCE_ROWS.format(lexemes=lexical._QUERY_LEXEMES, where=where), params)
+        rows = cursor.fetchall()
+        cursor.execute(_N)
+        estimate = float(cursor.fetchone()[0])
+    lengths: dict[int, int] = {}
+    tf: dict[int, dict[str, float]] = defaultdict(dict)
+    df: dict[str, int] = defaultdict(int)
+    for chunk_id, length, lexeme, weights in rows:
+        lengths[chunk_id] = length
+        tf[chunk_id][lexeme] = sum(FIELD_WEIGHTS.get(w, 1.0) for w in weights)
+        df[lexeme] += 1
+    if not lengths:
+        return {}
+    n = max(estimate, len(lengths))
+    average = sum(lengths.values()) / len(lengths)
+    idf = {lexeme: math.log(1 + (n - count + 0.5) / (count + 0.5)) for lexeme, count in df.items()}
+    return {
+        chunk_id: sum(idf[lexeme] * f * (BM25_K1 + 1) / (f + BM25_K1 * (1 - BM25_B + BM25_B * lengths[chunk_id] / average))
+                      for lexeme, f in terms.items())
+        for chunk_id, terms in tf.items()
+    }
+
+
+def _stats(values: list[float]) -> dict:
+    return {"mean": round(sum(values) / len(values), 4) if values else None,
+            "min": round(min(values), 4) if values else None, "queries": len(values)}
