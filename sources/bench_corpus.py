@@ -153,7 +153,14 @@ def bench_source(*, chunks: int, embedded: int, seed: int) -> Source | None:
 
 
 def bench_corpus_drop() -> int:
-    """Remove every bench corpus; returns the chunks deleted. VACUUM clears their index entries."""
+    """Remove every bench corpus; returns the chunks deleted.
+
+    The chunk table's indexes are rebuilt afterwards: VACUUM alone leaves an
+    HNSW index at the size of its largest corpus, and PostgreSQL then priced
+    a 10k corpus's vector query above a sequential scan (measured: 41 ms per
+    query and recall 1.0, against 2 ms with a rebuilt index). CONCURRENTLY,
+    so searches on a shared database (--yes) go on meanwhile.
+    """
     ids = list(Source.objects.filter(key__startswith=KEY_PREFIX, bot_id=BENCH_BOT).values_list("pk", flat=True))
     if not ids:
         return 0
@@ -161,7 +168,8 @@ def bench_corpus_drop() -> int:
         cursor.execute("DELETE FROM sources_chunk WHERE source_id = ANY(%s)", [ids])
         deleted = cursor.rowcount
         Source.objects.filter(pk__in=ids).delete()
-        if not connection.in_atomic_block:
+        if not connection.in_atomic_block:  # neither may run inside a transaction
+            cursor.execute("REINDEX TABLE CONCURRENTLY sources_chunk")
             cursor.execute("VACUUM ANALYZE sources_chunk")
     return deleted
 
