@@ -177,8 +177,10 @@ def _channels(
         _collect(lists, f"vector:{model.pk}", lambda model=model: vector_list(model), failures)
     warnings.extend(failures)
     if failures and not lists:
-        status = 503 if models else 500
-        raise ApplicationError(f"search failed: {failures[0]}", status=status, details=failures)
+        # Every list failed (a model that would not load, SQL cancelled by the
+        # statement timeout, a database error): the service cannot answer now,
+        # and the details say why. Never a 500: the caller sent nothing wrong.
+        raise ApplicationError(f"search failed: {failures[0]}", status=503, details=failures)
     return lists
 
 
