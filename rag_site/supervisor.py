@@ -154,3 +154,15 @@ def _end_group(group: int) -> None:
         os.killpg(group, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass
+
+
+def process_stop(process: subprocess.Popen, timeout: float = 30.0) -> None:
+    """SIGTERM one child process (a warm shutdown), SIGKILL it if it has not exited after ``timeout``."""
+    if process.poll() is not None:
+        return
+    process.terminate()
+    try:
+        process.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()

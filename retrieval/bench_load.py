@@ -18,6 +18,7 @@ from urllib.parse import quote, urlsplit, urlunsplit
 
 import numpy as np
 
+from rag_site.supervisor import process_stop
 from retrieval.bench_queries import QueryKind
 from retrieval.search import STAGES
 
@@ -199,10 +200,4 @@ def web_server(*, database_url: str, log_path: Path) -> Iterator[str]:
             time.sleep(0.2)
         yield url
     finally:
-        if process.poll() is None:
-            process.terminate()
-            try:
-                process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+        process_stop(process)

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from rag_site.supervisor import process_stop
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -41,12 +43,7 @@ def running_worker(name: str = "test-worker", *, pool: str = "solo", **env: str)
                 raise RuntimeError(f"the Celery worker did not start:\n{log_path.read_text()[-3000:]}")
         yield process
     finally:
-        if process.poll() is None:
-            process.terminate()
-            try:
-                process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                process.kill()
+        process_stop(process)
 
 
 @contextlib.contextmanager
