@@ -172,6 +172,13 @@ CELERY_TIMEZONE = TIME_ZONE
 RAG_EMBEDDING_MODEL = env_str("RAG_EMBEDDING_MODEL", "all-MiniLM-L6-v2")
 RAG_EMBEDDING_DEVICE = env_str("RAG_EMBEDDING_DEVICE", "cpu")
 RAG_EMBED_BATCH_SIZE = env_int("RAG_EMBED_BATCH_SIZE", 64, minimum=1, maximum=4096)
+# Intra-op threads of the local models per process; 0 = torch's default (one
+# per core). Web processes default to 1 (rag_site/wsgi.py): measured 8x the
+# vector searches per second at 16 clients on 2 cores. Read when a model loads.
+RAG_TORCH_THREADS = env_int("RAG_TORCH_THREADS", 0, minimum=0, maximum=256)
+# Query embeddings kept per process (same text and model: no model call),
+# least recently used first out; 0 turns the cache off.
+RAG_QUERY_EMBEDDING_CACHE = env_int("RAG_QUERY_EMBEDDING_CACHE", 1024, minimum=0)
 # Indexing collects this many chunks (across files) before embedding them in
 # one call: sentence-transformers sorts a call's texts by length, so large
 # calls pad less. Measured with `rag_bench index` (see README).
@@ -256,6 +263,14 @@ RAG_RERANK_SCORE_THRESHOLD = env_float("RAG_RERANK_SCORE_THRESHOLD", 0.01, minim
 # OR-ed word widens its candidates), and every channel's SQL is cancelled past
 # the timeout (the channel is then skipped with a warning, like a failing one).
 RAG_LEXICAL_MAX_WORDS = env_int("RAG_LEXICAL_MAX_WORDS", 32, minimum=1, maximum=1000)
+# Postings the lexical channel reads per query, shared among its words (rare
+# words first, each at least the candidates asked for): its cost, whatever
+# the corpus size. More reads common words deeper (closer to exhaustive
+# BM25, see `rag_bench search`'s lexical agreement), at a linear cost.
+RAG_LEXICAL_POSTINGS = env_int("RAG_LEXICAL_POSTINGS", 8000, minimum=100, maximum=1_000_000)
+# A query with no indexable word (stop words, punctuation such as "->") is
+# matched as text in at most this many of the newest chunks in scope.
+RAG_LEXICAL_SUBSTRING_SCAN = env_int("RAG_LEXICAL_SUBSTRING_SCAN", 2_000, minimum=100)
 RAG_SEARCH_STATEMENT_TIMEOUT_MS = env_int("RAG_SEARCH_STATEMENT_TIMEOUT_MS", 1500, minimum=10)
 # HNSW candidate list at query time (pgvector's default is 40).
 RAG_HNSW_EF_SEARCH = env_int("RAG_HNSW_EF_SEARCH", 100, minimum=1, maximum=1000)

@@ -3,5 +3,8 @@ import os
 from django.core.wsgi import get_wsgi_application
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "rag_site.settings")
+# A web process answers many small queries at once: one torch thread each
+# (sources/embedding/local.py, torch_threads_apply); set it to override.
+os.environ.setdefault("RAG_TORCH_THREADS", "1")
 
 application = get_wsgi_application()

@@ -5,11 +5,13 @@
   against the same SQL with index scans off, which sorts every vector in
   scope; a hit at least as similar as the exact 10th counts as found.
 - Lexical agreement@10: the lexical channel's first 10 against BM25 computed
-  here, in Python, over every chunk in scope holding a query lexeme, with the
-  channel's definition (its query lexemes and word cap, field weights, k1, b,
-  N, average length over the matching chunks). Today's channel scores every
-  such chunk exactly, so anything below 1.0 is a finding; a channel that
-  scores fewer candidates (approximate top-k) would show its loss here.
+  here, in Python, from the chunks' stored vectors alone (not the postings
+  index): every chunk in scope holding a query lexeme, with the channel's
+  definition (its query lexemes and word cap, field weights, k1, b) and the
+  statistics of the visible collection (N, average length and document
+  frequencies over every chunk in scope, counted here). The channel reads
+  each common word's postings to a bounded depth (approximate top-k); what
+  that costs in agreement shows here.
 """
 
 import math
@@ -72,12 +74,10 @@ _REFERENCE_ROWS = """
     WHERE c.search_vector @@ q.query AND {where} AND u.lexeme = ANY(q.terms)
 """
 
-# The channel's N: the planner's row estimate scaled to the table's pages now.
-_N = """
-    SELECT CASE WHEN reltuples > 0 AND relpages > 0
-                THEN reltuples / relpages * (pg_relation_size(oid) / current_setting('block_size')::int)
-                ELSE (SELECT count(*) FROM sources_chunk) END
-    FROM pg_class WHERE oid = 'sources_chunk'::regclass
+# The visible collection, counted from the chunks themselves.
+_COLLECTION = """
+    SELECT count(*), coalesce(sum(length(c.search_vector)), 0)
+    FROM sources_chunk c JOIN sources_source s ON s.id = c.source_id WHERE {where}
 """
 
 
@@ -87,24 +87,20 @@ def bm25_reference(*, query: str, scope: Scope) -> dict[int, float]:
     where, params = scope.sql_named()
     params["query"] = query
     with connection.cursor() as cursor:
-        cursor.execute(f"SELECT count(*) FROM ({lexical._QUERY_LEXEMES}) AS words", params)
-        if cursor.fetchone()[0] == 0:
-            return {}
         cursor.execute(_REFERENCE_ROWS.format(lexemes=lexical._QUERY_LEXEMES, where=where), params)
         rows = cursor.fetchall()
-        cursor.execute(_N)
-        estimate = float(cursor.fetchone()[0])
+        cursor.execute(_COLLECTION.format(where=where), params)
+        n, total_length = cursor.fetchone()
     lengths: dict[int, int] = {}
     tf: dict[int, dict[str, float]] = defaultdict(dict)
     df: dict[str, int] = defaultdict(int)
     for chunk_id, length, lexeme, weights in rows:
         lengths[chunk_id] = length
-        tf[chunk_id][lexeme] = sum(FIELD_WEIGHTS.get(w, 1.0) for w in weights)
+        tf[chunk_id][lexeme] = sum(FIELD_WEIGHTS.get(w, 1.0) for w in weights) or 1.0
         df[lexeme] += 1
     if not lengths:
         return {}
-    n = max(estimate, len(lengths))
-    average = sum(lengths.values()) / len(lengths)
+    average = total_length / n
     idf = {lexeme: math.log(1 + (n - count + 0.5) / (count + 0.5)) for lexeme, count in df.items()}
     return {
         chunk_id: sum(idf[lexeme] * f * (BM25_K1 + 1) / (f + BM25_K1 * (1 - BM25_B + BM25_B * lengths[chunk_id] / average))

@@ -63,14 +63,21 @@ class Scope:
 
     def sql_named(self) -> tuple[str, dict]:
         """``sql()`` with named placeholders (%(scope0)s, ...) for queries using named parameters."""
-        where, params = self.sql()
-        names = [f"scope{i}" for i in range(len(params))]
-        return where.replace("%s", "{}").format(*(f"%({name})s" for name in names)), dict(zip(names, params))
+        return _named(*self.sql())
+
+    def source_sql_named(self) -> tuple[str, dict]:
+        """``source_sql()`` with named placeholders, like ``sql_named()``."""
+        return _named(*self.source_sql())
 
     def source_ids_sql(self, *, enabled_only: bool = True) -> RawSQL:
         """The visible sources' ids as a subquery, for ORM filters (``source__in=scope.source_ids_sql()``)."""
         where, params = self.source_sql(enabled_only=enabled_only)
         return RawSQL(f"SELECT s.id FROM sources_source s WHERE {where}", params)
+
+
+def _named(where: str, params: list) -> tuple[str, dict]:
+    names = [f"scope{i}" for i in range(len(params))]
+    return where.replace("%s", "{}").format(*(f"%({name})s" for name in names)), dict(zip(names, params))
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,15 +1,29 @@
-"""The lexical channel: BM25 computed in SQL over the full-text candidates.
+"""The lexical channel: Okapi BM25 over impact-ordered postings, in SQL.
 
 PostgreSQL's ``ts_rank`` has no inverse document frequency: a query's
-commonest word counts as much as its rarest. BM25 here is Okapi BM25 over
-the GIN-filtered candidates (chunks matching any query lexeme, inside the
-scope), with term frequencies read from the stored weighted tsvector:
-an occurrence in the symbol or path (A) counts 4 times, in a heading (B)
-twice, in the body (C) once. Measured with ``rag_eval`` (README, "Retrieval
-quality"); ``RAG_LEXICAL_RANKING=ts_rank`` keeps the old ranking for comparison.
+commonest word counts as much as its rarest. This channel scores Okapi BM25
+with term frequencies from the stored weighted tsvector (an occurrence in
+the symbol or path (A) counts 4 times, in a heading (B) twice, in the body
+(C) once) and collection statistics over exactly the chunks the caller may
+see: N, the average length and each word's document frequency.
+
+Cost: each query word's postings (retrieval/models/lexical.py) are read
+best first, rare words first and in full, common words to a bounded depth
+(``RAG_LEXICAL_POSTINGS`` rows in all), so a query reads a few thousand
+index entries whatever the size of the corpus. The best candidates are then
+scored exactly: the words a candidate was not read for are looked up by key.
+A chunk can only be missed if it is in no word's list, which takes a common
+word's best postings to be outscored by one it holds weakly (measured by
+``rag_bench search`` as top-10 agreement with exhaustive BM25).
+
+``RAG_LEXICAL_RANKING=ts_rank`` keeps the old exhaustive ``ts_rank`` for
+comparison. A query with no indexable word falls back to a bounded
+substring match.
 """
 
+import math
 import re
+from dataclasses import dataclass
 
 from django.conf import settings
 from django.db import connection
@@ -20,11 +34,26 @@ from sources.models import IDENTIFIER_CAMEL, IDENTIFIER_SEPARATORS
 
 # Robertson's textbook constants; k1=0.9, b=0.4 (Anserini's MS MARCO values)
 # measured 0.740 against 0.737 on msmarco-5k but lost 0.045 hit@5 on click.
+# The index's triggers hold copies of these (retrieval/migrations/_lexical_sql.py).
 BM25_K1 = 1.2
 BM25_B = 0.75
 # A heavier symbol/path weight than 2x measured +0.025 lexical hit@5 on
 # click and no change on msmarco-5k.
 FIELD_WEIGHTS = {"A": 4.0, "B": 2.0, "C": 1.0}
+# The impact's stand-in for the average length (distinct lexemes per chunk).
+REFERENCE_LENGTH = 40.0
+# Reading a word's postings source by source costs one index probe per
+# visible source; about this many postings read in impact order cost the same.
+PROBE_COST = 4
+# Candidates scored exactly: up to RESCORE_FACTOR per result asked for (room
+# for a chunk that ranked low on partial scores to climb into the results),
+# as far as RESCORE_PROBES key look-ups allow, never fewer than asked for.
+# On the 100k bench corpus, 1x/2x/4x gave top-10 agreement 0.972/0.981/0.995
+# for questions, names and common words at RAG_LEXICAL_POSTINGS=8000.
+RESCORE_FACTOR = 4
+RESCORE_PROBES = 1000
+# Words scored per query, the rarest kept (RAG_LEXICAL_MAX_WORDS words seldom make more).
+MAX_TERMS = 63
 
 
 # The query's lexemes: those of the text as typed (they match whole
@@ -46,90 +75,252 @@ _QUERY_LEXEMES = f"""
 # stays BM25 over all its words.
 _OPERATORS = re.compile(r'"[^"]+"|(?:^|\s)-\w')
 
+_VISIBLE = "SELECT s.id, s.active_generation AS generation FROM sources_source s WHERE {where}"
 
-def lexical_candidates(*, query: str, scope: Scope, limit: int, ranking: LexicalRanking | None = None) -> list[Candidate]:
+
+@dataclass(frozen=True, slots=True)
+class Term:
+    lexeme: str
+    df: int  # chunks in scope holding it
+    df_all: int  # chunks anywhere holding it
+
+
+@dataclass(frozen=True, slots=True)
+class Collection:
+    """The caller's visible collection: its size, average length and the query's words in it."""
+
+    sources: int
+    chunks: int
+    total_length: int
+    terms: tuple[Term, ...]
+    words: int  # the query's lexemes, found in scope or not
+
+    @property
+    def average_length(self) -> float:
+        return self.total_length / self.chunks if self.chunks else 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class TermRead:
+    """How one word's postings are read: ``depth`` of them best first, or all of them source by source."""
+
+    term: Term
+    depth: int
+    by_source: bool
+
+    @property
+    def complete(self) -> bool:
+        return self.by_source or self.depth >= self.term.df
+
+
+def lexical_candidates(
+    *, query: str, scope: Scope, limit: int, ranking: LexicalRanking | None = None, warnings: list[str] | None = None,
+) -> list[Candidate]:
     """The best ``limit`` chunks for the query's words, inside the scope.
 
     Any word may match; "quoted phrases" and -exclusions are honoured.
 
     A query with no indexable word (only stop words or punctuation, such as
     "->" or "to be or not to be") falls back to a case-insensitive substring
-    match on the chunk text, ranked by the number of occurrences.
+    match on the newest RAG_LEXICAL_SUBSTRING_SCAN chunks in scope, ranked by
+    the number of occurrences (a note in ``warnings`` says when more exist).
     """
     ranking = ranking or settings.RAG_LEXICAL_RANKING
-    # The cost grows with the words (each OR-ed word widens the candidates):
-    # past RAG_LEXICAL_MAX_WORDS the rest of a long query is left to the vector channel.
+    # Each word adds a list to read: past RAG_LEXICAL_MAX_WORDS the rest of
+    # a long query is left to the vector channel.
     query = " ".join(query.split()[: settings.RAG_LEXICAL_MAX_WORDS])
-    where, params = scope.sql_named()
-    params.update(query=query, limit=limit, operators=bool(_OPERATORS.search(query)), a=FIELD_WEIGHTS["A"], b=FIELD_WEIGHTS["B"], c=FIELD_WEIGHTS["C"])
+    collection = collection_statistics(query=query, scope=scope)
+    if collection.words == 0:
+        return _substring(query=query, scope=scope, limit=limit, collection=collection, warnings=warnings)
+    if ranking == LexicalRanking.TS_RANK:
+        return _ts_rank(query=query, scope=scope, limit=limit)
+    if not collection.terms or not collection.chunks:
+        return []
+    reads = read_plan(collection, limit=limit, budget=settings.RAG_LEXICAL_POSTINGS)
+    return _bm25(query=query, scope=scope, limit=limit, collection=collection, reads=reads)
+
+
+_COLLECTION = """
+    WITH vis AS MATERIALIZED ({visible}),
+    coll AS (
+        SELECT count(*) AS sources, coalesce(sum(l.chunks), 0) AS chunks, coalesce(sum(l.total_dl), 0) AS total
+        FROM vis LEFT JOIN retrieval_lexical_source l ON l.source_id = vis.id AND l.generation = vis.generation
+    )
+    SELECT coll.sources, coll.chunks, coll.total, w.lexeme,
+           (SELECT coalesce(sum(t.df), 0) FROM retrieval_term t JOIN vis ON t.source_id = vis.id AND t.generation = vis.generation
+            WHERE t.lexeme = w.lexeme),
+           (SELECT coalesce(sum(t.df), 0) FROM retrieval_term t WHERE t.lexeme = w.lexeme)
+    FROM coll LEFT JOIN ({lexemes}) AS w ON TRUE
+"""
+
+
+def collection_statistics(*, query: str, scope: Scope) -> Collection:
+    """One round trip: the visible collection's size and length, and each query word's document frequencies."""
+    where, params = scope.source_sql_named()
+    params["query"] = query
     with connection.cursor() as cursor:
-        cursor.execute(f"SELECT count(*) FROM ({_QUERY_LEXEMES}) AS words", params)
-        sql = _SUBSTRING if cursor.fetchone()[0] == 0 else _BM25 if ranking == LexicalRanking.BM25 else _TS_RANK
-        cursor.execute(sql.format(lexemes=_QUERY_LEXEMES, where=where, k1=BM25_K1, b=BM25_B), params)
+        cursor.execute(_COLLECTION.format(visible=_VISIBLE.format(where=where), lexemes=_QUERY_LEXEMES), params)
+        rows = cursor.fetchall()
+    sources, chunks, total = rows[0][:3]
+    words = [row for row in rows if row[3] is not None]
+    terms = tuple(Term(lexeme=row[3], df=int(row[4]), df_all=int(row[5])) for row in words if row[4] > 0)
+    return Collection(sources=int(sources), chunks=int(chunks), total_length=int(total), terms=terms, words=len(words))
+
+
+def read_plan(collection: Collection, *, limit: int, budget: int) -> list[TermRead]:
+    """How deep to read each word: rare words first and in full, then the budget shared among the rest.
+
+    Every word reads at least ``limit`` postings, so each can bring its own
+    best chunks. A word read best first through the impact index passes over
+    other callers' postings on the way (``df_all / df`` of them per visible
+    one); when reading every visible posting source by source is cheaper,
+    that is done instead, and it is complete.
+    """
+    reads = []
+    remaining = budget
+    # The rarest MAX_TERMS: which lists a chunk was found in is a 64-bit set.
+    terms = sorted(collection.terms, key=lambda t: (t.df, t.lexeme))[:MAX_TERMS]
+    for number, term in enumerate(terms):
+        share = max(limit, remaining // (len(terms) - number))
+        depth = min(term.df, share)
+        remaining = max(0, remaining - depth)
+        impact_cost = min(term.df_all, depth * term.df_all / term.df)
+        by_source = collection.sources * PROBE_COST + term.df < impact_cost
+        reads.append(TermRead(term=term, depth=term.df if by_source else depth, by_source=by_source))
+    return reads
+
+
+def _bm25(*, query: str, scope: Scope, limit: int, collection: Collection, reads: list[TermRead]) -> list[Candidate]:
+    where, params = scope.source_sql_named()
+    lists = []
+    for number, read in enumerate(reads, start=1):
+        params[f"w{number}"] = read.term.lexeme
+        if read.by_source:
+            lists.append(f"""(SELECT p.chunk_id, p.source_id, p.generation, p.tf, p.dl, {number} AS term
+                FROM vis JOIN retrieval_posting p
+                  ON p.source_id = vis.id AND p.generation = vis.generation AND p.lexeme = %(w{number})s)""")
+        else:
+            lists.append(f"""(SELECT p.chunk_id, p.source_id, p.generation, p.tf, p.dl, {number} AS term
+                FROM retrieval_posting p
+                WHERE p.lexeme = %(w{number})s AND (p.source_id, p.generation) IN (SELECT id, generation FROM vis)
+                ORDER BY p.impact DESC LIMIT {int(read.depth)})""")
+    n = float(collection.chunks)
+    idf = [_idf(n, read.term.df) for read in reads]
+    incomplete = [number for number, read in enumerate(reads, start=1) if not read.complete]
+    operators = bool(_OPERATORS.search(query))
+    params.update(
+        query=query, words=[read.term.lexeme for read in reads], idf=idf, incomplete=incomplete, avgdl=collection.average_length,
+        rescore=_rescored(limit, len(incomplete)), limit=limit, k1=BM25_K1, b=BM25_B,
+    )
+    sql = _BM25.format(
+        visible=_VISIBLE.format(where=where), lists="\n UNION ALL ".join(lists),
+        operators=_OPERATOR_FILTER if operators else "",
+        score=_TERM_SCORE.format(tf="h.tf", dl="h.dl", term="h.term"),
+        missing_score=_TERM_SCORE.format(tf="p.tf", dl="p.dl", term="x.term"),
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
         rows = cursor.fetchall()
     return [Candidate(chunk_id=row[0], rank=rank, score=float(row[1])) for rank, row in enumerate(rows, start=1)]
 
 
-_CANDIDATES = """
-    q AS (
-        SELECT array_agg(lexeme) AS terms, string_agg(quote_literal(lexeme), ' | ')::tsquery AS query
-        FROM ({lexemes}) AS words
-    ),
-    cand AS MATERIALIZED (
-        SELECT c.id, c.search_vector AS sv, length(c.search_vector) AS dl
-        FROM sources_chunk c JOIN sources_source s ON s.id = c.source_id, q
-        WHERE c.search_vector @@ q.query AND {where}
-          AND (NOT %(operators)s OR c.search_vector @@ websearch_to_tsquery('english', %(query)s))
-    )
-"""
+def _rescored(limit: int, incomplete: int) -> int:
+    if not incomplete:  # every list read in full: the partial scores are the exact ones
+        return limit
+    return max(limit, min(limit * RESCORE_FACTOR, RESCORE_PROBES // incomplete))
 
-# N is the table's row count as the planner estimates it: the last ANALYZE's
-# rows per page times the pages now (an exact per-scope count would cost a
-# scan per query). A table never analyzed since it filled (reltuples -1 or
-# no pages then) is counted; without that, N fell to the candidate count and
-# IDF nearly vanished (click hit@5 0.583 instead of 0.658). Document frequency
-# and average length come from the candidates. Length is the number of
-# distinct lexemes, which the tsvector stores.
-_BM25 = "WITH" + _CANDIDATES + """,
-    tf AS (
-        SELECT cand.id, cand.dl, u.lexeme,
-               (SELECT sum(CASE w WHEN 'A' THEN %(a)s WHEN 'B' THEN %(b)s WHEN 'C' THEN %(c)s ELSE 1.0 END)
-                FROM unnest(u.weights) AS w) AS tf
-        FROM cand, q, unnest(cand.sv) AS u
-        WHERE u.lexeme = ANY(q.terms)
+
+def _idf(n: float, df: int) -> float:
+    return math.log(1 + (n - df + 0.5) / (df + 0.5))
+
+
+# float8 throughout: a bare 0.75 is numeric in PostgreSQL, and numeric arithmetic per posting cost a third of the query.
+_TERM_SCORE = ("(%(idf)s::float8[])[{term}] * {tf} * (%(k1)s::float8 + 1)"
+               " / ({tf} + %(k1)s::float8 * (1 - %(b)s::float8 + %(b)s::float8 * {dl} / %(avgdl)s::float8))")
+
+
+# Phrases and exclusions: checked on the candidates' stored vectors.
+_OPERATOR_FILTER = """JOIN sources_chunk c ON c.id = scored.chunk_id
+    AND c.search_vector @@ websearch_to_tsquery('english', %(query)s)"""
+
+# hits: each word's postings as read. scored: partial BM25, from the lists a
+# chunk was found in. top: the best of those. missing: for them, the words
+# whose lists were cut short, looked up by key. Exact scores, best first.
+_BM25 = """
+    WITH vis AS MATERIALIZED ({visible}),
+    hits AS ({lists}),
+    scored AS (
+        SELECT h.chunk_id, min(h.source_id) AS source_id, min(h.generation) AS generation, sum({score}) AS score,
+               bit_or(1::bigint << (h.term - 1)) AS seen
+        FROM hits h GROUP BY h.chunk_id
     ),
-    df AS (SELECT lexeme, count(*) AS df FROM tf GROUP BY lexeme),
-    stats AS (
-        SELECT greatest(
-                   (SELECT CASE WHEN reltuples > 0 AND relpages > 0
-                                THEN reltuples / relpages
-                                     * (pg_relation_size(oid) / current_setting('block_size')::int)
-                                ELSE (SELECT count(*) FROM sources_chunk) END
-                    FROM pg_class WHERE oid = 'sources_chunk'::regclass),
-                   (SELECT count(*) FROM cand))::float8 AS n,
-               (SELECT avg(dl) FROM cand)::float8 AS avgdl
+    top AS MATERIALIZED (
+        SELECT scored.* FROM scored {operators}
+        ORDER BY scored.score DESC, scored.chunk_id LIMIT %(rescore)s
+    ),
+    missing AS (
+        SELECT top.chunk_id, sum({missing_score}) AS score
+        FROM top CROSS JOIN unnest(%(incomplete)s::int[]) AS x(term)
+        CROSS JOIN LATERAL (
+            SELECT p.tf, p.dl FROM retrieval_posting p
+            WHERE p.source_id = top.source_id AND p.generation = top.generation
+              AND p.lexeme = (%(words)s::text[])[x.term] AND p.chunk_id = top.chunk_id
+            LIMIT 1  -- kept a probe by key per pair: flattened, the planner joined whole posting lists
+        ) AS p
+        WHERE top.seen & (1::bigint << (x.term - 1)) = 0
+        GROUP BY top.chunk_id
     )
-    SELECT tf.id, sum(
-        ln(1 + (stats.n - df.df + 0.5) / (df.df + 0.5))
-        * tf.tf * ({k1} + 1) / (tf.tf + {k1} * (1 - {b} + {b} * tf.dl / stats.avgdl))
-    ) AS score
-    FROM tf JOIN df USING (lexeme), stats
-    GROUP BY tf.id
-    ORDER BY score DESC, tf.id
+    SELECT top.chunk_id, top.score + coalesce(missing.score, 0) AS score
+    FROM top LEFT JOIN missing USING (chunk_id)
+    ORDER BY score DESC, top.chunk_id
     LIMIT %(limit)s
 """
 
-_TS_RANK = "WITH" + _CANDIDATES + """
-    SELECT cand.id, ts_rank(cand.sv, q.query, 1) AS score
-    FROM cand, q
-    ORDER BY score DESC, cand.id
+
+def _ts_rank(*, query: str, scope: Scope, limit: int) -> list[Candidate]:
+    """PostgreSQL's ts_rank over every chunk in scope holding a query word (exhaustive; a comparison, not the default)."""
+    where, params = scope.sql_named()
+    params.update(query=query, limit=limit, operators=bool(_OPERATORS.search(query)))
+    with connection.cursor() as cursor:
+        cursor.execute(_TS_RANK.format(lexemes=_QUERY_LEXEMES, where=where), params)
+        rows = cursor.fetchall()
+    return [Candidate(chunk_id=row[0], rank=rank, score=float(row[1])) for rank, row in enumerate(rows, start=1)]
+
+
+_TS_RANK = """
+    WITH q AS (
+        SELECT string_agg(quote_literal(lexeme), ' | ')::tsquery AS query FROM ({lexemes}) AS words
+    )
+    SELECT c.id, ts_rank(c.search_vector, q.query, 1) AS score
+    FROM sources_chunk c JOIN sources_source s ON s.id = c.source_id, q
+    WHERE c.search_vector @@ q.query AND {where}
+      AND (NOT %(operators)s OR c.search_vector @@ websearch_to_tsquery('english', %(query)s))
+    ORDER BY score DESC, c.id
     LIMIT %(limit)s
 """
+
+
+def _substring(*, query: str, scope: Scope, limit: int, collection: Collection, warnings: list[str] | None) -> list[Candidate]:
+    """Chunks holding the text as typed, among the newest RAG_LEXICAL_SUBSTRING_SCAN in scope (bounded, never a full scan)."""
+    scan = settings.RAG_LEXICAL_SUBSTRING_SCAN
+    where, params = scope.sql_named()
+    params.update(query=query, limit=limit, scan=scan)
+    with connection.cursor() as cursor:
+        cursor.execute(_SUBSTRING.format(where=where), params)
+        rows = cursor.fetchall()
+    if collection.chunks > scan and warnings is not None:
+        warnings.append(f"lexical: the query has no indexable word, so it was matched as text in the newest {scan:,} "
+                        f"of {collection.chunks:,} chunks (RAG_LEXICAL_SUBSTRING_SCAN)")
+    return [Candidate(chunk_id=row[0], rank=rank, score=float(row[1])) for rank, row in enumerate(rows, start=1)]
+
 
 _SUBSTRING = """
-    SELECT c.id, (length(c.content) - length(replace(lower(c.content), lower(%(query)s), ''))) / length(%(query)s) AS score
-    FROM sources_chunk c JOIN sources_source s ON s.id = c.source_id
-    WHERE strpos(lower(c.content), lower(%(query)s)) > 0 AND {where}
-    ORDER BY score DESC, c.id
+    SELECT id, (length(content) - length(replace(lower(content), lower(%(query)s), ''))) / length(%(query)s) AS score
+    FROM (
+        SELECT c.id, c.content FROM sources_chunk c JOIN sources_source s ON s.id = c.source_id
+        WHERE {where} ORDER BY c.id DESC LIMIT %(scan)s
+    ) AS newest
+    WHERE strpos(lower(content), lower(%(query)s)) > 0
+    ORDER BY score DESC, id
     LIMIT %(limit)s
 """

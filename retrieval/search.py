@@ -4,7 +4,9 @@ where its rank came from."""
 
 import enum
 import logging
+import threading
 import time
+from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
@@ -140,7 +142,8 @@ def chunks_search(
     fused_rank = {chunk_id: ChannelScore(rank, score) for rank, (chunk_id, score) in enumerate(fused, start=1)} if fusing else {}
     rerank_rank = {chunk_id: ChannelScore(rank, score)
                    for rank, (chunk_id, score) in enumerate(sorted(reranked.items(), key=lambda p: -p[1]), start=1)}
-    rows = Chunk.objects.select_related("source").in_bulk([chunk_id for chunk_id, _ in top])
+    # Not the vector nor the tsvector: nothing shows them, and parsing them was a fifth of a search's time.
+    rows = Chunk.objects.select_related("source").defer("embedding", "search_vector").in_bulk([chunk_id for chunk_id, _ in top])
     _timed_add(timings, "search", time.perf_counter() - started)
     return Hits(
         (Hit(chunk=rows[chunk_id], score=score, fused=fused_rank.get(chunk_id), rerank=rerank_rank.get(chunk_id),
@@ -165,7 +168,8 @@ def _channels(
     lists: dict[str, list[Candidate]] = {}
     failures: list[str] = []
     if mode in (Mode.HYBRID, Mode.LEXICAL):
-        _collect(lists, "lexical", lambda: _timed(timings, "lexical", lexical_candidates, query=query, scope=scope, limit=limit),
+        _collect(lists, "lexical", lambda: _timed(timings, "lexical", lexical_candidates, query=query, scope=scope, limit=limit,
+                                                   warnings=warnings),
                  failures)
 
     def vector_list(model: EmbeddingModel) -> list[Candidate]:
@@ -185,11 +189,46 @@ def _channels(
 
 
 def _embed(model: EmbeddingModel, query: str):
-    """The query's vector and the seconds the model took (the pool thread times it; the caller records it)."""
+    """The query's vector and the seconds the model took (the pool thread times it; the caller records it).
+
+    Repeated queries (a bot asking again, a page refreshed, typing back) come
+    from the per-process cache and take no model time.
+    """
+    key = (model.provider, model.name, query)
+    vector = _query_vectors.get(key)
+    if vector is not None:
+        return vector, 0.0
     embedder = embedder_for(provider=model.provider, name=model.name, device=settings.RAG_EMBEDDING_DEVICE)
     started = time.perf_counter()
     vector = embedder.embed([query])[0]
+    vector.setflags(write=False)  # shared by every request that asks the same
+    _query_vectors.put(key, vector, size=settings.RAG_QUERY_EMBEDDING_CACHE)
     return vector, time.perf_counter() - started
+
+
+class _LruCache:
+    """A small thread-safe least-recently-used map (web threads share it)."""
+
+    def __init__(self) -> None:
+        self._items: OrderedDict = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key):
+        with self._lock:
+            value = self._items.get(key)
+            if value is not None:
+                self._items.move_to_end(key)
+            return value
+
+    def put(self, key, value, *, size: int) -> None:
+        with self._lock:
+            self._items[key] = value
+            self._items.move_to_end(key)
+            while len(self._items) > size:
+                self._items.popitem(last=False)
+
+
+_query_vectors = _LruCache()
 
 
 def _timed(timings: dict[str, float], stage: str, run, *args, **kwargs):

@@ -47,7 +47,9 @@ TEXT_SUFFIXES = {".py", ".pyi", ".md", ".rst", ".txt", ".html", ".js", ".c", ".h
 MAX_FILE_BYTES = 500_000  # the indexer's default limit
 # Components of the noise added to a mixture: about 0.1 of a unit vector's length in all.
 NOISE_SCALE = 0.1
-COPY_ROWS = 5000  # rows per COPY, each batch in its own transaction
+COPY_ROWS = 5000
+# The lexical channel's index (retrieval/models/lexical.py), kept by triggers on the chunk table.
+LEXICAL_TABLES = ("retrieval_posting", "retrieval_term", "retrieval_lexical_source")  # rows per COPY, each batch in its own transaction
 # The most chunks embedded for real by default (a few minutes on two cores).
 EMBEDDED_DEFAULT = 3000
 # Bumped whenever the recipe changes, so an older corpus is rebuilt, not reused.
@@ -164,13 +166,21 @@ def bench_corpus_drop() -> int:
     ids = list(Source.objects.filter(key__startswith=KEY_PREFIX, bot_id=BENCH_BOT).values_list("pk", flat=True))
     if not ids:
         return 0
-    with connection.cursor() as cursor:
+    with transaction.atomic(), connection.cursor() as cursor:
+        # The lexical index's rows go by source in three statements; the
+        # delete triggers would find them one by one (millions of postings).
+        cursor.execute("SET LOCAL session_replication_role = replica")
+        for table in LEXICAL_TABLES:
+            cursor.execute(f"DELETE FROM {table} WHERE source_id = ANY(%s)", [ids])
         cursor.execute("DELETE FROM sources_chunk WHERE source_id = ANY(%s)", [ids])
         deleted = cursor.rowcount
+        cursor.execute("SET LOCAL session_replication_role = DEFAULT")
         Source.objects.filter(pk__in=ids).delete()
-        if not connection.in_atomic_block:  # neither may run inside a transaction
-            cursor.execute("REINDEX TABLE CONCURRENTLY sources_chunk")
-            cursor.execute("VACUUM ANALYZE sources_chunk")
+    if not connection.in_atomic_block:  # neither may run inside a transaction
+        with connection.cursor() as cursor:
+            for table in ("sources_chunk", *LEXICAL_TABLES):
+                cursor.execute(f"REINDEX TABLE CONCURRENTLY {table}")
+                cursor.execute(f"VACUUM ANALYZE {table}")
     return deleted
 
 
@@ -216,8 +226,10 @@ def bench_corpus_ensure(*, chunks: int, embedded: int | None = None, seed: int =
     step = time.perf_counter()
     embedding_model_index_ensure(model=model)
     with connection.cursor() as cursor:
-        cursor.execute("ANALYZE sources_chunk")
-        cursor.execute("ANALYZE sources_source")
+        # VACUUM too: index-only reads of the postings need the visibility
+        # map, which autovacuum would set only some minutes later.
+        for table in ("sources_chunk", "sources_source", *LEXICAL_TABLES):
+            cursor.execute(f"{'VACUUM ANALYZE' if not connection.in_atomic_block else 'ANALYZE'} {table}")
     Source.objects.filter(pk=source.pk).update(enabled=True)
     source.refresh_from_db()
     seconds["index"] = time.perf_counter() - step

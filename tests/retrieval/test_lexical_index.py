@@ -1,0 +1,195 @@
+"""The lexical channel's postings index against exact BM25 on small corpora.
+
+The index (retrieval_posting, retrieval_term, retrieval_lexical_source) is
+kept by triggers on the chunk table; these tests write chunks every way the
+product does (bulk insert, COPY, delete, cascade, source and generation
+moves) and check the index against the chunks, and the channel against
+BM25 computed in Python from the chunks alone.
+"""
+
+import math
+
+import pytest
+from django.db import connection
+
+from retrieval.bench_accuracy import bm25_reference
+from retrieval.channels import Scope
+from retrieval.lexical import BM25_B, BM25_K1, FIELD_WEIGHTS, REFERENCE_LENGTH, lexical_candidates
+from sources.models import Chunk, Source
+
+pytestmark = pytest.mark.django_db
+
+WORDS = ("python", "django", "query", "index", "vector", "celery", "worker", "token", "search", "ranking",
+         "zeppelin", "glacier", "fjord", "harbour", "lantern", "meadow")
+
+
+def source(key: str, **fields) -> Source:
+    return Source.objects.create(kind=Source.Kind.FILE, key=key, title=key, **fields)
+
+
+def chunks(src: Source, texts: list[str], *, generation: int = 0, symbol: str = "", first: int = 0) -> list[Chunk]:
+    return Chunk.objects.bulk_create([
+        Chunk(source=src, generation=generation, path=f"{src.key}.txt", chunk_index=first + i, content=text, symbol=symbol,
+              start_line=1, end_line=1, content_hash=str(i), chunking_version="test")
+        for i, text in enumerate(texts)
+    ])
+
+
+def text(seed: int, length: int = 12) -> str:
+    # A deterministic mix: word i appears with a frequency that depends on the seed, rare words seldom.
+    return " ".join(WORDS[(seed * 7 + j * j + seed // 3 * j) % (len(WORDS) if j % 5 else 10)] for j in range(length))
+
+
+def index_rows() -> tuple[set, set, set]:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT source_id, generation, lexeme, chunk_id, tf, dl FROM retrieval_posting")
+        postings = {(s, g, lex, c, round(tf, 3), dl) for s, g, lex, c, tf, dl in cursor.fetchall()}
+        cursor.execute("SELECT lexeme, source_id, generation, df FROM retrieval_term")
+        terms = set(cursor.fetchall())
+        cursor.execute("SELECT source_id, generation, chunks, total_dl FROM retrieval_lexical_source")
+        stats = set(cursor.fetchall())
+    return postings, terms, stats
+
+
+def expected_rows() -> tuple[set, set, set]:
+    """The index as it should be, recomputed in Python from the chunks' stored vectors."""
+    with connection.cursor() as cursor:
+        cursor.execute("""SELECT c.source_id, c.generation, c.id, length(c.search_vector), u.lexeme, u.weights
+                          FROM sources_chunk c, unnest(c.search_vector) AS u""")
+        rows = cursor.fetchall()
+        cursor.execute("SELECT source_id, generation, count(*), sum(length(search_vector)) FROM sources_chunk GROUP BY 1, 2")
+        stats = set(cursor.fetchall())
+    postings, df = set(), {}
+    for source_id, generation, chunk_id, dl, lexeme, weights in rows:
+        tf = sum(FIELD_WEIGHTS.get(w, 1.0) for w in weights) or 1.0
+        postings.add((source_id, generation, lexeme, chunk_id, round(tf, 3), dl))
+        df[(lexeme, source_id, generation)] = df.get((lexeme, source_id, generation), 0) + 1
+    return postings, {(*key, count) for key, count in df.items()}, stats
+
+
+def assert_index_matches_chunks() -> None:
+    assert index_rows() == expected_rows()
+
+
+def found(query: str, scope: Scope, limit: int = 10) -> list[tuple[int, float]]:
+    return [(c.chunk_id, c.score) for c in lexical_candidates(query=query, scope=scope, limit=limit)]
+
+
+def best(reference: dict[int, float], limit: int = 10) -> list[tuple[int, float]]:
+    return sorted(reference.items(), key=lambda item: (-item[1], item[0]))[:limit]
+
+
+def assert_exact(query: str, scope: Scope, limit: int = 10) -> None:
+    got = found(query, scope, limit)
+    want = best(bm25_reference(query=query, scope=scope), limit)
+    assert [chunk_id for chunk_id, _ in got] == [chunk_id for chunk_id, _ in want], query
+    assert [round(score, 6) for _, score in got] == [round(score, 6) for _, score in want], query
+
+
+def test_the_index_follows_inserts_updates_and_deletes():
+    a, b = source("a"), source("b")
+    made = chunks(a, [text(i) for i in range(30)]) + chunks(b, [text(i + 100) for i in range(20)])
+    assert_index_matches_chunks()
+
+    Chunk.objects.filter(pk__in=[c.pk for c in made[:5]]).delete()  # a file's chunks replaced
+    chunks(a, ["glacier fjord harbour", "meadow lantern"], first=100)
+    assert_index_matches_chunks()
+
+    Chunk.objects.filter(source=b).update(source=a)  # a segment's files moving to another source
+    assert_index_matches_chunks()
+    Chunk.objects.filter(pk=made[10].pk).update(content="zeppelin zeppelin")  # the indexed text itself changed
+    Chunk.objects.filter(source=a).update(metadata={"touched": True})  # nothing indexed changed
+    assert_index_matches_chunks()
+
+    a.delete()  # the cascade from the source
+    assert index_rows() == (set(), set(), set())
+
+
+def test_the_index_holds_what_copy_loads():
+    a = source("copied")
+    with connection.cursor() as cursor:
+        with cursor.cursor.copy("COPY sources_chunk (source_id, path, generation, chunk_index, content, context_prefix, language,"
+                                " symbol, start_line, end_line, content_hash, chunking_version, metadata, created_at)"
+                                " FROM STDIN") as copy:
+            for i in range(25):
+                copy.write_row((a.pk, "f.py", 0, i, text(i), "Heading words", "", "QuerySet.filter", 1, 2, "h", "t", "{}",
+                                "2026-01-01T00:00:00Z"))
+    assert_index_matches_chunks()
+
+
+def test_term_frequency_and_impact_follow_the_channels_constants():
+    a = source("weights")
+    chunks(a, ["lantern lantern body words"], symbol="LanternRoom")
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT tf, dl, impact FROM retrieval_posting WHERE lexeme = 'lantern'")
+        tf, dl, impact = cursor.fetchone()
+    assert tf == 2 * FIELD_WEIGHTS["C"] + FIELD_WEIGHTS["A"]  # twice in the body, once in the symbol's words
+    expected = tf * (BM25_K1 + 1) / (tf + BM25_K1 * (1 - BM25_B + BM25_B * dl / REFERENCE_LENGTH))
+    assert math.isclose(impact, expected, rel_tol=1e-6)
+
+
+QUERIES = ("python django", "zeppelin", "glacier fjord harbour", "query index vector celery worker token search",
+           "meadow python", "ranking lantern", "django")
+
+
+def test_the_channel_is_exact_bm25_over_the_visible_collection():
+    a, b = source("shared-1"), source("shared-2")
+    hidden = source("other-bot", bot_id="other")
+    chunks(a, [text(i) for i in range(40)])
+    chunks(b, [text(i + 40, length=30) for i in range(40)])
+    chunks(hidden, [text(i + 80) + " zeppelin zeppelin" for i in range(40)])
+    for scope in (Scope(), Scope(bot_ids=("other",)), Scope(bot_ids=None)):
+        for query in QUERIES:
+            assert_exact(query, scope)
+
+
+def test_a_small_budget_still_returns_exact_scores(settings):
+    # Common words read only 10 postings deep each: the results may differ
+    # from exhaustive BM25's, but every score returned is the exact one.
+    settings.RAG_LEXICAL_POSTINGS = 100
+    a = source("many")
+    chunks(a, [text(i, length=20) for i in range(300)])
+    scope = Scope()
+    for query in QUERIES:
+        reference = bm25_reference(query=query, scope=scope)
+        got = found(query, scope, limit=10)
+        assert got, query
+        for chunk_id, score in got:
+            assert math.isclose(score, reference[chunk_id], rel_tol=1e-9), query
+    # The single rare word's postings are read in full, so its top 10 is exact.
+    assert_exact("zeppelin", scope)
+
+
+def test_a_narrow_scope_finds_its_chunks_behind_many_better_ones(settings):
+    # Another bot's 300 chunks say "python" more often than the only chunk
+    # this caller may see; reading "python" best first and filtering by scope
+    # afterwards would find nothing. The one visible chunk must come back.
+    settings.RAG_LEXICAL_POSTINGS = 100
+    crowd = source("crowd", bot_id="crowd")
+    chunks(crowd, ["python python python python"] * 300)
+    mine = source("mine", bot_id="me")
+    (visible,) = chunks(mine, ["one python among other words"])
+    scope = Scope(bot_ids=("me",))
+    assert [chunk_id for chunk_id, _ in found("python", scope)] == [visible.pk]
+    assert_exact("python", scope)
+    assert len(found("python", Scope(bot_ids=("crowd",)), limit=50)) == 50
+
+
+def test_only_the_active_generation_is_searched():
+    a = source("switching")
+    (old,) = chunks(a, ["glacier notes"], generation=0)
+    (new,) = chunks(a, ["glacier notes, rebuilt"], generation=1)
+    assert [chunk_id for chunk_id, _ in found("glacier", Scope())] == [old.pk]
+    Source.objects.filter(pk=a.pk).update(active_generation=1)
+    assert [chunk_id for chunk_id, _ in found("glacier", Scope())] == [new.pk]
+    assert_exact("glacier notes", Scope())
+
+
+def test_stop_word_queries_read_a_bounded_number_of_chunks(settings):
+    settings.RAG_LEXICAL_SUBSTRING_SCAN = 3
+    a = source("arrows")
+    made = chunks(a, ["p->next"] * 5)
+    warnings: list[str] = []
+    got = lexical_candidates(query="->", scope=Scope(), limit=10, warnings=warnings)
+    assert {c.chunk_id for c in got} == {c.pk for c in made[-3:]}  # the newest three
+    assert warnings and "newest 3 of 5 chunks" in warnings[0]
