@@ -43,7 +43,9 @@ def report_lines(report: dict) -> list[str]:
     recall, agreement = accuracy["hnsw_recall_at_10"], accuracy["lexical_agreement_at_10"]
     lines += ["", f"HNSW recall@10 against exact search: {recall['mean']} (min {recall['min']}, {recall['queries']} queries)",
               f"lexical top-10 agreement with exhaustive BM25: {agreement['mean']} (min {agreement['min']}, "
-              f"{agreement['queries']} queries)"]
+              f"{agreement['queries']} queries)"
+              + ("; by kind: " + ", ".join(f"{kind} {mean}" for kind, mean in agreement["by_kind"].items())
+                 if agreement.get("by_kind") else "")]
     if contention := report.get("contention"):
         worst = contention["worst_case"]
         lines += ["", f"contention: one client's questions (hybrid), idle p95 {contention['idle']['p95_ms']} ms, "

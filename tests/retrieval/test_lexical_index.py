@@ -193,3 +193,18 @@ def test_stop_word_queries_read_a_bounded_number_of_chunks(settings):
     got = lexical_candidates(query="->", scope=Scope(), limit=10, warnings=warnings)
     assert {c.chunk_id for c in got} == {c.pk for c in made[-3:]}  # the newest three
     assert warnings and "newest 3 of 5 chunks" in warnings[0]
+
+
+def test_the_read_plan_reads_rare_words_in_full_and_shares_the_budget():
+    from retrieval.lexical import Collection, Term, read_plan
+
+    terms = (Term("common", df=9000, df_all=9000), Term("rare", df=30, df_all=30), Term("middle", df=3000, df_all=3000))
+    plan = {read.term.lexeme: read for read in read_plan(Collection(sources=2, chunks=10_000, total_length=400_000,
+                                                                    terms=terms, words=3), limit=50, budget=2000)}
+    assert plan["rare"].depth == 30 and plan["rare"].complete
+    assert plan["middle"].depth == 985 and not plan["middle"].complete  # (2000 - 30) / 2
+    assert plan["common"].depth == 985 and not plan["common"].complete
+    # A caller seeing one source in which "common" is rare: read that source's postings, all of them.
+    narrow = read_plan(Collection(sources=1, chunks=100, total_length=4000, terms=(Term("common", df=12, df_all=9000),),
+                                  words=1), limit=50, budget=2000)
+    assert narrow[0].by_source and narrow[0].complete and narrow[0].depth == 12
