@@ -7,9 +7,9 @@
 - Lexical agreement@10: the lexical channel's first 10 against BM25 computed
   here, in Python, from the chunks' stored vectors alone (not the postings
   index): every chunk in scope holding a query lexeme, with the channel's
-  definition (its query lexemes and word cap, field weights, k1, b) and the
-  statistics of the visible collection (N, average length and document
-  frequencies over every chunk in scope, counted here). The channel reads
+  definition (its query lexemes and word cap, field weights, k1, b), average
+  length and document frequencies over every chunk in scope and N over every
+  chunk, counted here. The channel reads
   each common word's postings to a bounded depth (approximate top-k); what
   that costs in agreement shows here.
 """
@@ -74,9 +74,9 @@ _REFERENCE_ROWS = """
     WHERE c.search_vector @@ q.query AND {where} AND u.lexeme = ANY(q.terms)
 """
 
-# The visible collection, counted from the chunks themselves.
+# The visible collection's size and length, and every chunk's count (N), from the chunks themselves.
 _COLLECTION = """
-    SELECT count(*), coalesce(sum(length(c.search_vector)), 0)
+    SELECT count(*), coalesce(sum(length(c.search_vector)), 0), (SELECT count(*) FROM sources_chunk)
     FROM sources_chunk c JOIN sources_source s ON s.id = c.source_id WHERE {where}
 """
 
@@ -90,7 +90,7 @@ def bm25_reference(*, query: str, scope: Scope) -> dict[int, float]:
         cursor.execute(_REFERENCE_ROWS.format(lexemes=lexical._QUERY_LEXEMES, where=where), params)
         rows = cursor.fetchall()
         cursor.execute(_COLLECTION.format(where=where), params)
-        n, total_length = cursor.fetchone()
+        visible, total_length, n = cursor.fetchone()
     lengths: dict[int, int] = {}
     tf: dict[int, dict[str, float]] = defaultdict(dict)
     df: dict[str, int] = defaultdict(int)
@@ -100,7 +100,7 @@ def bm25_reference(*, query: str, scope: Scope) -> dict[int, float]:
         df[lexeme] += 1
     if not lengths:
         return {}
-    average = total_length / n
+    average = total_length / visible
     idf = {lexeme: math.log(1 + (n - count + 0.5) / (count + 0.5)) for lexeme, count in df.items()}
     return {
         chunk_id: sum(idf[lexeme] * f * (BM25_K1 + 1) / (f + BM25_K1 * (1 - BM25_B + BM25_B * lengths[chunk_id] / average))

@@ -179,10 +179,28 @@ def test_only_the_active_generation_is_searched():
     a = source("switching")
     (old,) = chunks(a, ["glacier notes"], generation=0)
     (new,) = chunks(a, ["glacier notes, rebuilt"], generation=1)
-    assert [chunk_id for chunk_id, _ in found("glacier", Scope())] == [old.pk]
+    # Another source whose active generation is 1: a's generation 1 must stay invisible all the same.
+    other = source("switched", active_generation=1)
+    (others,) = chunks(other, ["glacier elsewhere"], generation=1)
+    assert {chunk_id for chunk_id, _ in found("glacier", Scope())} == {old.pk, others.pk}
+    other.delete()
     Source.objects.filter(pk=a.pk).update(active_generation=1)
     assert [chunk_id for chunk_id, _ in found("glacier", Scope())] == [new.pk]
     assert_exact("glacier notes", Scope())
+
+
+def test_many_visible_sources_are_searched_like_one(settings):
+    # A skill is a source of its own: a team has hundreds of them. Every one
+    # holds "lantern"; the caller sees the shared ones and its own bot's.
+    settings.RAG_LEXICAL_POSTINGS = 300
+    for number in range(200):
+        mine = source(f"skill-{number}", bot_id="" if number % 2 else "me")
+        chunks(mine, [text(number, length=15) + " lantern" * (1 + number % 4)])
+    hidden = source("hidden", bot_id="someone-else")
+    chunks(hidden, ["lantern " * 12] * 20)
+    for query in ("lantern", "lantern python query", "meadow"):
+        assert_exact(query, Scope(bot_ids=("me",)), limit=50)
+    assert all(chunk_id not in {c.pk for c in hidden.chunks.all()} for chunk_id, _ in found("lantern", Scope(), limit=50))
 
 
 def test_stop_word_queries_read_a_bounded_number_of_chunks(settings):
