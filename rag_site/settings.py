@@ -272,6 +272,14 @@ RAG_LEXICAL_POSTINGS = env_int("RAG_LEXICAL_POSTINGS", 8000, minimum=100, maximu
 # matched as text in at most this many of the newest chunks in scope.
 RAG_LEXICAL_SUBSTRING_SCAN = env_int("RAG_LEXICAL_SUBSTRING_SCAN", 2_000, minimum=100)
 RAG_SEARCH_STATEMENT_TIMEOUT_MS = env_int("RAG_SEARCH_STATEMENT_TIMEOUT_MS", 1500, minimum=10)
+# Queries of more words than this are long (a pasted paragraph): at most
+# RAG_SEARCH_LONG_QUERY_CONCURRENCY of them run at once in the whole
+# deployment, the others wait up to RAG_SEARCH_LONG_QUERY_WAIT_MS for a turn
+# (then 503). Four clients sending only 2,000-character queries tripled the
+# others' p95 without it (retrieval/admission.py, `rag_bench search --contention`).
+RAG_SEARCH_LONG_QUERY_WORDS = env_int("RAG_SEARCH_LONG_QUERY_WORDS", 32, minimum=1)
+RAG_SEARCH_LONG_QUERY_CONCURRENCY = env_int("RAG_SEARCH_LONG_QUERY_CONCURRENCY", 1, minimum=1, maximum=1000)
+RAG_SEARCH_LONG_QUERY_WAIT_MS = env_int("RAG_SEARCH_LONG_QUERY_WAIT_MS", 10_000, minimum=1)
 # HNSW candidate list at query time (pgvector's default is 40).
 RAG_HNSW_EF_SEARCH = env_int("RAG_HNSW_EF_SEARCH", 100, minimum=1, maximum=1000)
 RAG_SKILL_REVERIFY_MINUTES = env_int("RAG_SKILL_REVERIFY_MINUTES", 30, minimum=0)

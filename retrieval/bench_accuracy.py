@@ -47,21 +47,29 @@ def hnsw_recall(*, queries: list[str], model: EmbeddingModel, scope: Scope) -> d
     return _stats(recalls)
 
 
-def lexical_agreement(*, queries: list[str], scope: Scope) -> dict:
-    """Mean, min and count of the top-10 overlap with exhaustive BM25 (ties at the 10th score count as agreeing)."""
-    agreements = []
+def lexical_agreement(*, queries: list[str], scope: Scope, by_kind: dict[str, list[str]] | None = None) -> dict:
+    """Mean, min and count of the top-10 overlap with exhaustive BM25 (ties at the 10th score count as agreeing).
+
+    With ``by_kind`` (kind: its queries, all of them in ``queries``), also the mean per kind.
+    """
+    agreements: dict[str, float] = {}
+    collection = reference_collection(scope=scope)
     for query in queries:
         if lexical._OPERATORS.search(query):  # phrases and exclusions filter further; the reference knows none
             continue
-        reference = bm25_reference(query=query, scope=scope)
+        reference = bm25_reference(query=query, scope=scope, collection=collection)
         if not reference:  # no indexable word: the channel's substring fallback, not BM25
             continue
         found = [c.chunk_id for c in lexical_candidates(query=query, scope=scope, limit=settings.RAG_SEARCH_CANDIDATES)[:K]]
         ranked = sorted(reference.items(), key=lambda item: (-item[1], item[0]))
         tenth = ranked[min(K, len(ranked)) - 1][1]
         best = {chunk_id for chunk_id, score in ranked if score >= tenth - 1e-9 * max(1.0, abs(tenth))}
-        agreements.append(len(set(found) & best) / min(K, len(ranked)))
-    return _stats(agreements)
+        agreements[query] = len(set(found) & best) / min(K, len(ranked))
+    result = _stats(list(agreements.values()))
+    if by_kind:
+        result["by_kind"] = {kind: _stats([agreements[q] for q in kind_queries if q in agreements])["mean"]
+                             for kind, kind_queries in by_kind.items()}
+    return result
 
 
 _REFERENCE_ROWS = """
@@ -81,7 +89,15 @@ _COLLECTION = """
 """
 
 
-def bm25_reference(*, query: str, scope: Scope) -> dict[int, float]:
+def reference_collection(*, scope: Scope) -> tuple[int, int, int]:
+    """Chunks in scope, their total length, and chunks in all: counted once per run (a scan of the scope)."""
+    where, params = scope.sql_named()
+    with connection.cursor() as cursor:
+        cursor.execute(_COLLECTION.format(where=where), params)
+        return cursor.fetchone()
+
+
+def bm25_reference(*, query: str, scope: Scope, collection: tuple[int, int, int] | None = None) -> dict[int, float]:
     """BM25 of every chunk in scope that holds one of the query's lexemes (empty: the query has none)."""
     query = " ".join(query.split()[: settings.RAG_LEXICAL_MAX_WORDS])  # the channel's word cap
     where, params = scope.sql_named()
@@ -89,8 +105,7 @@ def bm25_reference(*, query: str, scope: Scope) -> dict[int, float]:
     with connection.cursor() as cursor:
         cursor.execute(_REFERENCE_ROWS.format(lexemes=lexical._QUERY_LEXEMES, where=where), params)
         rows = cursor.fetchall()
-        cursor.execute(_COLLECTION.format(where=where), params)
-        visible, total_length, n = cursor.fetchone()
+    visible, total_length, n = collection or reference_collection(scope=scope)
     lengths: dict[int, int] = {}
     tf: dict[int, dict[str, float]] = defaultdict(dict)
     df: dict[str, int] = defaultdict(int)

@@ -172,11 +172,11 @@ def _accuracy(model, scope: Scope) -> dict:
     vector_queries = [q for kind in QueryKind for q in queries_of(kind)]
     lexical_queries = {kind: list(queries_of(kind)) for kind in (QueryKind.QUESTION, QueryKind.IDENTIFIER, QueryKind.COMMON)}
     lexical_queries[QueryKind.LONG] = list(queries_of(QueryKind.LONG)[:4])
-    agreement = bench_accuracy.lexical_agreement(queries=[q for qs in lexical_queries.values() for q in qs], scope=scope)
     return {
         "hnsw_recall_at_10": bench_accuracy.hnsw_recall(queries=vector_queries, model=model, scope=scope),
-        "lexical_agreement_at_10": agreement | {"by_kind": {
-            kind.value: bench_accuracy.lexical_agreement(queries=qs, scope=scope)["mean"] for kind, qs in lexical_queries.items()}},
+        "lexical_agreement_at_10": bench_accuracy.lexical_agreement(
+            queries=[q for qs in lexical_queries.values() for q in qs], scope=scope,
+            by_kind={kind.value: qs for kind, qs in lexical_queries.items()}),
     }
 
 

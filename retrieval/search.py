@@ -15,6 +15,7 @@ from django.db import OperationalError, connection, transaction
 from psycopg.errors import QueryCanceled
 
 from rag_site.errors import ApplicationError
+from retrieval.admission import search_admitted
 from retrieval.channels import Candidate, Scope, vector_candidates, visible_models
 from retrieval.choices import FusionMethod
 from retrieval.fusion import convex_fuse, rrf_fuse
@@ -115,7 +116,8 @@ def chunks_search(
     warnings: list[str] = []
     timings: dict[str, float] = {}
 
-    channels = _channels(query=query, mode=mode, scope=scope, limit=limit, warnings=warnings, timings=timings)
+    with search_admitted(query):  # a long query waits for one of few slots (retrieval/admission.py)
+        channels = _channels(query=query, mode=mode, scope=scope, limit=limit, warnings=warnings, timings=timings)
     channels = _thresholded(channels)
     fusing = len(channels) > 1  # lexical + vector, or several models' vector lists
     if fusing:
