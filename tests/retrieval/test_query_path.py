@@ -1,0 +1,61 @@
+"""The query path's CPU savers: the query-embedding cache, one torch thread per web process, the tuned embedded server."""
+
+import importlib
+import os
+
+import numpy as np
+import pytest
+from django.db import connection
+
+from retrieval import search
+from sources.embedding.local import torch_threads_apply
+from sources.models import EmbeddingModel
+
+MODEL = EmbeddingModel(provider="local", name="all-MiniLM-L6-v2", dimensions=384, normalized=True)
+
+
+def test_a_repeated_query_is_embedded_once(settings):
+    settings.RAG_QUERY_EMBEDDING_CACHE = 8
+    first, seconds = search._embed(MODEL, "how do I reindex a root")
+    assert seconds > 0
+    again, seconds = search._embed(MODEL, "how do I reindex a root")
+    assert again is first and seconds == 0.0
+    assert not first.flags.writeable  # shared between requests: nobody may change it
+    other, seconds = search._embed(MODEL, "how do I reindex a skill")
+    assert seconds > 0 and not np.array_equal(other, first)
+
+
+def test_the_cache_keeps_the_most_recent_queries_only(settings):
+    settings.RAG_QUERY_EMBEDDING_CACHE = 2
+    for query in ("alpha query", "beta query", "gamma query"):
+        search._embed(MODEL, query)
+    assert search._embed(MODEL, "gamma query")[1] == 0.0
+    assert search._embed(MODEL, "alpha query")[1] > 0  # pushed out by the two after it
+    settings.RAG_QUERY_EMBEDDING_CACHE = 0
+    assert search._embed(MODEL, "delta query")[1] > 0 and search._embed(MODEL, "delta query")[1] > 0
+
+
+def test_web_processes_get_one_torch_thread(monkeypatch):
+    import torch
+
+    import rag_site.wsgi  # what gunicorn imports
+
+    monkeypatch.delenv("RAG_TORCH_THREADS", raising=False)
+    importlib.reload(rag_site.wsgi)
+    assert os.environ["RAG_TORCH_THREADS"] == "1"
+    before = torch.get_num_threads()
+    try:
+        torch_threads_apply()
+        assert torch.get_num_threads() == 1
+    finally:
+        torch.set_num_threads(before)
+
+
+@pytest.mark.django_db
+def test_the_embedded_server_is_tuned_for_search():
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT current_setting('jit'), current_setting('work_mem'), current_setting('random_page_cost')")
+        assert cursor.fetchone() == ("off", "16MB", "1.1")
+        cursor.execute("SELECT current_setting('data_directory')")
+        data_directory = cursor.fetchone()[0]
+    assert "include_if_exists = 'rag_site.conf'" in open(os.path.join(data_directory, "postgresql.conf")).read()
