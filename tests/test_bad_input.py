@@ -108,12 +108,12 @@ def test_the_lexical_channel_reads_only_the_first_words_of_a_long_query(settings
 def test_a_search_channel_that_runs_too_long_is_cancelled_and_named(settings):
     services.skill_index(skill_id=SkillFactory(slug="otter", body="# Otter\n\nThe otter holds hands while sleeping.\n").pk)
     settings.RAG_SEARCH_STATEMENT_TIMEOUT_MS = 200
-    # Another session holds the chunk table: the search waits on it until its statement timeout fires.
+    # Another session holds the lexical postings: the search waits on them until its statement timeout fires.
     params = connection.get_connection_params()
     params.pop("cursor_factory", None)
     with psycopg.connect(**params, autocommit=False) as blocker:
         blocker.execute("SET lock_timeout = '10s'")  # a mistake here fails the test instead of hanging it
-        blocker.execute("LOCK TABLE sources_chunk IN ACCESS EXCLUSIVE MODE")
+        blocker.execute("LOCK TABLE retrieval_posting IN ACCESS EXCLUSIVE MODE")
         release = threading.Timer(30, blocker.close)  # without a statement timeout the search would wait forever
         release.start()
         try:
