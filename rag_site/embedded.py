@@ -11,6 +11,7 @@ import fcntl
 import json
 import logging
 import os
+import re
 import socket
 import sys
 from pathlib import Path
@@ -85,9 +86,13 @@ def postgres_tune(data_dir: Path) -> bool:
     conf = data_dir / "postgresql.conf"
     if not conf.exists():
         return False
+    shared_buffers = env_str("RAG_EMBEDDED_SHARED_BUFFERS", "1GB")
+    if not re.fullmatch(r"[0-9]+(kB|MB|GB|TB)?", shared_buffers):
+        # A bad value here would stop the server at its next start, far from the cause.
+        raise ServiceError(f"RAG_EMBEDDED_SHARED_BUFFERS must be a size such as 512MB or 2GB, got {shared_buffers!r}")
     wanted = "\n".join((
         "# Written by rag-site (rag_site/embedded.py, postgres_tune) on every start: edit there, not here.",
-        f"shared_buffers = '{env_str('RAG_EMBEDDED_SHARED_BUFFERS', '1GB')}'",
+        f"shared_buffers = '{shared_buffers}'",
         "jit = off",
         "work_mem = '16MB'",
         "maintenance_work_mem = '512MB'",

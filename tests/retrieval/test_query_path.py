@@ -59,3 +59,16 @@ def test_the_embedded_server_is_tuned_for_search():
         cursor.execute("SELECT current_setting('data_directory')")
         data_directory = cursor.fetchone()[0]
     assert "include_if_exists = 'rag_site.conf'" in open(os.path.join(data_directory, "postgresql.conf")).read()
+
+
+def test_a_bad_shared_buffers_size_stops_start_up_with_a_message(tmp_path, monkeypatch):
+    from rag_site.embedded import ServiceError, postgres_tune
+
+    (tmp_path / "postgresql.conf").write_text("# initdb's\n")
+    monkeypatch.setenv("RAG_EMBEDDED_SHARED_BUFFERS", "lots")
+    with pytest.raises(ServiceError, match="RAG_EMBEDDED_SHARED_BUFFERS must be a size"):
+        postgres_tune(tmp_path)
+    monkeypatch.setenv("RAG_EMBEDDED_SHARED_BUFFERS", "512MB")
+    assert postgres_tune(tmp_path) is True
+    assert "shared_buffers = '512MB'" in (tmp_path / "rag_site.conf").read_text()
+    assert postgres_tune(tmp_path) is False  # written once; nothing to reload the next time
