@@ -9,9 +9,8 @@
   index): every chunk in scope holding a query lexeme, with the channel's
   definition (its query lexemes and word cap, field weights, k1, b), average
   length and document frequencies over every chunk in scope and N over every
-  chunk, counted here. The channel reads
-  each common word's postings to a bounded depth (approximate top-k); what
-  that costs in agreement shows here.
+  chunk, counted here. The channel reads each common word's postings to a
+  bounded depth (approximate top-k); what that costs in agreement shows here.
 """
 
 import math

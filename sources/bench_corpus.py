@@ -22,6 +22,7 @@ size drops the old one, so the indexes hold only the corpus being measured.
 ``rag_bench search --drop`` removes it.
 """
 
+import dataclasses
 import hashlib
 import random
 import time
@@ -47,9 +48,9 @@ TEXT_SUFFIXES = {".py", ".pyi", ".md", ".rst", ".txt", ".html", ".js", ".c", ".h
 MAX_FILE_BYTES = 500_000  # the indexer's default limit
 # Components of the noise added to a mixture: about 0.1 of a unit vector's length in all.
 NOISE_SCALE = 0.1
-COPY_ROWS = 5000
+COPY_ROWS = 5000  # rows per COPY, each batch in its own transaction
 # The lexical channel's index (retrieval/models/lexical.py), kept by triggers on the chunk table.
-LEXICAL_TABLES = ("retrieval_posting", "retrieval_term", "retrieval_lexical_source")  # rows per COPY, each batch in its own transaction
+LEXICAL_TABLES = ("retrieval_posting", "retrieval_term", "retrieval_lexical_source")
 # The most chunks embedded for real by default (a few minutes on two cores).
 EMBEDDED_DEFAULT = 3000
 # Bumped whenever the recipe changes, so an older corpus is rebuilt, not reused.
@@ -119,13 +120,9 @@ def bench_texts(count: int, *, seed: int) -> list[BenchText]:
                 break
             lines = original.chunk.content.split("\n")
             kept = [line for line in lines if rng.random() >= 0.1] or lines[:1]
-            chunk = ChunkResult(**{**_fields(original.chunk), "content": "\n".join(kept)})
+            chunk = dataclasses.replace(original.chunk, content="\n".join(kept))
             texts.append(BenchText(f"copy{copy}/{original.path}", chunk))
     return texts[:count]
-
-
-def _fields(chunk: ChunkResult) -> dict:
-    return {name: getattr(chunk, name) for name in chunk.__dataclass_fields__}
 
 
 def mixed_vectors(real: np.ndarray, count: int, *, seed: int) -> np.ndarray:
@@ -237,8 +234,9 @@ def bench_corpus_ensure(*, chunks: int, embedded: int | None = None, seed: int =
     with connection.cursor() as cursor:
         # VACUUM too: index-only reads of the postings need the visibility
         # map, which autovacuum would set only some minutes later.
+        analyze = "ANALYZE" if connection.in_atomic_block else "VACUUM ANALYZE"  # VACUUM may not run in a transaction
         for table in ("sources_chunk", "sources_source", *LEXICAL_TABLES):
-            cursor.execute(f"{'VACUUM ANALYZE' if not connection.in_atomic_block else 'ANALYZE'} {table}")
+            cursor.execute(f"{analyze} {table}")
     Source.objects.filter(pk=source.pk).update(enabled=True)
     source.refresh_from_db()
     seconds["index"] = time.perf_counter() - step

@@ -73,9 +73,9 @@ def _heartbeats(*, reachable: bool) -> dict[str, Check]:
         unknown = {"error": "unknown: the broker, which holds the heartbeats, is unreachable"}
         return {"worker": Check(False, unknown), "beat": Check(False, unknown)}
     try:
-        workers = heartbeats.heartbeat_ages(heartbeats.WORKER)
-        beat = heartbeats.heartbeat_ages(heartbeats.BEAT).get(heartbeats.BEAT)
-        sweep = heartbeats.heartbeat_ages(heartbeats.SWEEP).get(heartbeats.SWEEP)
+        ages = heartbeats.heartbeat_ages()  # every record in one scan
+        workers = {name: age for name, age in ages.items() if name.startswith(heartbeats.WORKER)}
+        beat, sweep = ages.get(heartbeats.BEAT), ages.get(heartbeats.SWEEP)
     except redis.RedisError as exc:
         unknown = {"error": f"heartbeats unreadable: {exc}"}
         return {"worker": Check(False, unknown), "beat": Check(False, unknown)}

@@ -62,13 +62,18 @@ def heartbeat_forget(name: str) -> None:
         pass
 
 
-def heartbeat_ages(prefix: str) -> dict[str, float]:
-    """Seconds since each record under ``prefix`` was written, by name; raises RedisError when unreachable."""
+def heartbeat_ages(prefix: str = "") -> dict[str, float]:
+    """Seconds since each record under ``prefix`` was written, by name; raises RedisError when unreachable.
+
+    One SCAN and one pipelined round trip for every record's PTTL.
+    """
     client = redis_client()
     names = sorted(key.decode()[len(PREFIX):] for key in client.scan_iter(match=f"{PREFIX}{prefix}*", count=500))
-    ages = {}
+    pipeline = client.pipeline(transaction=False)
     for name in names:
-        remaining = client.pttl(PREFIX + name)
+        pipeline.pttl(PREFIX + name)
+    ages = {}
+    for name, remaining in zip(names, pipeline.execute(), strict=True):
         if remaining >= 0:  # -2: expired meanwhile
             ttl = WORKER_STALE if name.startswith(WORKER) else _TTL
             ages[name] = round(max(0.0, ttl - remaining / 1000), 1)

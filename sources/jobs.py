@@ -120,6 +120,15 @@ def _lock_free_soon(root_id: int, *, within: float = 5.0) -> int | None:
     return holder
 
 
+def _next_attempt(job: IndexJob, reason: str, action: str) -> tuple[int, str] | None:
+    """The next attempt's number and message, or None once the job has used them all (it is then failed)."""
+    if job.attempt >= settings.RAG_JOB_MAX_ATTEMPTS:
+        _give_up(job, reason)
+        return None
+    attempt = job.attempt + 1
+    return attempt, f"{reason}; {action} (attempt {attempt} of {settings.RAG_JOB_MAX_ATTEMPTS})"
+
+
 def _claim(job_id: int) -> IndexJob | None:
     now = timezone.now()
     with transaction.atomic():
@@ -128,12 +137,10 @@ def _claim(job_id: int) -> IndexJob | None:
             return None
         if job.status == JobStatus.RUNNING:
             # We hold the root's lock, so the session that ran this job has ended.
-            reason = f"its worker ({job.worker}) is gone"
-            if job.attempt >= settings.RAG_JOB_MAX_ATTEMPTS:
-                _give_up(job, reason)
+            next_attempt = _next_attempt(job, f"its worker ({job.worker}) is gone", "taken over")
+            if next_attempt is None:
                 return None
-            job.attempt += 1
-            job.message = f"{reason}; taken over (attempt {job.attempt} of {settings.RAG_JOB_MAX_ATTEMPTS})"
+            job.attempt, job.message = next_attempt
             log.warning("index job %s: %s", job.pk, job.message)
         # Each attempt counts from zero: what a dead run had done shows up again as "unchanged".
         for name in _COUNTERS:
@@ -222,11 +229,10 @@ def jobs_reap(*, stale_after: int | None = None) -> list[int]:
 
 def _hand_back(job: IndexJob, reason: str) -> bool:
     """Queue a running job again for another worker, unless it has used up its attempts."""
-    if job.attempt >= settings.RAG_JOB_MAX_ATTEMPTS:
-        _give_up(job, reason)
+    next_attempt = _next_attempt(job, reason, "queued again")
+    if next_attempt is None:
         return False
-    attempt = job.attempt + 1
-    message = f"{reason}; queued again (attempt {attempt} of {settings.RAG_JOB_MAX_ATTEMPTS})"
+    attempt, message = next_attempt
     # Only if it is still the same run: a worker may have taken it over since it was read.
     if not IndexJob.objects.filter(pk=job.pk, status=JobStatus.RUNNING, worker=job.worker).update(
         status=JobStatus.QUEUED, attempt=attempt, worker="", message=message
