@@ -227,6 +227,8 @@ def installed(package: str) -> Path:
 
 @pytest.mark.parametrize("root", [installed("django"), installed("celery"), SHARED / "seeds"], ids=["django", "celery", "seeds"])
 def test_a_real_tree_chunks_without_exception(root):
+    if root.name == "seeds" and not root.is_dir():
+        pytest.skip("../shared/seeds is not beside the checkout")  # as the quality ratchet does for ../shared/eval
     files = chunks = 0
     for path in sorted(root.rglob("*")):
         if not path.is_file() or path.suffix in (".pyc", ".mo", ".so") or path.stat().st_size > 2_000_000:
