@@ -204,6 +204,15 @@ RAG_SEARCH_MAX_K = env_int("RAG_SEARCH_MAX_K", 50, minimum=1)
 # Each channel fetches this many candidates before fusion; more costs latency
 # and rarely changes the top 10 (the seeds fetch 2x k).
 RAG_SEARCH_CANDIDATES = env_int("RAG_SEARCH_CANDIDATES", 50, minimum=1)
+# /api/v1/context: budgets are counted in this encoding (retrieval/tokens.py;
+# the model that reads the context should use it); a request asks for at
+# most RAG_CONTEXT_MAX_BUDGET_TOKENS.
+RAG_CONTEXT_TOKENIZER = env_str("RAG_CONTEXT_TOKENIZER", "o200k_base")
+if RAG_CONTEXT_TOKENIZER not in ("o200k_base", "cl100k_base", "llama3", "qwen3"):
+    raise ImproperlyConfigured(
+        f"RAG_CONTEXT_TOKENIZER: unknown value {RAG_CONTEXT_TOKENIZER!r}; valid: o200k_base, cl100k_base, llama3, qwen3"
+    )
+RAG_CONTEXT_MAX_BUDGET_TOKENS = env_int("RAG_CONTEXT_MAX_BUDGET_TOKENS", 32000, minimum=256, maximum=1_000_000)
 # RRF constant from Cormack et al. (2009); the retrieval-quality issue
 # replaces fixed RRF by whatever the eval command measures best.
 RAG_RRF_K = env_int("RAG_RRF_K", 60, minimum=1)

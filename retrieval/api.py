@@ -3,8 +3,9 @@ from ninja import Router
 
 from retrieval.access import Identity, scope_for
 from retrieval.auth import READ_AUTH
+from retrieval.context import context_answer
 from retrieval.schemas import (
-    API_ERRORS, ErrorOut, HitOut, SearchIn, SearchOut, SkillHitOut, SkillSearchIn, SkillSearchOut, ToolHitOut, ToolSearchIn, ToolSearchOut,
+    API_ERRORS, ContextIn, ContextOut, ErrorOut, HitOut, SearchIn, SearchOut, SkillHitOut, SkillSearchIn, SkillSearchOut, ToolHitOut, ToolSearchIn, ToolSearchOut,
 )
 from retrieval.search import ChannelScore, Hit, Mode, chunks_search
 from sources.models import Skill, Source, Tool
@@ -60,6 +61,19 @@ def tools_search(request, payload: ToolSearchIn):
         tools=[ToolHitOut(key=tools[h.chunk.source_id].key, score=h.score, openai_schema=tools[h.chunk.source_id].openai_schema)
                for h in hits if h.chunk.source_id in tools],
     )
+
+
+@router.post("/context", response={200: ContextOut, **ERRORS})
+def context(request, payload: ContextIn):
+    """LLM-ready context for a task, within ``budget_tokens``: a skill index, then file evidence with citations.
+
+    Files are grouped by path, overlapping chunks merged into one range, the
+    best file first and the second best last. What does not fit is compacted
+    (head and tail) or dropped, and ``dropped`` says why. Tools come apart, as
+    a model's ``tools`` parameter wants them. Each part carries when it was
+    indexed and whether its file changed since (``stale``).
+    """
+    return context_answer(request.auth, payload)
 
 
 def server_timing(timings: dict[str, float]) -> str:

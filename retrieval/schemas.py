@@ -1,3 +1,4 @@
+from datetime import datetime
 from typing import Annotated, Literal
 
 from pydantic import AfterValidator, StringConstraints
@@ -89,6 +90,70 @@ class ErrorOut(Schema):
 # lacks, 413 a body too large, 422 an invalid field, 429 over the rate limit
 # (with Retry-After).
 API_ERRORS = {code: ErrorOut for code in (400, 401, 403, 413, 422, 429)}
+
+
+class ContextK(Schema):
+    """How many hits of each kind to consider; 0 leaves that kind out."""
+
+    skill: int = Field(5, ge=0, le=settings.RAG_SEARCH_MAX_K, description="Distinct skills in the skill index.")
+    file: int = Field(8, ge=0, le=settings.RAG_SEARCH_MAX_K, description="File chunks considered as evidence (before merging).")
+    tool: int = Field(5, ge=0, le=settings.RAG_SEARCH_MAX_K, description="Tool schemas returned beside the text.")
+
+
+class ContextIn(ScopeIn):
+    query: Query = Field(..., description="The task or question the context is for.")
+    budget_tokens: int = Field(
+        ..., ge=64, le=settings.RAG_CONTEXT_MAX_BUDGET_TOKENS,
+        description="The most tokens the text may take, counted with RAG_CONTEXT_TOKENIZER (named in the answer).",
+    )
+    sources: list[Literal["skill", "file", "tool"]] = Field(default_factory=list, description="Kinds to include; empty = all.")
+    k: ContextK = Field(default_factory=ContextK)
+    format: Literal["markdown", "parts"] = Field(
+        "markdown", description="markdown: the ready text and its parts; parts: the structured parts only (text empty).",
+    )
+
+
+class ContextPartOut(Schema):
+    kind: str = Field(..., description="skill (an index entry) or file (evidence lines).")
+    citation: str = Field(..., description="path:start-end, or skill:<slug>:start-end.")
+    score: float
+    tokens: int = Field(..., description="Tokens the part's block takes in the text.")
+    content: str = Field(..., description="file: the exact lines (compacted ones marked); skill: its index line.")
+    title: str = ""
+    slug: str = ""
+    section: str = Field("", description="Skill: heading path of its best-matching section.")
+    why: str = Field("", description="Skill: which query words matched and where each channel ranked it.")
+    path: str = ""
+    start_line: int | None = None
+    end_line: int | None = None
+    language: str = ""
+    symbol: str = ""
+    compacted: bool = Field(False, description="Only the head and tail of the lines fit; omitted_lines were left out.")
+    omitted_lines: list[int] | None = Field(None, description="[first, last] line left out by compaction.")
+    indexed_at: datetime | None = None
+    content_hash: str = Field("", description="Hash of the file (or skill) content that was indexed.")
+    stale: bool = Field(False, description="The file changed on disk since it was indexed (size or mtime), or the skill awaits re-indexing.")
+
+
+class DroppedOut(Schema):
+    kind: str
+    citation: str
+    score: float
+    tokens: int = Field(..., description="Tokens its block would have taken.")
+    reason: str
+
+
+class ContextOut(Schema):
+    query: str
+    tokenizer: str = Field(..., description="The encoding tokens are counted in (RAG_CONTEXT_TOKENIZER).")
+    budget_tokens: int
+    tokens_used: int = Field(..., description="Tokens of text (with format=parts: of the text the parts would make).")
+    text: str = Field(..., description="Ready to inject: the skill index, then file evidence, best at both ends.")
+    parts: list[ContextPartOut] = Field(..., description="The text's blocks in text order.")
+    tools: list[dict] = Field(..., description="Tools for the model's tools parameter (OpenAI function format), best first.")
+    tools_tokens: int = Field(..., description="Tokens of the tools as JSON (not counted in budget_tokens).")
+    dropped: list[DroppedOut] = Field(..., description="What did not fit the budget, and why.")
+    warnings: list[str] = Field(default_factory=list)
 
 
 class SkillSearchIn(ScopeIn):

@@ -1,0 +1,253 @@
+"""Context assembly: retrieved skills and file spans into one budgeted, cited text for a model.
+
+Pure functions over plain data (retrieval/context.py loads the data). The
+text has a skill index (each skill once, expanded on demand with get_skill)
+and file evidence grouped by path, each block headed by its citation.
+Overlapping or adjacent spans of one file merge into one range. Files are
+ordered edges-first, best at the start and second best at the end, because
+models read the middle of a long prompt worst (Liu et al. 2023, "Lost in the
+Middle"). What does not fit the token budget is first compacted (head and
+tail of its lines, the gap marked with the lines to read), then dropped, and
+each drop says why.
+"""
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+
+# A span is compacted only when at least this many of its lines still fit:
+# fewer says nothing a citation would not.
+COMPACT_MIN_LINES = 4
+# Compaction keeps three head lines for each tail line: a span's head
+# (signature, heading) says what it is, its tail how it ends.
+COMPACT_HEAD_SHARE = 0.75
+
+SKILLS_HEADING = "## Skills\nRelevant skills; get_skill(slug) returns the whole text.\n"
+FILES_HEADING = "## Files\n"
+
+
+@dataclass(frozen=True, slots=True)
+class SkillEntry:
+    slug: str
+    title: str
+    section: str  # heading path of the skill's best chunk
+    citation: str  # skill:<slug>:start-end
+    why: str  # one line: which words matched and where the channels ranked it
+    score: float
+    indexed_at: datetime | None = None
+    content_hash: str = ""
+    stale: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Span:
+    """Lines ``start_line..end_line`` of one document (a file of a root, or an evaluation document)."""
+
+    document: str  # what merges: spans of the same document only
+    path: str
+    start_line: int
+    end_line: int
+    content: str  # exactly those lines
+    score: float
+    kind: str = "file"
+    language: str = ""
+    symbol: str = ""
+    chunk_ids: tuple[int, ...] = ()
+    indexed_at: datetime | None = None
+    content_hash: str = ""
+    stale: bool = False
+    omitted: tuple[int, int] | None = None  # compacted: the lines left out
+
+    @property
+    def citation(self) -> str:
+        return f"{self.path}:{self.start_line}-{self.end_line}"
+
+
+@dataclass(frozen=True, slots=True)
+class Part:
+    """One block of the text, in text order, with the tokens its block takes there."""
+
+    kind: str  # "skill" or the span's kind
+    citation: str
+    score: float
+    tokens: int
+    content: str
+    item: SkillEntry | Span
+
+
+@dataclass(frozen=True, slots=True)
+class Dropped:
+    kind: str
+    citation: str
+    score: float
+    tokens: int  # what it would have taken
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class Assembled:
+    text: str
+    parts: list[Part]
+    dropped: list[Dropped] = field(default_factory=list)
+    tokens_used: int = 0
+
+
+def spans_merge(spans: list[Span]) -> list[Span]:
+    """Overlapping or adjacent spans of one document as one range, best score first.
+
+    Spans whose shared lines disagree (a long line split in pieces, an index
+    caught mid-update) are kept apart rather than merged into a wrong text.
+    """
+    by_document: dict[str, list[Span]] = {}
+    for span in spans:
+        by_document.setdefault(span.document, []).append(span)
+    merged: list[Span] = []
+    for group in by_document.values():
+        group.sort(key=lambda s: (s.start_line, s.end_line))
+        current = group[0]
+        for span in group[1:]:
+            joined = _joined(current, span) if span.start_line <= current.end_line + 1 else None
+            if joined is None:
+                merged.append(current)
+                current = span
+            else:
+                current = joined
+        merged.append(current)
+    return sorted(merged, key=lambda s: (-s.score, s.document, s.start_line))
+
+
+def _joined(a: Span, b: Span) -> Span | None:
+    lines_a, lines_b = _lines(a), _lines(b)
+    if lines_a is None or lines_b is None:
+        return None
+    overlap = a.end_line - b.start_line + 1  # lines both hold (0: adjacent)
+    if overlap > 0 and lines_a[len(lines_a) - overlap:][:len(lines_b)] != lines_b[:overlap]:
+        return None
+    end = max(a.end_line, b.end_line)
+    lines = lines_a + lines_b[max(overlap, 0):] if b.end_line > a.end_line else lines_a
+    symbols = [s for s in dict.fromkeys([a.symbol, b.symbol]) if s]
+    return replace(
+        a, end_line=end, content="\n".join(lines), score=max(a.score, b.score), symbol=", ".join(symbols),
+        chunk_ids=a.chunk_ids + b.chunk_ids, stale=a.stale or b.stale,
+    )
+
+
+def _lines(span: Span) -> list[str] | None:
+    lines = span.content.split("\n")
+    return lines if len(lines) == span.end_line - span.start_line + 1 else None
+
+
+def edges_first(items: list) -> list:
+    """Best-first ``items`` reordered so the best sit at both ends: [1, 3, 5, 6, 4, 2]."""
+    return items[0::2] + items[1::2][::-1]
+
+
+def skill_block(entry: SkillEntry) -> str:
+    section = f', section "{entry.section}"' if entry.section else ""
+    return f"- {entry.title} (`{entry.slug}`){section} [{entry.citation}]: {entry.why}\n"
+
+
+def file_header(span: Span) -> str:
+    language = f" ({span.language})" if span.language else ""
+    return f"### {span.path}{language}\n"
+
+
+def span_block(span: Span) -> str:
+    symbol = f" `{span.symbol}`" if span.symbol else ""
+    stale = " (changed since indexed: read_range for the current lines)" if span.stale else ""
+    fence = "`" * max(3, _longest_backtick_run(span.content) + 1)  # a fence the content cannot close
+    return f"[{span.citation}]{symbol}{stale}\n{fence}{span.language}\n{span.content}\n{fence}\n"
+
+
+def _longest_backtick_run(text: str) -> int:
+    longest = run = 0
+    for char in text:
+        run = run + 1 if char == "`" else 0
+        longest = max(longest, run)
+    return longest
+
+
+def span_compact(span: Span, *, fits: Callable[[Span], bool]) -> Span | None:
+    """The most lines of ``span`` (head and tail, the gap marked) for which ``fits`` holds, or None."""
+    lines = _lines(span)
+    if lines is None or len(lines) <= COMPACT_MIN_LINES:
+        return None
+    best, low, high = None, COMPACT_MIN_LINES, len(lines) - 1  # keeping all lines is not compacting
+    while low <= high:
+        keep = (low + high) // 2
+        candidate = _compacted(span, lines, keep)
+        if fits(candidate):
+            best, low = candidate, keep + 1
+        else:
+            high = keep - 1
+    return best
+
+
+def _compacted(span: Span, lines: list[str], keep: int) -> Span:
+    head = math.ceil(keep * COMPACT_HEAD_SHARE)
+    tail = keep - head
+    first_gone, last_gone = span.start_line + head, span.end_line - tail
+    marker = f"... [lines {first_gone}-{last_gone} omitted: read_range {span.path} {first_gone}-{last_gone}] ..."
+    kept = lines[:head] + [marker] + (lines[len(lines) - tail:] if tail else [])
+    return replace(span, content="\n".join(kept), omitted=(first_gone, last_gone))
+
+
+def render(skills: list[SkillEntry], spans: list[Span]) -> tuple[str, list[tuple[SkillEntry | Span, str]]]:
+    """The text, and each item with its block, in text order: skills by rank, then files edges-first."""
+    blocks: list[tuple[SkillEntry | Span, str]] = []
+    out: list[str] = []
+    if skills:
+        out.append(SKILLS_HEADING)
+        for entry in skills:
+            blocks.append((entry, skill_block(entry)))
+            out.append(blocks[-1][1])
+    if spans:
+        out.append(("\n" if skills else "") + FILES_HEADING)
+        files: dict[str, list[Span]] = {}
+        for span in spans:  # best first: a file's place is its best span's
+            files.setdefault(span.document, []).append(span)
+        for group in edges_first(list(files.values())):
+            out.append(file_header(group[0]))
+            for span in sorted(group, key=lambda s: s.start_line):
+                blocks.append((span, span_block(span)))
+                out.append(blocks[-1][1])
+    return "".join(out), blocks
+
+
+def assemble(skills: list[SkillEntry], spans: list[Span], *, budget: int, count: Callable[[str], int]) -> Assembled:
+    """Skills (best first) and spans (best first, merged) in at most ``budget`` tokens as ``count`` counts them."""
+    taken_skills: list[SkillEntry] = []
+    taken_spans: list[Span] = []
+    dropped: list[Dropped] = []
+
+    def cost(extra_skills: list[SkillEntry], extra_spans: list[Span]) -> int:
+        return count(render(taken_skills + extra_skills, taken_spans + extra_spans)[0])
+
+    # Greedy in order of value; each step measures the whole text, so
+    # headings, separators and the tokenizer's joins are all counted.
+    for entry in skills:
+        needed = cost([entry], [])
+        if needed <= budget:
+            taken_skills.append(entry)
+        else:
+            dropped.append(Dropped("skill", entry.citation, entry.score, count(skill_block(entry)),
+                                   f"over budget: the text would take {needed} of {budget} tokens"))
+    for span in spans:
+        needed = cost([], [span])
+        if needed <= budget:
+            taken_spans.append(span)
+            continue
+        compact = span_compact(span, fits=lambda candidate: cost([], [candidate]) <= budget)
+        if compact is not None:
+            taken_spans.append(compact)
+        else:
+            dropped.append(Dropped(span.kind, span.citation, span.score, count(span_block(span)),
+                                   f"over budget: the text would take {needed} of {budget} tokens"))
+    text, blocks = render(taken_skills, taken_spans)
+    parts = [
+        Part(kind="skill" if isinstance(item, SkillEntry) else item.kind, citation=item.citation, score=item.score,
+             tokens=count(block), content=block if isinstance(item, SkillEntry) else item.content, item=item)
+        for item, block in blocks
+    ]
+    return Assembled(text=text, parts=parts, dropped=dropped, tokens_used=count(text))

@@ -1,0 +1,161 @@
+"""LLM-ready context: search each kind of source, load what the parts need, assemble within a token budget.
+
+The searches are the ordinary hybrid search (retrieval/search.py), one per
+kind so skills, files and tools each get their own ``k`` and one noisy kind
+cannot crowd out the others. Assembly itself is pure (retrieval/assembly.py).
+"""
+
+import json
+import re
+from dataclasses import dataclass, field, replace
+
+from django.conf import settings
+
+from retrieval.access import Identity, scope_for
+from retrieval.assembly import Assembled, Part, SkillEntry, Span, assemble, spans_merge
+from retrieval.channels import Scope
+from retrieval.schemas import ContextIn, ContextOut, ContextPartOut, DroppedOut
+from retrieval.search import Hit, chunks_search
+from retrieval.tokens import token_count
+from sources.models import IndexedFile, IndexStatus, Skill, Source, Tool
+
+# Kinds a caller may ask for, in the order their searches run.
+KINDS = (Source.Kind.SKILL, Source.Kind.FILE, Source.Kind.TOOL)
+_WORD = re.compile(r"[A-Za-z0-9_]{3,}")
+
+
+@dataclass(frozen=True, slots=True)
+class Context:
+    assembled: Assembled
+    tools: list[dict] = field(default_factory=list)  # OpenAI function schemas, best first
+    warnings: list[str] = field(default_factory=list)
+
+
+def context_build(*, query: str, budget: int, scope: Scope, k: dict[str, int], encoding: str | None = None) -> Context:
+    """The context for ``query``: ``k[kind]`` hits of each kind in ``scope`` (0: none), cut to ``budget`` tokens.
+
+    Kinds: skill (an index entry each), file and dataset (evidence spans),
+    tool (schemas, outside the text).
+    """
+    warnings: list[str] = []
+    hits: dict[str, list[Hit]] = {}
+    for kind, wanted in k.items():
+        if wanted <= 0:
+            continue
+        found = chunks_search(query=query, k=wanted, scope=replace(scope, kinds=(kind,)),
+                              group=kind in (Source.Kind.SKILL, Source.Kind.TOOL))
+        hits[kind] = list(found)
+        warnings.extend(w for w in found.warnings if w not in warnings)
+    skills = _skill_entries(hits.get(Source.Kind.SKILL, []), query)
+    spans = spans_merge(_spans(hits.get(Source.Kind.FILE, []) + hits.get(Source.Kind.DATASET, [])))
+    assembled = assemble(skills, spans, budget=budget, count=lambda text: token_count(text, encoding=encoding))
+    return Context(assembled=assembled, tools=_tool_schemas(hits.get(Source.Kind.TOOL, [])), warnings=warnings)
+
+
+def context_for(identity: Identity, *, query: str, budget: int, kinds: list[str], k: dict[str, int],
+                bot_id: str | None = None, client_id: str | None = None, channels: list[str] | None = None) -> Context:
+    """``context_build`` in the caller's scope (the one scope rule), for the kinds asked (empty: all)."""
+    scope = scope_for(identity, bot_id=bot_id, client_id=client_id, channels=channels)
+    asked = set(kinds or KINDS)
+    return context_build(query=query, budget=budget, scope=scope, k={kind: k.get(kind, 0) for kind in KINDS if kind in asked})
+
+
+def _skill_entries(hits: list[Hit], query: str) -> list[SkillEntry]:
+    skills = {s.source_id: s for s in Skill.objects.filter(source_id__in=[h.chunk.source_id for h in hits])}
+    words = {w.lower() for w in _WORD.findall(query)}
+    entries = []
+    for hit in hits:
+        skill = skills.get(hit.chunk.source_id)
+        if skill is None:  # deleted since the search
+            continue
+        entries.append(SkillEntry(
+            slug=skill.slug, title=hit.title, section=hit.chunk.context_prefix, citation=hit.citation,
+            why=_why(hit, words), score=hit.score, indexed_at=skill.indexed_at, content_hash=skill.content_hash,
+            stale=skill.index_status != IndexStatus.INDEXED,  # edited, re-index queued or failed
+        ))
+    return entries
+
+
+def _why(hit: Hit, words: set[str]) -> str:
+    text = f"{hit.chunk.context_prefix}\n{hit.chunk.content}".lower()
+    matched = sorted(w for w in words if w in text)
+    ranks = ", ".join(f"{name} #{score.rank}" for name, score in sorted(hit.channels.items()))
+    said = f"matches {', '.join(matched[:6])}" if matched else "close in meaning"
+    return f"{said} ({ranks})" if ranks else said
+
+
+def _spans(hits: list[Hit]) -> list[Span]:
+    """Each hit as a span, with its file's index state and whether the file changed since (size, mtime)."""
+    if not hits:
+        return []
+    states = _file_states(hits)
+    current = _files_now(hits)
+    spans = []
+    for hit in hits:
+        chunk = hit.chunk
+        state = states.get((chunk.source_id, chunk.path))
+        now = current.get((chunk.source_id, chunk.path), "unknown")
+        stale = state is not None and now != "unknown" and now != (state.size, state.mtime_ns)
+        spans.append(Span(
+            document=f"{chunk.source_id}:{chunk.path}", path=chunk.path or chunk.source.key, start_line=chunk.start_line,
+            end_line=chunk.end_line, content=chunk.content, score=hit.score, kind=chunk.source.kind,
+            language=chunk.language, symbol=chunk.symbol, chunk_ids=(chunk.pk,),
+            indexed_at=state.indexed_at if state else None, content_hash=state.content_hash if state else chunk.content_hash,
+            stale=stale,
+        ))
+    return spans
+
+
+def _file_states(hits: list[Hit]) -> dict[tuple[int, str], IndexedFile]:
+    # One query: the active generation's row of every file hit.
+    wanted = {(h.chunk.source_id, h.chunk.path, h.chunk.source.active_generation) for h in hits}
+    rows = IndexedFile.objects.filter(source_id__in={w[0] for w in wanted}, path__in={w[1] for w in wanted})
+    return {(row.source_id, row.path): row for row in rows if (row.source_id, row.path, row.generation) in wanted}
+
+
+def _files_now(hits: list[Hit]) -> dict[tuple[int, str], tuple[int, int] | None]:
+    """(size, mtime_ns) on disk now of each file hit, read safely below its root; evaluation documents have none."""
+    from retrieval.files import files_stat
+
+    by_root: dict[int, set[tuple[int, str]]] = {}
+    for hit in hits:
+        key = hit.chunk.source.key
+        if hit.chunk.source.kind == Source.Kind.FILE and key.startswith("root:"):
+            by_root.setdefault(int(key.split(":")[1]), set()).add((hit.chunk.source_id, hit.chunk.path))
+    now: dict[tuple[int, str], tuple[int, int] | None] = {}
+    for root_id, files in by_root.items():
+        stats = files_stat(root_id=root_id, paths=sorted({path for _, path in files}))
+        now.update({(source_id, path): stats.get(path) for source_id, path in files})
+    return now
+
+
+def _tool_schemas(hits: list[Hit]) -> list[dict]:
+    tools = {t.source_id: t for t in Tool.objects.filter(source_id__in=[h.chunk.source_id for h in hits])}
+    return [tools[h.chunk.source_id].openai_schema for h in hits if h.chunk.source_id in tools]
+
+
+def context_answer(identity: Identity, payload: ContextIn) -> ContextOut:
+    """``POST /api/v1/context`` and the MCP tool get_context: the request in, the schema out."""
+    context = context_for(identity, query=payload.query, budget=payload.budget_tokens, kinds=payload.sources,
+                          k=payload.k.model_dump(), bot_id=payload.bot_id, client_id=payload.client_id, channels=payload.channels)
+    assembled = context.assembled
+    return ContextOut(
+        query=payload.query, tokenizer=settings.RAG_CONTEXT_TOKENIZER, budget_tokens=payload.budget_tokens,
+        tokens_used=assembled.tokens_used, text=assembled.text if payload.format == "markdown" else "",
+        parts=[_part_out(part) for part in assembled.parts],
+        tools=context.tools, tools_tokens=token_count(json.dumps(context.tools)) if context.tools else 0,
+        dropped=[DroppedOut(kind=d.kind, citation=d.citation, score=d.score, tokens=d.tokens, reason=d.reason)
+                 for d in assembled.dropped],
+        warnings=context.warnings,
+    )
+
+
+def _part_out(part: Part) -> ContextPartOut:
+    item = part.item
+    common = {"kind": part.kind, "citation": part.citation, "score": part.score, "tokens": part.tokens,
+              "content": part.content, "indexed_at": item.indexed_at, "content_hash": item.content_hash, "stale": item.stale}
+    if isinstance(item, SkillEntry):
+        return ContextPartOut(**common, title=item.title, slug=item.slug, section=item.section, why=item.why)
+    return ContextPartOut(**common, path=item.path, start_line=item.start_line, end_line=item.end_line, language=item.language,
+                  symbol=item.symbol, compacted=item.omitted is not None,
+                  omitted_lines=list(item.omitted) if item.omitted else None)

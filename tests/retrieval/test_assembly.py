@@ -1,0 +1,71 @@
+"""Context assembly as plain functions: merging, edges-first order, budgets, compaction."""
+
+from retrieval.assembly import Span, SkillEntry, assemble, edges_first, span_block, spans_merge
+from retrieval.tokens import token_count
+
+
+def span(path: str, start: int, end: int, score: float, *, text: str | None = None, document: str | None = None) -> Span:
+    content = text if text is not None else "\n".join(f"{path} line {n}" for n in range(start, end + 1))
+    return Span(document=document or path, path=path, start_line=start, end_line=end, content=content, score=score, language="python")
+
+
+def count(text: str) -> int:
+    return token_count(text, encoding="o200k_base")
+
+
+def test_edges_first_puts_the_best_at_both_ends():
+    assert edges_first([1, 2, 3, 4, 5, 6]) == [1, 3, 5, 6, 4, 2]
+    assert edges_first([1, 2, 3]) == [1, 3, 2]
+    assert edges_first([]) == []
+
+
+def test_overlapping_and_adjacent_spans_of_one_file_merge_into_one_range():
+    merged = spans_merge([span("a.py", 1, 10, 0.5), span("a.py", 8, 20, 0.9), span("a.py", 21, 25, 0.1), span("b.py", 5, 9, 0.7)])
+    assert [(s.path, s.start_line, s.end_line, s.score) for s in merged] == [("a.py", 1, 25, 0.9), ("b.py", 5, 9, 0.7)]
+    assert merged[0].content.split("\n") == [f"a.py line {n}" for n in range(1, 26)]  # every line once, in order
+
+
+def test_spans_whose_shared_lines_disagree_are_not_merged():
+    merged = spans_merge([span("a.py", 1, 3, 0.5), span("a.py", 3, 4, 0.4, text="something else\na.py line 4")])
+    assert [(s.start_line, s.end_line) for s in merged] == [(1, 3), (3, 4)]
+    # Same path in two roots: different documents, never merged.
+    apart = spans_merge([span("a.py", 1, 3, 0.5, document="1:a.py"), span("a.py", 4, 6, 0.4, document="2:a.py")])
+    assert len(apart) == 2
+
+
+def test_the_best_file_comes_first_and_the_second_best_last():
+    spans = spans_merge([span(f"f{n}.py", 1, 3, 1.0 - n / 10) for n in range(5)])
+    result = assemble([], spans, budget=4000, count=count)
+    order = [part.item.path for part in result.parts]
+    assert order == ["f0.py", "f2.py", "f4.py", "f3.py", "f1.py"]
+    assert result.text.index("### f0.py") < result.text.index("### f2.py") < result.text.index("### f1.py")
+    assert result.tokens_used == count(result.text) <= 4000 and not result.dropped
+
+
+def test_the_text_stays_within_budget_compacting_before_dropping():
+    big = [span(f"big{n}.py", 1, 120, 1.0 - n / 10) for n in range(3)]
+    skills = [SkillEntry(slug="deploy", title="Deploying", section="Deploying > Rollback", citation="skill:deploy:3-9",
+                         why="matches rollback (lexical #1)", score=0.9)]
+    result = assemble(skills, big, budget=900, count=count)
+    assert result.tokens_used == count(result.text) <= 900
+    assert result.text.startswith("## Skills") and "[skill:deploy:3-9]" in result.text
+    compacted = [p for p in result.parts if p.item.__class__ is Span and p.item.omitted]
+    assert compacted, "a span that does not fit whole is compacted first"
+    first_gone, last_gone = compacted[0].item.omitted
+    assert f"[lines {first_gone}-{last_gone} omitted" in result.text
+    kept = compacted[0].content.split("\n")
+    assert kept[0] == f"{compacted[0].item.path} line 1" and kept[-1] == f"{compacted[0].item.path} line 120"  # head and tail
+    assert result.dropped and all("over budget" in d.reason for d in result.dropped)
+    assert {d.citation for d in result.dropped}.isdisjoint(p.citation for p in result.parts)
+
+
+def test_every_block_carries_its_citation_and_a_fence_its_content_cannot_close():
+    tricky = span("doc.md", 4, 6, 0.9, text="```python\nprint(1)\n```")
+    block = span_block(tricky)
+    assert block.startswith("[doc.md:4-6]") and "````python\n```python" in block and block.rstrip().endswith("````")
+
+
+def test_a_budget_too_small_for_anything_drops_everything_and_says_so():
+    result = assemble([], [span("a.py", 1, 3, 0.5)], budget=5, count=count)
+    assert result.text == "" and result.parts == [] and result.tokens_used == 0
+    assert [d.citation for d in result.dropped] == ["a.py:1-3"]
