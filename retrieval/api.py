@@ -1,12 +1,17 @@
+from dataclasses import dataclass
+
 from django.http import HttpResponse
-from ninja import Router
+from ninja import Query, Router
 
 from retrieval.access import Identity, scope_for
 from retrieval.auth import READ_AUTH
 from retrieval.context import context_answer
+from retrieval.files import grep_answer, read_answer
 from retrieval.schemas import (
-    API_ERRORS, ContextIn, ContextOut, ErrorOut, HitOut, SearchIn, SearchOut, SkillHitOut, SkillSearchIn, SkillSearchOut, ToolHitOut, ToolSearchIn, ToolSearchOut,
+    API_ERRORS, ContextIn, ContextOut, ErrorOut, HitOut, ScopeIn, SearchIn, SearchOut, SkillHitOut, SkillSearchIn, SkillSearchOut, ToolHitOut, ToolSearchIn, ToolSearchOut,
 )
+from retrieval.channels import Scope
+from retrieval.schemas import GrepIn, GrepOut, ReadIn, ReadOut
 from retrieval.search import ChannelScore, Hit, Mode, chunks_search
 from sources.models import Skill, Source, Tool
 
@@ -14,10 +19,28 @@ router = Router(tags=["search"], auth=READ_AUTH)
 ERRORS = {**API_ERRORS, 503: ErrorOut}  # 503: every channel failed
 
 
-def request_scope(request, payload, *, kinds=()):
-    """The caller's scope (from its credentials), narrowed by the body's bot_id, client_id and channels."""
-    identity: Identity = request.auth
+def payload_scope(identity: Identity, payload: ScopeIn, *, kinds=()) -> Scope:
+    """The caller's scope (from its credentials), narrowed by the payload's bot_id, client_id and channels."""
     return scope_for(identity, bot_id=payload.bot_id, client_id=payload.client_id, channels=payload.channels, kinds=kinds)
+
+
+@dataclass(frozen=True, slots=True)
+class SearchAnswer:
+    out: SearchOut
+    timings: dict[str, float]  # milliseconds per stage, for the Server-Timing header
+
+
+def search_answer(identity: Identity, payload: SearchIn) -> SearchAnswer:
+    """What /search answers (the endpoint and the MCP tool ``search``)."""
+    scope = payload_scope(identity, payload, kinds=payload.sources)
+    hits = chunks_search(
+        query=payload.query, k=payload.k, mode=Mode.parse(payload.mode), scope=scope, mmr=payload.mmr,
+        mmr_lambda=payload.mmr_lambda, rerank=payload.rerank, group=payload.group,
+    )
+    tools = _tools_for(hits)
+    out = SearchOut(query=payload.query, mode=payload.mode, k=payload.k, warnings=hits.warnings,
+                    hits=[_hit_out(rank, hit, tools) for rank, hit in enumerate(hits, start=1)])
+    return SearchAnswer(out=out, timings=hits.timings)
 
 
 @router.post("/search", response={200: SearchOut, **ERRORS})
@@ -26,21 +49,14 @@ def search(request, payload: SearchIn, response: HttpResponse):
 
     The Server-Timing header says where the time went (retrieval.search.STAGES).
     """
-    scope = request_scope(request, payload, kinds=payload.sources)
-    hits = chunks_search(
-        query=payload.query, k=payload.k, mode=Mode.parse(payload.mode), scope=scope, mmr=payload.mmr,
-        mmr_lambda=payload.mmr_lambda, rerank=payload.rerank, group=payload.group,
-    )
-    response["Server-Timing"] = server_timing(hits.timings)
-    tools = _tools_for(hits)
-    return SearchOut(query=payload.query, mode=payload.mode, k=payload.k, warnings=hits.warnings,
-                     hits=[_hit_out(rank, hit, tools) for rank, hit in enumerate(hits, start=1)])
+    answer = search_answer(request.auth, payload)
+    response["Server-Timing"] = server_timing(answer.timings)
+    return answer.out
 
 
-@router.post("/skills/search", response={200: SkillSearchOut, **ERRORS})
-def skills_search(request, payload: SkillSearchIn):
-    """The skill index: the skills that fit a task, each once, with its best-matching section."""
-    scope = request_scope(request, payload, kinds=[Source.Kind.SKILL])
+def skills_search_answer(identity: Identity, payload: SkillSearchIn) -> SkillSearchOut:
+    """What /skills/search answers (the endpoint and the MCP tool ``search_skills``)."""
+    scope = payload_scope(identity, payload, kinds=[Source.Kind.SKILL])
     hits = chunks_search(query=payload.query, k=payload.k, scope=scope, group=True)
     slugs = dict(Skill.objects.filter(source_id__in=[h.chunk.source_id for h in hits]).values_list("source_id", "slug"))
     return SkillSearchOut(
@@ -50,10 +66,15 @@ def skills_search(request, payload: SkillSearchIn):
     )
 
 
-@router.post("/tools/search", response={200: ToolSearchOut, **ERRORS})
-def tools_search(request, payload: ToolSearchIn):
-    """The tools that fit a task, as OpenAI function schemas ready to hand to a model."""
-    scope = request_scope(request, payload, kinds=[Source.Kind.TOOL])
+@router.post("/skills/search", response={200: SkillSearchOut, **ERRORS})
+def skills_search(request, payload: SkillSearchIn):
+    """The skill index: the skills that fit a task, each once, with its best-matching section."""
+    return skills_search_answer(request.auth, payload)
+
+
+def tools_search_answer(identity: Identity, payload: ToolSearchIn) -> ToolSearchOut:
+    """What /tools/search answers (the endpoint and the MCP tool ``search_tools``)."""
+    scope = payload_scope(identity, payload, kinds=[Source.Kind.TOOL])
     hits = chunks_search(query=payload.query, k=payload.k, scope=scope, group=True)
     tools = _tools_for(hits)
     return ToolSearchOut(
@@ -61,6 +82,12 @@ def tools_search(request, payload: ToolSearchIn):
         tools=[ToolHitOut(key=tools[h.chunk.source_id].key, score=h.score, openai_schema=tools[h.chunk.source_id].openai_schema)
                for h in hits if h.chunk.source_id in tools],
     )
+
+
+@router.post("/tools/search", response={200: ToolSearchOut, **ERRORS})
+def tools_search(request, payload: ToolSearchIn):
+    """The tools that fit a task, as OpenAI function schemas ready to hand to a model."""
+    return tools_search_answer(request.auth, payload)
 
 
 @router.post("/context", response={200: ContextOut, **ERRORS})
@@ -74,6 +101,36 @@ def context(request, payload: ContextIn):
     indexed and whether its file changed since (``stale``).
     """
     return context_answer(request.auth, payload)
+
+
+@router.get("/read", response={200: ReadOut, 404: ErrorOut, **ERRORS})
+def read(request, params: Query[ReadIn]):
+    """The current lines ``start``..``end`` of an indexed file, to check a citation (``path:12-40``) before quoting it.
+
+    ``root`` is the root's name or id, ``path`` the file inside it as search
+    cites it. At most RAG_READ_MAX_LINES lines (``truncated`` says the request
+    asked for more); ``stale`` says the file changed since it was indexed.
+    Only indexed files the caller may see: any other answers 404, as if it
+    did not exist. An absolute path, ``..``, ``.``, a backslash or a control
+    character is refused (400); a file that is now a symlink, binary, not
+    UTF-8 or too large, or a ``start`` past its end, answers 422.
+    """
+    return read_answer(request.auth, root=params.root, path=params.path, start=params.start, end=params.end,
+                       bot_id=params.bot_id, client_id=params.client_id, channels=params.channels)
+
+
+@router.post("/grep", response={200: GrepOut, 404: ErrorOut, **ERRORS})
+def grep(request, payload: GrepIn):
+    """The lines matching ``pattern`` in the indexed files the caller may see, each with its citation (``path:7-7``).
+
+    Literal and case-insensitive by default; ``regex: true`` reads the
+    pattern as RE2 (linear time; no backreferences or lookaround: 422).
+    ``root`` (name or id; 404 if the caller may not see it) and ``glob``
+    (``"*.py"``, ``"docs/**"``) narrow the files. Stops at ``max_matches`` or
+    after RAG_GREP_TIMEOUT_SECONDS, and says so in ``stopped``; files that
+    cannot be read now are counted in ``files_skipped``.
+    """
+    return grep_answer(request.auth, payload)
 
 
 def server_timing(timings: dict[str, float]) -> str:

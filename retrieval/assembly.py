@@ -22,6 +22,9 @@ COMPACT_MIN_LINES = 4
 # Compaction keeps three head lines for each tail line: a span's head
 # (signature, heading) says what it is, its tail how it ends.
 COMPACT_HEAD_SHARE = 0.75
+# Two ranges of one file this few lines apart read as one (chunkers leave the
+# blank lines between sections out); the lines between are filled in.
+MERGE_GAP_LINES = 5
 
 SKILLS_HEADING = "## Skills\nRelevant skills; get_skill(slug) returns the whole text.\n"
 FILES_HEADING = "## Files\n"
@@ -51,6 +54,7 @@ class Span:
     content: str  # exactly those lines
     score: float
     kind: str = "file"
+    root_id: int | None = None  # a workspace root's file: where to read it now
     language: str = ""
     symbol: str = ""
     chunk_ids: tuple[int, ...] = ()
@@ -93,11 +97,14 @@ class Assembled:
     tokens_used: int = 0
 
 
-def spans_merge(spans: list[Span]) -> list[Span]:
+def spans_merge(spans: list[Span], *, gap_lines: Callable[[Span, int, int], list[str] | None] | None = None) -> list[Span]:
     """Overlapping or adjacent spans of one document as one range, best score first.
 
-    Spans whose shared lines disagree (a long line split in pieces, an index
-    caught mid-update) are kept apart rather than merged into a wrong text.
+    Spans at most MERGE_GAP_LINES apart merge too when ``gap_lines(span,
+    first, last)`` gives the lines between them (the file as it is, when it
+    has not changed since indexing). Spans whose shared lines disagree (a long
+    line split in pieces, an index caught mid-update) are kept apart rather
+    than merged into a wrong text.
     """
     by_document: dict[str, list[Span]] = {}
     for span in spans:
@@ -107,7 +114,7 @@ def spans_merge(spans: list[Span]) -> list[Span]:
         group.sort(key=lambda s: (s.start_line, s.end_line))
         current = group[0]
         for span in group[1:]:
-            joined = _joined(current, span) if span.start_line <= current.end_line + 1 else None
+            joined = _joined(current, span, gap_lines)
             if joined is None:
                 merged.append(current)
                 current = span
@@ -117,15 +124,20 @@ def spans_merge(spans: list[Span]) -> list[Span]:
     return sorted(merged, key=lambda s: (-s.score, s.document, s.start_line))
 
 
-def _joined(a: Span, b: Span) -> Span | None:
+def _joined(a: Span, b: Span, gap_lines: Callable[[Span, int, int], list[str] | None] | None) -> Span | None:
     lines_a, lines_b = _lines(a), _lines(b)
     if lines_a is None or lines_b is None:
         return None
-    overlap = a.end_line - b.start_line + 1  # lines both hold (0: adjacent)
-    if overlap > 0 and lines_a[len(lines_a) - overlap:][:len(lines_b)] != lines_b[:overlap]:
+    gap = b.start_line - a.end_line - 1  # lines between them; negative: lines both hold
+    if gap > 0:
+        between = gap_lines(a, a.end_line + 1, b.start_line - 1) if gap_lines and gap <= MERGE_GAP_LINES else None
+        if between is None or len(between) != gap:
+            return None
+        lines_a = lines_a + between
+    elif gap < 0 and lines_a[len(lines_a) + gap:][:len(lines_b)] != lines_b[:-gap]:
         return None
     end = max(a.end_line, b.end_line)
-    lines = lines_a + lines_b[max(overlap, 0):] if b.end_line > a.end_line else lines_a
+    lines = lines_a + lines_b[max(-gap, 0):] if b.end_line > a.end_line else lines_a
     symbols = [s for s in dict.fromkeys([a.symbol, b.symbol]) if s]
     return replace(
         a, end_line=end, content="\n".join(lines), score=max(a.score, b.score), symbol=", ".join(symbols),

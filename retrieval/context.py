@@ -14,6 +14,7 @@ from django.conf import settings
 from retrieval.access import Identity, scope_for
 from retrieval.assembly import Assembled, Part, SkillEntry, Span, assemble, spans_merge
 from retrieval.channels import Scope
+from retrieval.files import files_lines, files_stat
 from retrieval.schemas import ContextIn, ContextOut, ContextPartOut, DroppedOut
 from retrieval.search import Hit, chunks_search
 from retrieval.tokens import token_count
@@ -37,6 +38,12 @@ def context_build(*, query: str, budget: int, scope: Scope, k: dict[str, int], e
     Kinds: skill (an index entry each), file and dataset (evidence spans),
     tool (schemas, outside the text).
     """
+    hits, warnings = context_search(query=query, scope=scope, k=k)
+    return context_assemble(hits, query=query, budget=budget, encoding=encoding, warnings=warnings)
+
+
+def context_search(*, query: str, scope: Scope, k: dict[str, int]) -> tuple[dict[str, list[Hit]], list[str]]:
+    """One search per kind (its own ``k``), and their warnings."""
     warnings: list[str] = []
     hits: dict[str, list[Hit]] = {}
     for kind, wanted in k.items():
@@ -46,10 +53,16 @@ def context_build(*, query: str, budget: int, scope: Scope, k: dict[str, int], e
                               group=kind in (Source.Kind.SKILL, Source.Kind.TOOL))
         hits[kind] = list(found)
         warnings.extend(w for w in found.warnings if w not in warnings)
+    return hits, warnings
+
+
+def context_assemble(hits: dict[str, list[Hit]], *, query: str, budget: int, encoding: str | None = None,
+                     warnings: list[str] | None = None) -> Context:
+    """``context_search``'s hits within ``budget`` (the evaluation assembles one search at several budgets)."""
     skills = _skill_entries(hits.get(Source.Kind.SKILL, []), query)
-    spans = spans_merge(_spans(hits.get(Source.Kind.FILE, []) + hits.get(Source.Kind.DATASET, [])))
+    spans = spans_merge(_spans(hits.get(Source.Kind.FILE, []) + hits.get(Source.Kind.DATASET, [])), gap_lines=_gap_reader())
     assembled = assemble(skills, spans, budget=budget, count=lambda text: token_count(text, encoding=encoding))
-    return Context(assembled=assembled, tools=_tool_schemas(hits.get(Source.Kind.TOOL, [])), warnings=warnings)
+    return Context(assembled=assembled, tools=_tool_schemas(hits.get(Source.Kind.TOOL, [])), warnings=warnings or [])
 
 
 def context_for(identity: Identity, *, query: str, budget: int, kinds: list[str], k: dict[str, int],
@@ -99,11 +112,26 @@ def _spans(hits: list[Hit]) -> list[Span]:
         spans.append(Span(
             document=f"{chunk.source_id}:{chunk.path}", path=chunk.path or chunk.source.key, start_line=chunk.start_line,
             end_line=chunk.end_line, content=chunk.content, score=hit.score, kind=chunk.source.kind,
-            language=chunk.language, symbol=chunk.symbol, chunk_ids=(chunk.pk,),
+            root_id=_root_id(chunk.source), language=chunk.language, symbol=chunk.symbol, chunk_ids=(chunk.pk,),
             indexed_at=state.indexed_at if state else None, content_hash=state.content_hash if state else chunk.content_hash,
             stale=stale,
         ))
     return spans
+
+
+def _gap_reader():
+    """Lines between two cited ranges of a file, from the file as it is; None when it changed since indexing."""
+    files: dict[str, list[str] | None] = {}
+
+    def gap_lines(span: Span, first: int, last: int) -> list[str] | None:
+        if span.kind != Source.Kind.FILE or span.stale or span.root_id is None:
+            return None
+        if span.document not in files:
+            files[span.document] = files_lines(root_id=span.root_id, paths=[span.path])[span.path]
+        lines = files[span.document]
+        return lines[first - 1:last] if lines is not None and last <= len(lines) else None
+
+    return gap_lines
 
 
 def _file_states(hits: list[Hit]) -> dict[tuple[int, str], IndexedFile]:
@@ -115,18 +143,23 @@ def _file_states(hits: list[Hit]) -> dict[tuple[int, str], IndexedFile]:
 
 def _files_now(hits: list[Hit]) -> dict[tuple[int, str], tuple[int, int] | None]:
     """(size, mtime_ns) on disk now of each file hit, read safely below its root; evaluation documents have none."""
-    from retrieval.files import files_stat
-
     by_root: dict[int, set[tuple[int, str]]] = {}
     for hit in hits:
-        key = hit.chunk.source.key
-        if hit.chunk.source.kind == Source.Kind.FILE and key.startswith("root:"):
-            by_root.setdefault(int(key.split(":")[1]), set()).add((hit.chunk.source_id, hit.chunk.path))
+        root_id = _root_id(hit.chunk.source)
+        if root_id is not None:
+            by_root.setdefault(root_id, set()).add((hit.chunk.source_id, hit.chunk.path))
     now: dict[tuple[int, str], tuple[int, int] | None] = {}
     for root_id, files in by_root.items():
         stats = files_stat(root_id=root_id, paths=sorted({path for _, path in files}))
         now.update({(source_id, path): stats.get(path) for source_id, path in files})
     return now
+
+
+def _root_id(source: Source) -> int | None:
+    # Keys of a root's sources: root:<id> (its default segment) or root:<id>:segment:<id>.
+    if source.kind != Source.Kind.FILE or not source.key.startswith("root:"):
+        return None
+    return int(source.key.split(":")[1])
 
 
 def _tool_schemas(hits: list[Hit]) -> list[dict]:

@@ -10,9 +10,12 @@ from pathlib import Path
 from django.conf import settings
 
 from rag_site.errors import ApplicationError
+from retrieval.assembly import Span
 from retrieval.channels import Scope
+from retrieval.context import context_assemble, context_search
 from retrieval.metrics import evaluate, token_overlap_rank, tokens
 from retrieval.search import Mode, chunks_search
+from retrieval.tokens import ENCODINGS, token_count
 from sources.chunking import CHUNKING_VERSION, chunk_text
 from sources.models import IndexedFile, Source
 from sources.store import FileChunks, embedding_model_for, files_embed, files_replace
@@ -20,6 +23,11 @@ from sources.store import FileChunks, embedding_model_for, files_embed, files_re
 # Documents embedded per call: big calls pad less (see RAG_INDEX_FLUSH_CHUNKS).
 _FLUSH = 1024
 DEPTH = 100  # every channel ranks this many documents (Recall@100)
+# The context metric: budgets a bot might give /api/v1/context, and the
+# evidence chunks it considers (the API's largest k), so the budget, not k,
+# decides what fits.
+CONTEXT_BUDGETS = (1000, 2000, 4000)
+CONTEXT_CANDIDATES = 50
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,6 +121,50 @@ def dataset_evaluate(dataset: Dataset, source: Source, *, k: int = 10) -> dict[s
     return {name: evaluate({q: rank(text) for q, text in judged.items()}, dataset.qrels, k=k) for name, rank in channels.items()}
 
 
+def dataset_context(dataset: Dataset, source: Source) -> dict[str, float]:
+    """Per budget: the share of judged queries with a relevant passage inside the assembled context."""
+    scope = Scope(kinds=(Source.Kind.DATASET,), source_ids=(source.pk,))
+    judged = [(q, text) for q, text in dataset.queries.items() if q in dataset.qrels]
+
+    def inside(query_id: str, spans: list[tuple[str, int, int]]) -> bool:
+        relevant = {doc for doc, grade in dataset.qrels[query_id].items() if grade > 0}
+        return any(path in relevant for path, _, _ in spans)
+
+    return _context_coverage([(text, lambda spans, q=q: inside(q, spans)) for q, text in judged], scope, Source.Kind.DATASET)
+
+
+def _context_coverage(queries: list[tuple[str, Callable[[list[tuple[str, int, int]]], bool]]], scope: Scope,
+                      kind: str) -> dict[str, float]:
+    """``{"context@<budget>": share}``: one search per query, assembled at every budget.
+
+    Also ``tokens/<encoding>``: the largest budget's texts counted in each
+    other encoding, over their count in RAG_CONTEXT_TOKENIZER (how far a
+    budget is off for a model with another tokenizer).
+    """
+    found = dict.fromkeys(CONTEXT_BUDGETS, 0)
+    texts = []
+    for text, inside in queries:
+        hits, _ = context_search(query=text, scope=scope, k={kind: CONTEXT_CANDIDATES})
+        for budget in CONTEXT_BUDGETS:
+            assembled = context_assemble(hits, query=text, budget=budget).assembled
+            found[budget] += inside([kept for part in assembled.parts if isinstance(part.item, Span) for kept in _kept(part.item)])
+        texts.append(assembled.text)
+    report = {f"context@{budget // 1000}k": found[budget] / max(len(queries), 1) for budget in CONTEXT_BUDGETS}
+    configured = sum(token_count(t) for t in texts) or 1
+    for encoding in ENCODINGS:
+        if encoding != settings.RAG_CONTEXT_TOKENIZER:
+            report[f"tokens/{encoding}"] = sum(token_count(t, encoding=encoding) for t in texts) / configured
+    return report
+
+
+def _kept(span: Span) -> list[tuple[str, int, int]]:
+    """The line ranges a span shows: all of them, or head and tail around the lines compaction left out."""
+    if span.omitted is None:
+        return [(span.path, span.start_line, span.end_line)]
+    first_gone, last_gone = span.omitted
+    return [(span.path, span.start_line, first_gone - 1), (span.path, last_gone + 1, span.end_line)]
+
+
 def search_rows() -> dict[str, dict]:
     """The search service's configurations scored side by side; rerank only when a model is configured."""
     rows = {
@@ -203,3 +255,14 @@ def code_evaluate(queries: list[CodeQuery], root, *, k: int = 10) -> dict[str, d
                                 if path == query.path and start <= query.end_line and end >= query.start_line), None))
         report[name] = hit_metrics(firsts, k=k)
     return report
+
+
+def code_context(queries: list[CodeQuery], root) -> dict[str, float]:
+    """Per budget: the share of queries whose function (file and overlapping lines) is inside the assembled context."""
+    source_ids = tuple(Source.objects.filter(key__startswith=f"root:{root.pk}").values_list("pk", flat=True))
+    scope = Scope(kinds=(Source.Kind.FILE,), source_ids=source_ids)
+
+    def inside(query: CodeQuery, spans: list[tuple[str, int, int]]) -> bool:
+        return any(path == query.path and start <= query.end_line and end >= query.start_line for path, start, end in spans)
+
+    return _context_coverage([(q.text, lambda spans, q=q: inside(q, spans)) for q in queries], scope, Source.Kind.FILE)

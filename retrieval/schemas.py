@@ -190,3 +190,81 @@ class ToolSearchOut(Schema):
     query: str
     tools: list[ToolHitOut]
     warnings: list[str] = Field(default_factory=list)
+
+
+# read and grep
+
+def _glob_checked(value: str) -> str:
+    # Indexed paths are relative and never hold "..", "\" or control
+    # characters: a glob with them could only ever match nothing.
+    if value.startswith("/") or ".." in value.split("/") or "\\" in value:
+        raise ValueError('use a relative, "/"-separated pattern without ".." or "\\", e.g. "*.py" or "docs/**"')
+    return _no_control_characters(value)
+
+
+RootName = Annotated[str, StringConstraints(min_length=1, max_length=200), AfterValidator(_no_control_characters)]
+
+
+class ReadIn(ScopeIn):
+    root: RootName = Field(..., description="The workspace root, by name or numeric id.")
+    path: str = Field(..., description='The file inside the root, as search cites it: relative and "/"-separated.')
+    start: int = Field(1, ge=1, description="First line to return (from 1).")
+    end: int | None = Field(
+        None, ge=1, description=f"Last line to return (inclusive); default and cap: start + RAG_READ_MAX_LINES - 1 "
+                                f"({settings.RAG_READ_MAX_LINES} lines).",
+    )
+
+
+class ReadOut(Schema):
+    root: str = Field(..., description="The root's name.")
+    path: str
+    start_line: int
+    end_line: int = Field(..., description="The last line returned: the request's end, clamped to the cap and the file.")
+    total_lines: int = Field(..., description="Lines in the file now.")
+    content: str = Field(..., description='The lines exactly as in the file, joined with "\\n" (no numbering added).')
+    citation: str = Field(..., description="path:start_line-end_line")
+    truncated: bool = Field(..., description="The request asked for more lines than RAG_READ_MAX_LINES.")
+    language: str
+    indexed_at: datetime = Field(..., description="When the file was last indexed.")
+    indexed_hash: str = Field(..., description="SHA-256 of the file's text when it was indexed.")
+    stale: bool = Field(
+        ..., description="The file's size or modification time differ from the indexed copy: search may cite old lines.",
+    )
+
+
+class GrepIn(ScopeIn):
+    pattern: Annotated[str, StringConstraints(min_length=1, max_length=1000), AfterValidator(_no_control_characters)] = Field(
+        ..., description="What to find in each line (1-1000 characters): literal text, or an RE2 regex with regex=true.",
+    )
+    regex: bool = Field(False, description="Read pattern as an RE2 regular expression (no backreferences or lookaround).")
+    case_sensitive: bool = Field(False, description="Match letter case exactly.")
+    root: RootName | None = Field(None, description="Only this root (name or numeric id); default: every root the caller may see.")
+    glob: Annotated[str, StringConstraints(min_length=1, max_length=512), AfterValidator(_glob_checked)] | None = Field(
+        None, description='Only files whose path inside the root matches this fnmatch pattern ("*" crosses "/"), '
+                          'e.g. "*.py", "docs/**".',
+    )
+    max_matches: int = Field(
+        min(50, settings.RAG_GREP_MAX_MATCHES), ge=1, le=settings.RAG_GREP_MAX_MATCHES,
+        description="Stop after this many matching lines.",
+    )
+
+
+class GrepMatchOut(Schema):
+    root: str
+    path: str
+    line: int = Field(..., description="Line number, from 1.")
+    text: str = Field(..., description="The line, cut at 400 characters.")
+    citation: str = Field(..., description="path:line-line")
+
+
+class GrepOut(Schema):
+    pattern: str
+    matches: list[GrepMatchOut] = Field(..., description="In file order: root name, then path, then line.")
+    files_searched: int
+    files_skipped: int = Field(
+        ..., description="Indexed files that could not be read now (deleted, replaced by a symlink, binary, too large).",
+    )
+    truncated: bool = Field(..., description="More matches may exist: the scan stopped early.")
+    stopped: Literal["time limit", "max matches"] | None = Field(
+        None, description="Why the scan stopped early: RAG_GREP_TIMEOUT_SECONDS or max_matches; null when every file was searched.",
+    )

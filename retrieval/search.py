@@ -96,7 +96,7 @@ def chunks_search(
 
     Vector matches below their source kind's similarity threshold are dropped
     unless the lexical channel found them too. ``group`` keeps the best chunk
-    per source (one hit per skill or tool). ``rerank`` (default
+    per source (one hit per skill, tool or file). ``rerank`` (default
     RAG_RERANK_ENABLED) reorders the fused head with the cross-encoder; ``mmr``
     then trades relevance for diversity (``mmr_lambda``, default RAG_MMR_LAMBDA).
     A channel or model that fails is skipped with a warning; the query fails
@@ -293,8 +293,10 @@ def _fuse(channels: dict[str, list[Candidate]]) -> list[tuple[int, float]]:
 
 
 def _best_per_source(fused: list[tuple[int, float]]) -> list[tuple[int, float]]:
-    sources = dict(Chunk.objects.filter(pk__in=[chunk_id for chunk_id, _ in fused]).values_list("pk", "source_id"))
-    seen: set[int] = set()
+    # A root's segment is one source of many files: its files group apart.
+    sources = {pk: (source_id, path) for pk, source_id, path in
+               Chunk.objects.filter(pk__in=[chunk_id for chunk_id, _ in fused]).values_list("pk", "source_id", "path")}
+    seen: set[tuple[int, str]] = set()
     best = []
     for chunk_id, score in fused:
         source = sources.get(chunk_id)

@@ -34,7 +34,7 @@ _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _TRAVERSE = getattr(os, "O_PATH", os.O_RDONLY) | os.O_DIRECTORY | os.O_NOFOLLOW | _CLOEXEC
 _LIST = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | _CLOEXEC
 # O_NONBLOCK: a FIFO swapped in after listing must not hang the job in open().
-_READ = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0) | _CLOEXEC
+READ = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0) | _CLOEXEC
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,8 +103,8 @@ def walk(root_fd: int, rules: WalkRules) -> Iterator[Candidate | Skipped]:
     while pending:
         prefix, ignores = pending.pop()
         try:
-            dir_fd = _open_beneath(root_fd, prefix.rstrip("/") or ".", _LIST)
-        except _Refused as refused:
+            dir_fd = open_beneath(root_fd, prefix.rstrip("/") or ".", _LIST)
+        except Refused as refused:
             yield Skipped(prefix.rstrip("/"), refused.reason)
             continue
         except OSError as exc:
@@ -155,8 +155,8 @@ def _candidate(entry: os.DirEntry, relative: str, rules: WalkRules) -> Candidate
 def read_text(root_fd: int, candidate: Candidate, rules: WalkRules) -> str | Skipped:
     """The file's text, or why it cannot be indexed (moved, symlink, binary, undecodable, a secret)."""
     try:
-        fd = _open_beneath(root_fd, candidate.path, _READ)
-    except _Refused as refused:
+        fd = open_beneath(root_fd, candidate.path, READ)
+    except Refused as refused:
         return Skipped(candidate.path, refused.reason)
     except OSError as exc:
         return Skipped(candidate.path, f"unreadable: {exc.strerror or exc}")
@@ -187,21 +187,24 @@ def read_text(root_fd: int, candidate: Candidate, rules: WalkRules) -> str | Ski
     return text
 
 
-class _Refused(Exception):
+class Refused(Exception):
+    """A path ``open_beneath`` will not open: unsafe, or a symlink (or a non-directory) where it would have to pass."""
+
     def __init__(self, reason: str) -> None:
         super().__init__(reason)
         self.reason = reason
 
 
-def _open_beneath(root_fd: int, relative: str, flags: int) -> int:
+def open_beneath(root_fd: int, relative: str, flags: int) -> int:
     """Open ``relative`` below the root one component at a time, never through a symlink (openat-style).
 
-    Raises _Refused with a readable reason when a component is (now) a
-    symlink or no longer a directory, OSError for anything else.
+    ``flags`` open the last component (``READ`` for a file). Raises Refused
+    with a readable reason when a component is (now) a symlink or no longer
+    a directory, OSError for anything else.
     """
     parts = relative.split("/")
     if any(part in ("", "..") for part in parts) or ("." in parts and relative != "."):
-        raise _Refused(f"unsafe path {relative!r}")
+        raise Refused(f"unsafe path {relative!r}")
     fd = root_fd
     try:
         for index, part in enumerate(parts):
@@ -211,7 +214,7 @@ def _open_beneath(root_fd: int, relative: str, flags: int) -> int:
             except OSError as exc:
                 if exc.errno not in (errno.ELOOP, errno.ENOTDIR):
                     raise
-                raise _Refused(_refusal(fd, part, "/".join(parts[:index + 1]), last=last)) from exc
+                raise Refused(_refusal(fd, part, "/".join(parts[:index + 1]), last=last)) from exc
             if fd != root_fd:
                 os.close(fd)
             fd = following
@@ -237,7 +240,7 @@ def _refusal(dir_fd: int, part: str, so_far: str, *, last: bool) -> str:
 def _gitignore(dir_fd: int) -> pathspec.PathSpec | None:
     """The directory's .gitignore, read like any file: through the descriptor, never through a symlink."""
     try:
-        fd = os.open(".gitignore", _READ, dir_fd=dir_fd)
+        fd = os.open(".gitignore", READ, dir_fd=dir_fd)
     except OSError:
         return None
     with open(fd, "rb", closefd=True) as handle:

@@ -142,6 +142,21 @@ def test_every_surface_shows_exactly_what_the_identity_may_see(identity, sources
     found = post(client, "/api/v1/tools/search", {"query": QUERY, "k": 50}).json()["tools"]
     assert {tool["key"].removeprefix("local:run_") for tool in found} == expected & set(TOOLS)
 
+    # Read and grep: the files on disk, indexed ones only.
+    grepped = post(client, "/api/v1/grep", {"pattern": "procedure"})
+    assert grepped.status_code == 200, grepped.content
+    assert markers(match["text"] for match in grepped.json()["matches"]) == expected & set(FILES)
+    for marker, relative in FILES.items():
+        root, path = relative.split("/", 1)
+        answer = client.get("/api/v1/read", {"root": root, "path": path})
+        assert answer.status_code == (200 if marker in expected else 404), (marker, answer.content)
+        assert (marker in answer.content.decode()) == (marker in expected), marker
+
+    # LLM-ready context: the skill index, file evidence and tool schemas.
+    context = post(client, "/api/v1/context", {"query": QUERY, "budget_tokens": 32000, "k": {"skill": 50, "file": 50, "tool": 50}})
+    assert context.status_code == 200, context.content
+    assert markers([context.json()["text"], json.dumps(context.json()["tools"])]) == expected
+
     # Managing surfaces: roots (server paths), jobs, re-index.
     shared = sources["shared"]
     job = shared.jobs.first()
@@ -191,7 +206,7 @@ def test_a_request_may_narrow_its_scope(identity, narrowing, expected, sources, 
 )
 def test_a_request_that_asks_for_more_than_its_credentials_allow_gets_403(identity, widening, field, sources, django_user_model):
     client = caller(identity, django_user_model)
-    for path in ("/api/v1/search", "/api/v1/skills/search", "/api/v1/tools/search"):
-        response = post(client, path, {"query": QUERY, **widening})
+    for path in ("/api/v1/search", "/api/v1/skills/search", "/api/v1/tools/search", "/api/v1/context"):
+        response = post(client, path, {"query": QUERY, "budget_tokens": 1000, **widening})  # extra fields are ignored
         assert response.status_code == 403, (path, response.content)
         assert "may not act for" in response.json()["error"] and response.json()["detail"]["field"] == field

@@ -69,3 +69,19 @@ def test_a_budget_too_small_for_anything_drops_everything_and_says_so():
     result = assemble([], [span("a.py", 1, 3, 0.5)], budget=5, count=count)
     assert result.text == "" and result.parts == [] and result.tokens_used == 0
     assert [d.citation for d in result.dropped] == ["a.py:1-3"]
+
+
+def test_ranges_a_few_lines_apart_merge_when_the_lines_between_are_known():
+    lines = {n: f"a.py line {n}" for n in range(1, 30)}
+    asked = []
+
+    def gap_lines(span, first, last):
+        asked.append((first, last))
+        return [lines[n] for n in range(first, last + 1)]
+
+    merged = spans_merge([span("a.py", 1, 3, 0.5), span("a.py", 5, 7, 0.4), span("a.py", 20, 22, 0.3)], gap_lines=gap_lines)
+    assert [(s.start_line, s.end_line) for s in merged] == [(1, 7), (20, 22)]  # 12 lines apart: two ranges
+    assert merged[0].content.split("\n") == [lines[n] for n in range(1, 8)] and asked == [(4, 4)]
+    # Unknown lines between (the file changed, or it is not a file): kept apart.
+    apart = spans_merge([span("a.py", 1, 3, 0.5), span("a.py", 5, 7, 0.4)], gap_lines=lambda *_: None)
+    assert len(apart) == 2

@@ -4,11 +4,15 @@ import json
 import time
 from pathlib import Path
 
+from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 
 from rag_site.errors import ApplicationError
-from retrieval.evaluation import beir_load, code_evaluate, code_queries_load, code_root_index, dataset_evaluate, dataset_index
+
+from retrieval.evaluation import (
+    beir_load, code_context, code_evaluate, code_queries_load, code_root_index, dataset_context, dataset_evaluate, dataset_index,
+)
 
 
 class Command(BaseCommand):
@@ -40,12 +44,13 @@ class Command(BaseCommand):
         indexed = time.perf_counter() - started
         try:
             channels = dataset_evaluate(data, source, k=k)
+            context = dataset_context(data, source)
         finally:
             if not keep:
                 source.delete()
         report = {
             "dataset": data.name, "documents": len(data.corpus), "queries": len(data.qrels), "k": k,
-            "embedded_chunks": embedded, "index_seconds": round(indexed, 1), "channels": channels,
+            "embedded_chunks": embedded, "index_seconds": round(indexed, 1), "channels": channels, "context": context,
         }
         if json:
             self.stdout.write(_dumps(report))
@@ -53,6 +58,7 @@ class Command(BaseCommand):
         self.stdout.write(f"{data.name}: {len(data.corpus)} documents, {len(data.qrels)} judged queries; "
                           f"{embedded} chunks embedded in {indexed:.1f} s")
         self._table(channels)
+        self._context(context, what="a relevant passage")
 
     def _code(self, queries_path: Path, root_dir: Path | None, *, k: int, as_json: bool, keep: bool) -> None:
         if root_dir is None:
@@ -64,22 +70,36 @@ class Command(BaseCommand):
             raise CommandError(exc.message) from None
         try:
             channels = code_evaluate(queries, root, k=k)
+            context = code_context(queries, root)
         finally:
             if not keep:
                 root.delete()
         report = {"root": str(root_dir), "files": job.files_total, "queries": len(queries), "k": k,
-                  "embedded_chunks": job.chunks_embedded, "channels": channels}
+                  "embedded_chunks": job.chunks_embedded, "channels": channels,
+                  "context": context}
         if as_json:
             self.stdout.write(_dumps(report))
             return
         self.stdout.write(f"{root_dir}: {job.files_total} files, {len(queries)} queries; {job.chunks_embedded} chunks embedded")
         self._table(channels)
+        self._context(context, what="the function")
 
     def _table(self, channels: dict) -> None:
         metrics = list(next(iter(channels.values())))
         self.stdout.write(f"  {'channel':<15}" + "".join(f"{m:>12}" for m in metrics))
         for name, values in channels.items():
             self.stdout.write(f"  {name:<15}" + "".join(f"{values[m]:>12.3f}" for m in metrics))
+
+
+    def _context(self, context: dict[str, float], *, what: str) -> None:
+        shares = {name: value for name, value in context.items() if name.startswith("context@")}
+        ratios = {name.removeprefix("tokens/"): value for name, value in context.items() if name.startswith("tokens/")}
+        self.stdout.write(f"  /api/v1/context: share of queries with {what} inside the assembled text "
+                          f"(budgets in {settings.RAG_CONTEXT_TOKENIZER} tokens)")
+        self.stdout.write("  " + "".join(f"{name:>14}" for name in shares))
+        self.stdout.write("  " + "".join(f"{value:>14.3f}" for value in shares.values()))
+        self.stdout.write("  the same texts in other tokenizers, tokens relative to the budget's: "
+                          + ", ".join(f"{name} {value:.3f}" for name, value in ratios.items()))
 
 
 def _dumps(data: dict) -> str:

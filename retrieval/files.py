@@ -1,0 +1,372 @@
+"""Read and grep the indexed files of workspace roots: how a bot checks a citation before quoting it.
+
+The scope rule is search's (``retrieval.access.scope_for``): a file is
+visible when it is indexed in the active generation of a file Source the
+caller may see; any other file, and a root with no visible source, answers
+404 as if it did not exist. The filesystem safety is indexing's
+(``sources.walk``): the root is opened as a directory descriptor, the file
+below it one component at a time with O_NOFOLLOW, so a symlink, even one
+swapped in after indexing, is never followed; the text is checked like the
+indexer checks it (size cap, binary, UTF-8, secrets).
+"""
+
+import fnmatch
+import os
+import re
+import stat
+import time
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import closing
+from dataclasses import dataclass
+from datetime import datetime
+from itertools import groupby
+from operator import attrgetter
+
+import re2
+from django.conf import settings
+from django.db import connection
+
+from rag_site.errors import ApplicationError
+from retrieval.access import Identity, scope_for
+from retrieval.channels import Scope
+from retrieval.schemas import GrepIn, GrepMatchOut, GrepOut, ReadOut
+from sources import walk
+from sources.chunking import language_for
+from sources.models import IndexedFile, Source, WorkspaceRoot
+from sources.roots import root_path_validate
+
+MAX_PATH_CHARS = 1024  # IndexedFile.path's length: no longer path was ever indexed
+GREP_LINE_CHARS = 400  # one minified line must not fill the answer
+MISSING = "no longer exists"
+_PATH_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+# A regex without text anchors (\A, \z) or a flag group turning a flag off
+# (e.g. "(?-m)") that matches a line also matches the whole text under (?m),
+# so one search of the whole text rules a file out before it is split.
+_NOT_LINE_LOCAL = re.compile(r"\\[Az]|\(\?[a-zA-Z]*-")
+
+
+@dataclass(frozen=True, slots=True)
+class VisibleRoot:
+    id: int
+    name: str
+    path: str
+    max_file_bytes: int
+    scan_secrets: bool
+
+
+@dataclass(frozen=True, slots=True)
+class VisibleFile:
+    root: VisibleRoot
+    path: str
+    size: int
+    mtime_ns: int
+    content_hash: str
+    indexed_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class CurrentText:
+    text: str
+    size: int
+    mtime_ns: int
+
+
+@dataclass(frozen=True, slots=True)
+class GrepMatcher:
+    line: Callable[[str], object]
+    text: Callable[[str], object] | None  # a whole-file pre-check, None when it could miss a line's match
+
+
+@dataclass(slots=True)
+class _Counts:
+    searched: int = 0
+    skipped: int = 0
+    timed_out: bool = False
+
+
+def path_problem(path: str) -> str | None:
+    """Why ``path`` is refused before anything is looked up, or None: only plain relative paths below a root."""
+    if not path:
+        return "the path is empty"
+    if len(path) > MAX_PATH_CHARS:
+        return f"the path is longer than {MAX_PATH_CHARS} characters"
+    if _PATH_CONTROL.search(path):
+        return "the path contains a NUL or control character"
+    if "\\" in path:
+        return 'the path contains a backslash: separate directories with "/"'
+    if path.startswith("/"):
+        return "the path is absolute: give it relative to the root, as search cites it"
+    parts = path.split("/")
+    if any(part in (".", "..") for part in parts):
+        return 'the path has a "." or ".." component: give it relative to the root, without them'
+    if "" in parts:
+        return 'the path has an empty component ("//" or a trailing "/")'
+    return None
+
+
+def file_lines(text: str) -> list[str]:
+    """Lines as citations count them: split on "\\n" only (a CRLF line keeps its "\\r"); a final newline starts no line."""
+    lines = text.split("\n")
+    if lines[-1] == "":
+        lines.pop()
+    return lines
+
+
+def files_visible(
+    *, scope: Scope, root: str | None = None, path: str | None = None,
+) -> tuple[list[VisibleRoot], list[VisibleFile]]:
+    """The roots (``root``: a name or id; None: all) with a source in ``scope``, and their indexed files, in one query.
+
+    Files are those of each source's active generation (only ``path`` when
+    given), ordered by root name, then path, byte by byte (the same
+    order whatever the database's locale).
+    """
+    where, params = scope.source_sql()
+    file_filter, file_params = ("AND f.path = %s", [path]) if path is not None else ("", [])
+    root_filter, root_params = ("AND (r.name = %s OR r.id = %s)", [root, _as_id(root)]) if root is not None else ("", [])
+    sql = f"""
+        SELECT r.id, r.name, r.path, r.max_file_bytes, r.scan_secrets,
+               f.path, f.size, f.mtime_ns, f.content_hash, f.indexed_at
+        FROM {WorkspaceRoot._meta.db_table} r
+        JOIN {Source._meta.db_table} s ON s.key = 'root:' || r.id OR s.key LIKE 'root:' || r.id || ':segment:%%'
+        LEFT JOIN {IndexedFile._meta.db_table} f ON f.source_id = s.id AND f.generation = s.active_generation {file_filter}
+        WHERE {where} {root_filter}
+        ORDER BY r.name COLLATE "C", f.path COLLATE "C"
+    """
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [*file_params, *params, *root_params])
+        rows = cursor.fetchall()
+    roots: dict[int, VisibleRoot] = {}
+    files: dict[tuple[int, str], VisibleFile] = {}
+    for root_id, name, root_path, max_bytes, scan_secrets, *indexed in rows:
+        visible = roots.setdefault(root_id, VisibleRoot(root_id, name, root_path, max_bytes, scan_secrets))
+        if indexed[0] is not None:
+            # While segments are reassigned a path may briefly have two rows: the first one counts.
+            files.setdefault((root_id, indexed[0]), VisibleFile(visible, *indexed))
+    return list(roots.values()), list(files.values())
+
+
+def read_answer(
+    identity: Identity, *, root: str, path: str, start: int = 1, end: int | None = None,
+    bot_id: str | None = None, client_id: str | None = None, channels: Iterable[str] | None = None,
+) -> ReadOut:
+    """Lines ``start``..``end`` (from 1, inclusive) of one indexed file the caller may see, exactly as on disk now."""
+    if problem := path_problem(path):
+        raise ApplicationError(f"refused: {problem}", status=400, details={"field": "path"})
+    if start < 1 or (end is not None and end < start):
+        raise ApplicationError(f"lines {start}-{end} are not a range: start is 1 or more, end not before start",
+                               status=422, details={"field": "end" if start >= 1 else "start"})
+    scope = scope_for(identity, bot_id=bot_id, client_id=client_id, channels=channels, kinds=[Source.Kind.FILE])
+    roots, files = files_visible(scope=scope, root=root, path=path)
+    chosen = _root_chosen(roots, root)
+    file = next((f for f in files if f.root.id == chosen.id), None)
+    if file is None:
+        raise ApplicationError(f"file {path!r} not found in root {chosen.name!r} (only indexed files can be read)", status=404)
+    current = _current_or_error(file)
+    return _lines_out(file, current, start=start, end=end)
+
+
+def grep_answer(identity: Identity, payload: GrepIn) -> GrepOut:
+    """The lines of the indexed files the caller may see that match ``payload.pattern``, in (root name, path, line) order.
+
+    The scan stops at ``max_matches`` or at RAG_GREP_TIMEOUT_SECONDS (checked
+    between files); files that cannot be read now are counted, not fatal.
+    """
+    deadline = time.monotonic() + settings.RAG_GREP_TIMEOUT_SECONDS
+    matcher = grep_matcher(pattern=payload.pattern, regex=payload.regex, case_sensitive=payload.case_sensitive)
+    scope = scope_for(identity, bot_id=payload.bot_id, client_id=payload.client_id, channels=payload.channels,
+                      kinds=[Source.Kind.FILE])
+    roots, files = files_visible(scope=scope, root=payload.root)
+    if payload.root is not None:
+        chosen = _root_chosen(roots, payload.root)
+        files = [f for f in files if f.root.id == chosen.id]
+    if payload.glob is not None:
+        files = [f for f in files if fnmatch.fnmatchcase(f.path, payload.glob)]
+    counts, matches = _Counts(), []
+    stopped = None
+    with closing(_matching_lines(files, matcher, counts, deadline=deadline)) as found:
+        for file, number, line in found:
+            if len(matches) == payload.max_matches:
+                stopped = "max matches"  # one more match than asked for: there are more
+                break
+            matches.append(GrepMatchOut(root=file.root.name, path=file.path, line=number,
+                                        text=line[:GREP_LINE_CHARS], citation=f"{file.path}:{number}-{number}"))
+    if stopped is None and counts.timed_out:
+        stopped = "time limit"
+    return GrepOut(pattern=payload.pattern, matches=matches, files_searched=counts.searched,
+                   files_skipped=counts.skipped, truncated=stopped is not None, stopped=stopped)
+
+
+def grep_matcher(*, pattern: str, regex: bool, case_sensitive: bool) -> GrepMatcher:
+    """``pattern`` compiled with RE2 (linear time: no pattern can backtrack for ever); 422 when RE2 refuses it."""
+    options = re2.Options()
+    options.log_errors = False  # a bad pattern is the caller's mistake, answered with 422, not a server log line
+    options.case_sensitive = case_sensitive
+    options.literal = not regex
+    try:
+        line = re2.compile(pattern, options)
+        text = line if not regex else None if _NOT_LINE_LOCAL.search(pattern) else re2.compile("(?m)" + pattern, options)
+    except re2.error as exc:
+        reason = exc.args[0].decode("utf-8", "replace") if exc.args and isinstance(exc.args[0], bytes) else str(exc)
+        raise ApplicationError(f"invalid regex (RE2 syntax: no backreferences or lookaround): {reason}", status=422,
+                               details={"field": "pattern"}) from None
+    return GrepMatcher(line=line.search, text=text.search if text is not None else None)
+
+
+def files_stat(*, root_id: int, paths: list[str]) -> dict[str, tuple[int, int] | None]:
+    """The current (size, mtime_ns) of each path below the root, reached as indexing reaches it.
+
+    None for a path that is missing, unsafe, a symlink or not a regular file,
+    and for every path when the root cannot be opened. No scope check: the
+    caller passes paths it found in scope.
+    """
+    found: dict[str, tuple[int, int] | None] = dict.fromkeys(paths)
+    root_path = WorkspaceRoot.objects.filter(pk=root_id).values_list("path", flat=True).first()
+    root_fd = _root_open(root_path) if root_path is not None else None
+    if root_fd is None:
+        return found
+    try:
+        for path in paths:
+            if path_problem(path) is None:
+                info = _stat_beneath(root_fd, path)
+                found[path] = None if isinstance(info, str) else (info.st_size, info.st_mtime_ns)
+    finally:
+        os.close(root_fd)
+    return found
+
+
+def _as_id(root: str) -> int | None:
+    return int(root) if root.isascii() and root.isdigit() and len(root) <= 18 else None
+
+
+def _root_chosen(roots: list[VisibleRoot], asked: str) -> VisibleRoot:
+    # A name wins over an id: a root may well be named "2".
+    chosen = next((r for r in roots if r.name == asked), roots[0] if roots else None)
+    if chosen is None:
+        raise ApplicationError(f"root {asked!r} not found", status=404)
+    return chosen
+
+
+def _root_open(path: str) -> int | None:
+    """The root's directory descriptor, on indexing's terms (under RAG_ROOT_BASE_DIRS, reached through no symlink), or None."""
+    try:
+        return walk.root_open(root_path_validate(path))
+    except (ApplicationError, OSError):
+        return None
+
+
+def _stat_beneath(root_fd: int, path: str) -> os.stat_result | str:
+    """The file's stat, opened below the root without following a symlink, or why not."""
+    try:
+        fd = walk.open_beneath(root_fd, path, walk.READ)
+    except walk.Refused as refused:
+        return refused.reason
+    except FileNotFoundError:
+        return MISSING
+    except OSError as exc:
+        return f"unreadable: {exc.strerror or exc}"
+    try:
+        info = os.fstat(fd)
+    finally:
+        os.close(fd)
+    return info if stat.S_ISREG(info.st_mode) else "not a regular file"
+
+
+def _current_text(root_fd: int, path: str, rules: walk.WalkRules) -> CurrentText | str:
+    """The file's text now, or why it cannot be served (the indexer's own checks, ``walk.read_text``)."""
+    if path_problem(path):
+        return "unsafe path"  # indexed before the path rules; read refuses it too
+    info = _stat_beneath(root_fd, path)
+    if isinstance(info, str):
+        return info
+    candidate = walk.Candidate(path, info.st_size, info.st_mtime_ns, info.st_dev, info.st_ino)
+    text = walk.read_text(root_fd, candidate, rules)
+    if isinstance(text, walk.Skipped):
+        return text.reason
+    return CurrentText(text, info.st_size, info.st_mtime_ns)
+
+
+def _rules(root: VisibleRoot) -> walk.WalkRules:
+    return walk.WalkRules(include=(), exclude_dirs=frozenset(), max_file_bytes=root.max_file_bytes, scan_secrets=root.scan_secrets)
+
+
+def _current_or_error(file: VisibleFile) -> CurrentText:
+    root_fd = _root_open(file.root.path)
+    if root_fd is None:
+        raise ApplicationError(f"the directory of root {file.root.name!r} cannot be opened now (moved, replaced by a "
+                               "symlink, or outside RAG_ROOT_BASE_DIRS)", status=503)
+    try:
+        current = _current_text(root_fd, file.path, _rules(file.root))
+    finally:
+        os.close(root_fd)
+    if current == MISSING:
+        raise ApplicationError(f"file {file.path!r} was indexed but no longer exists in root {file.root.name!r}", status=404)
+    if isinstance(current, str):
+        raise ApplicationError(f"file {file.path!r} cannot be read: {current}", status=422, details={"reason": current})
+    return current
+
+
+def _lines_out(file: VisibleFile, current: CurrentText, *, start: int, end: int | None) -> ReadOut:
+    lines = file_lines(current.text)
+    if start > len(lines):
+        raise ApplicationError(f"line {start} is past the end of {file.path!r} ({len(lines)} lines)", status=422,
+                               details={"field": "start", "total_lines": len(lines)})
+    cap = settings.RAG_READ_MAX_LINES
+    asked = start + cap - 1 if end is None else end
+    last = min(asked, start + cap - 1, len(lines))
+    return ReadOut(
+        root=file.root.name, path=file.path, start_line=start, end_line=last, total_lines=len(lines),
+        content="\n".join(lines[start - 1:last]), citation=f"{file.path}:{start}-{last}", truncated=asked - start + 1 > cap,
+        language=language_for(file.path), indexed_at=file.indexed_at, indexed_hash=file.content_hash,
+        stale=(current.size, current.mtime_ns) != (file.size, file.mtime_ns),
+    )
+
+
+def _matching_lines(files: list[VisibleFile], matcher: GrepMatcher, counts: _Counts, *,
+                    deadline: float) -> Iterator[tuple[VisibleFile, int, str]]:
+    """(file, line number, line) of every matching line, root by root; counts what was searched and skipped."""
+    for root, group in groupby(files, key=attrgetter("root")):
+        group = list(group)
+        root_fd = _root_open(root.path)
+        if root_fd is None:
+            counts.skipped += len(group)
+            continue
+        try:
+            rules = _rules(root)
+            for file in group:
+                if time.monotonic() >= deadline:
+                    counts.timed_out = True
+                    return
+                current = _current_text(root_fd, file.path, rules)
+                if isinstance(current, str):
+                    counts.skipped += 1
+                    continue
+                counts.searched += 1
+                if matcher.text is not None and not matcher.text(current.text):
+                    continue
+                for number, line in enumerate(file_lines(current.text), start=1):
+                    if matcher.line(line):
+                        yield file, number, line
+        finally:
+            os.close(root_fd)
+
+
+def files_lines(*, root_id: int, paths: list[str]) -> dict[str, list[str] | None]:
+    """The current lines of each path below the root, read as indexing reads it; None when it cannot be read.
+
+    No scope check: the caller passes paths it found in scope (context
+    assembly fills the lines between two cited ranges of one file).
+    """
+    found: dict[str, list[str] | None] = dict.fromkeys(paths)
+    root = WorkspaceRoot.objects.filter(pk=root_id).values("name", "path", "max_file_bytes", "scan_secrets").first()
+    root_fd = _root_open(root["path"]) if root is not None else None
+    if root_fd is None:
+        return found
+    rules = _rules(VisibleRoot(id=root_id, **root))
+    try:
+        for path in paths:
+            current = _current_text(root_fd, path, rules)
+            found[path] = None if isinstance(current, str) else file_lines(current.text)
+    finally:
+        os.close(root_fd)
+    return found
