@@ -228,38 +228,53 @@ def render(skills: list[SkillEntry], spans: list[Span]) -> tuple[str, list[tuple
 
 
 def assemble(skills: list[SkillEntry], spans: list[Span], *, budget: int, count: Callable[[str], int]) -> Assembled:
-    """Skills (best first) and spans (best first, merged) in at most ``budget`` tokens as ``count`` counts them."""
+    """Skills (best first) and spans (best first, merged) in at most ``budget`` tokens as ``count`` counts them.
+
+    Greedy in order of value. Blocks are counted one by one (the text is the
+    sum of its blocks and headings, each ending in a newline, give or take a
+    token where the tokenizer joins across a boundary); the whole text is
+    counted at the end, and while it is over, the weakest span goes.
+    """
     taken_skills: list[SkillEntry] = []
     taken_spans: list[Span] = []
     dropped: list[Dropped] = []
+    files: set[str] = set()
+    used = 0
 
-    def cost(extra_skills: list[SkillEntry], extra_spans: list[Span]) -> int:
-        return count(render(taken_skills + extra_skills, taken_spans + extra_spans)[0])
+    def over(needed: int) -> str:
+        return f"over budget: it needs {needed} tokens, {max(budget - used, 0)} of {budget} were left"
 
-    # Greedy in order of value; each step measures the whole text, so
-    # headings, separators and the tokenizer's joins are all counted.
     for entry in skills:
-        needed = cost([entry], [])
-        if needed <= budget:
+        needed = count(skill_block(entry)) + (0 if taken_skills else count(SKILLS_HEADING))
+        if used + needed <= budget:
             taken_skills.append(entry)
+            used += needed
         else:
-            dropped.append(Dropped("skill", entry.citation, entry.score, count(skill_block(entry)),
-                                   f"over budget: the text would take {needed} of {budget} tokens"))
+            dropped.append(Dropped("skill", entry.citation, entry.score, count(skill_block(entry)), over(needed)))
     for span in spans:
-        needed = cost([], [span])
-        if needed <= budget:
-            taken_spans.append(span)
-            continue
-        compact = span_compact(span, fits=lambda candidate: cost([], [candidate]) <= budget)
-        if compact is not None:
-            taken_spans.append(compact)
-        else:
-            dropped.append(Dropped(span.kind, span.citation, span.score, count(span_block(span)),
-                                   f"over budget: the text would take {needed} of {budget} tokens"))
+        overhead = (0 if taken_spans else count(("\n" if taken_skills else "") + FILES_HEADING)) + \
+            (0 if span.document in files else count(file_header(span)))
+        block = count(span_block(span))
+        if used + overhead + block > budget:
+            compact = span_compact(span, fits=lambda candidate: used + overhead + count(span_block(candidate)) <= budget)
+            if compact is None:
+                dropped.append(Dropped(span.kind, span.citation, span.score, block, over(overhead + block)))
+                continue
+            span, block = compact, count(span_block(compact))
+        taken_spans.append(span)
+        files.add(span.document)
+        used += overhead + block
     text, blocks = render(taken_skills, taken_spans)
+    total = count(text)
+    while total > budget and (taken_spans or taken_skills):  # a join the block counts missed
+        weakest = taken_spans.pop() if taken_spans else taken_skills.pop()
+        dropped.append(Dropped("skill" if isinstance(weakest, SkillEntry) else weakest.kind, weakest.citation,
+                               weakest.score, 0, f"over budget: the whole text counted {total} of {budget} tokens"))
+        text, blocks = render(taken_skills, taken_spans)
+        total = count(text)
     parts = [
         Part(kind="skill" if isinstance(item, SkillEntry) else item.kind, citation=item.citation, score=item.score,
              tokens=count(block), content=block if isinstance(item, SkillEntry) else item.content, item=item)
         for item, block in blocks
     ]
-    return Assembled(text=text, parts=parts, dropped=dropped, tokens_used=count(text))
+    return Assembled(text=text, parts=parts, dropped=dropped, tokens_used=total)

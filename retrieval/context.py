@@ -169,8 +169,9 @@ def _tool_schemas(hits: list[Hit]) -> list[dict]:
 
 def context_answer(identity: Identity, payload: ContextIn) -> ContextOut:
     """``POST /api/v1/context`` and the MCP tool get_context: the request in, the schema out."""
-    context = context_for(identity, query=payload.query, budget=payload.budget_tokens, kinds=payload.sources,
-                          k=payload.k.model_dump(), bot_id=payload.bot_id, client_id=payload.client_id, channels=payload.channels)
+    k = payload.k.model_dump() | ({} if payload.include_tools else {"tool": 0})
+    context = context_for(identity, query=payload.query, budget=payload.budget_tokens, kinds=payload.sources, k=k,
+                          bot_id=payload.bot_id, client_id=payload.client_id, channels=payload.channels)
     assembled = context.assembled
     return ContextOut(
         query=payload.query, tokenizer=settings.RAG_CONTEXT_TOKENIZER, budget_tokens=payload.budget_tokens,

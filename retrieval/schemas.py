@@ -108,6 +108,7 @@ class ContextIn(ScopeIn):
     )
     sources: list[Literal["skill", "file", "tool"]] = Field(default_factory=list, description="Kinds to include; empty = all.")
     k: ContextK = Field(default_factory=ContextK)
+    include_tools: bool = Field(True, description="Return the tools that fit (in tools, outside the text); false = none.")
     format: Literal["markdown", "parts"] = Field(
         "markdown", description="markdown: the ready text and its parts; parts: the structured parts only (text empty).",
     )

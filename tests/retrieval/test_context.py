@@ -123,8 +123,9 @@ def test_tools_come_apart_from_the_text_as_function_schemas(corpus, key_client):
     names = [tool["function"]["name"] for tool in answer["tools"]]
     assert "indexing_retry" in names and all(tool["type"] == "function" for tool in answer["tools"])
     assert "indexing_retry" not in answer["text"] and answer["tools_tokens"] > 0
-    without = context(key_client, budget_tokens=4000, sources=["skill", "file"])
-    assert without["tools"] == [] and without["tools_tokens"] == 0
+    for leave_out in ({"sources": ["skill", "file"]}, {"include_tools": False}, {"k": {"tool": 0}}):
+        without = context(key_client, budget_tokens=4000, **leave_out)
+        assert without["tools"] == [] and without["tools_tokens"] == 0 and without["parts"], leave_out
 
 
 def test_parts_format_leaves_the_text_out(corpus, key_client):
