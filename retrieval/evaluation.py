@@ -122,34 +122,47 @@ def dataset_evaluate(dataset: Dataset, source: Source, *, k: int = 10) -> dict[s
 
 
 def dataset_context(dataset: Dataset, source: Source) -> dict[str, float]:
-    """Per budget: the share of judged queries with a relevant passage inside the assembled context."""
+    """Per budget: ``context``, the share of judged queries with a passage of their best grade inside the
+    assembled context, and ``recall``, the share of each query's relevant passages inside it, averaged.
+
+    The best grade, not any relevant passage: TREC's queries have dozens of
+    relevant passages each, so one of them is nearly always inside.
+    """
     scope = Scope(kinds=(Source.Kind.DATASET,), source_ids=(source.pk,))
     judged = [(q, text) for q, text in dataset.queries.items() if q in dataset.qrels]
 
-    def inside(query_id: str, spans: list[tuple[str, int, int]]) -> bool:
-        relevant = {doc for doc, grade in dataset.qrels[query_id].items() if grade > 0}
-        return any(path in relevant for path, _, _ in spans)
+    def inside(query_id: str, spans: list[tuple[str, int, int]]) -> dict[str, float]:
+        grades = dataset.qrels[query_id]
+        best = max(grades.values())
+        relevant = {doc for doc, grade in grades.items() if grade > 0}
+        shown = {path for path, _, _ in spans}
+        return {"context": float(any(grades.get(doc) == best for doc in shown) if best > 0 else 0.0),
+                "recall": len(relevant & shown) / len(relevant) if relevant else 0.0}
 
     return _context_coverage([(text, lambda spans, q=q: inside(q, spans)) for q, text in judged], scope, Source.Kind.DATASET)
 
 
-def _context_coverage(queries: list[tuple[str, Callable[[list[tuple[str, int, int]]], bool]]], scope: Scope,
+def _context_coverage(queries: list[tuple[str, Callable[[list[tuple[str, int, int]]], dict[str, float]]]], scope: Scope,
                       kind: str) -> dict[str, float]:
-    """``{"context@<budget>": share}``: one search per query, assembled at every budget.
+    """``{"<metric>@<budget>": mean}`` of what ``inside`` says of each query's context: one search per query,
+    assembled at every budget.
 
     Also ``tokens/<encoding>``: the largest budget's texts counted in each
     other encoding, over their count in RAG_CONTEXT_TOKENIZER (how far a
     budget is off for a model with another tokenizer).
     """
-    found = dict.fromkeys(CONTEXT_BUDGETS, 0)
+    sums: dict[str, float] = {}
     texts = []
     for text, inside in queries:
         hits, _ = context_search(query=text, scope=scope, k={kind: CONTEXT_CANDIDATES})
         for budget in CONTEXT_BUDGETS:
             assembled = context_assemble(hits, query=text, budget=budget).assembled
-            found[budget] += inside([kept for part in assembled.parts if isinstance(part.item, Span) for kept in _kept(part.item)])
+            shown = [kept for part in assembled.parts if isinstance(part.item, Span) for kept in _kept(part.item)]
+            for metric, value in inside(shown).items():
+                name = f"{metric}@{budget // 1000}k"
+                sums[name] = sums.get(name, 0.0) + value
         texts.append(assembled.text)
-    report = {f"context@{budget // 1000}k": found[budget] / max(len(queries), 1) for budget in CONTEXT_BUDGETS}
+    report = {name: total / max(len(queries), 1) for name, total in sums.items()}
     configured = sum(token_count(t) for t in texts) or 1
     for encoding in ENCODINGS:
         if encoding != settings.RAG_CONTEXT_TOKENIZER:
@@ -262,7 +275,8 @@ def code_context(queries: list[CodeQuery], root) -> dict[str, float]:
     source_ids = tuple(Source.objects.filter(key__startswith=f"root:{root.pk}").values_list("pk", flat=True))
     scope = Scope(kinds=(Source.Kind.FILE,), source_ids=source_ids)
 
-    def inside(query: CodeQuery, spans: list[tuple[str, int, int]]) -> bool:
-        return any(path == query.path and start <= query.end_line and end >= query.start_line for path, start, end in spans)
+    def inside(query: CodeQuery, spans: list[tuple[str, int, int]]) -> dict[str, float]:
+        return {"context": float(any(path == query.path and start <= query.end_line and end >= query.start_line
+                                     for path, start, end in spans))}
 
     return _context_coverage([(q.text, lambda spans, q=q: inside(q, spans)) for q in queries], scope, Source.Kind.FILE)

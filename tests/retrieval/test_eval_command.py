@@ -40,6 +40,12 @@ def test_every_channel_is_scored_from_one_run(dataset):
     assert set(report["channels"]) == {"token-overlap", "lexical", "vector", "fused", "fused+mmr"}
     assert report["channels"]["vector"]["mrr@10"] == 1.0  # both answers ranked first
     assert set(report["channels"]["fused"]) == {"ndcg@10", "recall@10", "recall@100", "mrr@10"}
+    # The context metric: four short passages all fit in 1k tokens, so every judged one is inside.
+    context = report["context"]
+    assert {f"{m}@{b}k" for m in ("context", "recall") for b in (1, 2, 4)} <= set(context)
+    assert context["context@1k"] == context["recall@4k"] == 1.0
+    assert {"tokens/cl100k_base", "tokens/llama3", "tokens/qwen3"} <= set(context)
+    assert all(0.5 < context[name] < 2.0 for name in context if name.startswith("tokens/"))
     assert not Source.objects.filter(kind="dataset").exists()  # removed without --keep
 
 
@@ -82,5 +88,6 @@ def test_code_mode_scores_hits_by_file_and_overlapping_lines(tmp_path, settings)
     assert (report["files"], report["queries"]) == (2, 2)
     assert report["channels"]["vector"]["hit@1"] == 1.0
     assert set(report["channels"]["fused"]) == {"hit@1", "hit@5", "hit@10", "mrr@10"}
+    assert report["context"]["context@1k"] == 1.0  # both functions fit in 1k tokens
     with pytest.raises(CommandError, match="--code needs --root"):
         run("--code", str(queries))

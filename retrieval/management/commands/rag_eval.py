@@ -58,7 +58,7 @@ class Command(BaseCommand):
         self.stdout.write(f"{data.name}: {len(data.corpus)} documents, {len(data.qrels)} judged queries; "
                           f"{embedded} chunks embedded in {indexed:.1f} s")
         self._table(channels)
-        self._context(context, what="a relevant passage")
+        self._context(context, what="a passage of the best grade")
 
     def _code(self, queries_path: Path, root_dir: Path | None, *, k: int, as_json: bool, keep: bool) -> None:
         if root_dir is None:
@@ -92,12 +92,13 @@ class Command(BaseCommand):
 
 
     def _context(self, context: dict[str, float], *, what: str) -> None:
-        shares = {name: value for name, value in context.items() if name.startswith("context@")}
+        shares = {name: value for name, value in context.items() if not name.startswith("tokens/")}
         ratios = {name.removeprefix("tokens/"): value for name, value in context.items() if name.startswith("tokens/")}
-        self.stdout.write(f"  /api/v1/context: share of queries with {what} inside the assembled text "
-                          f"(budgets in {settings.RAG_CONTEXT_TOKENIZER} tokens)")
-        self.stdout.write("  " + "".join(f"{name:>14}" for name in shares))
-        self.stdout.write("  " + "".join(f"{value:>14.3f}" for value in shares.values()))
+        self.stdout.write(f"  /api/v1/context at budgets of 1k, 2k, 4k {settings.RAG_CONTEXT_TOKENIZER} tokens: "
+                          f"context = share of queries with {what} inside the text" + (", recall = share of the relevant "
+                          "passages inside" if any(name.startswith("recall") for name in shares) else ""))
+        self.stdout.write("  " + "".join(f"{name:>13}" for name in shares))
+        self.stdout.write("  " + "".join(f"{value:>13.3f}" for value in shares.values()))
         self.stdout.write("  the same texts in other tokenizers, tokens relative to the budget's: "
                           + ", ".join(f"{name} {value:.3f}" for name, value in ratios.items()))
 
