@@ -4,6 +4,7 @@ from django.urls import path
 
 from rag_site.api import api
 from retrieval import views
+from retrieval.mcp_transport import mcp_endpoint
 
 admin.site.site_header = "rag-site administration"
 admin.site.site_title = "rag-site admin"
@@ -14,6 +15,7 @@ urlpatterns = [
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
     path("api/", api.urls),
+    path("mcp", mcp_endpoint, name="mcp"),  # the MCP server (Streamable HTTP), for agents
 ]
 
 handler400 = "rag_site.handlers.bad_request"

@@ -55,6 +55,7 @@ class Span:
     score: float
     kind: str = "file"
     root_id: int | None = None  # a workspace root's file: where to read it now
+    root: str = ""  # and that root's name, for read_range
     language: str = ""
     symbol: str = ""
     chunk_ids: tuple[int, ...] = ()

@@ -18,7 +18,7 @@ from retrieval.files import files_lines, files_stat
 from retrieval.schemas import ContextIn, ContextOut, ContextPartOut, DroppedOut
 from retrieval.search import Hit, chunks_search
 from retrieval.tokens import token_count
-from sources.models import IndexedFile, IndexStatus, Skill, Source, Tool
+from sources.models import IndexedFile, IndexStatus, Skill, Source, Tool, WorkspaceRoot
 
 # Kinds a caller may ask for, in the order their searches run.
 KINDS = (Source.Kind.SKILL, Source.Kind.FILE, Source.Kind.TOOL)
@@ -103,6 +103,7 @@ def _spans(hits: list[Hit]) -> list[Span]:
         return []
     states = _file_states(hits)
     current = _files_now(hits)
+    roots = dict(WorkspaceRoot.objects.filter(pk__in={_root_id(h.chunk.source) for h in hits}).values_list("pk", "name"))
     spans = []
     for hit in hits:
         chunk = hit.chunk
@@ -112,7 +113,7 @@ def _spans(hits: list[Hit]) -> list[Span]:
         spans.append(Span(
             document=f"{chunk.source_id}:{chunk.path}", path=chunk.path or chunk.source.key, start_line=chunk.start_line,
             end_line=chunk.end_line, content=chunk.content, score=hit.score, kind=chunk.source.kind,
-            root_id=_root_id(chunk.source), language=chunk.language, symbol=chunk.symbol, chunk_ids=(chunk.pk,),
+            root_id=_root_id(chunk.source), root=roots.get(_root_id(chunk.source), ""), language=chunk.language, symbol=chunk.symbol, chunk_ids=(chunk.pk,),
             indexed_at=state.indexed_at if state else None, content_hash=state.content_hash if state else chunk.content_hash,
             stale=stale,
         ))
@@ -190,6 +191,6 @@ def _part_out(part: Part) -> ContextPartOut:
               "content": part.content, "indexed_at": item.indexed_at, "content_hash": item.content_hash, "stale": item.stale}
     if isinstance(item, SkillEntry):
         return ContextPartOut(**common, title=item.title, slug=item.slug, section=item.section, why=item.why)
-    return ContextPartOut(**common, path=item.path, start_line=item.start_line, end_line=item.end_line, language=item.language,
+    return ContextPartOut(**common, root=item.root, path=item.path, start_line=item.start_line, end_line=item.end_line, language=item.language,
                   symbol=item.symbol, compacted=item.omitted is not None,
                   omitted_lines=list(item.omitted) if item.omitted else None)

@@ -124,6 +124,7 @@ class ContextPartOut(Schema):
     slug: str = ""
     section: str = Field("", description="Skill: heading path of its best-matching section.")
     why: str = Field("", description="Skill: which query words matched and where each channel ranked it.")
+    root: str = Field("", description="File: the workspace root's name (read_range and grep take it).")
     path: str = ""
     start_line: int | None = None
     end_line: int | None = None

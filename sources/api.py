@@ -1,50 +1,61 @@
 from django.db.models import Count
-from django.shortcuts import get_object_or_404
 from ninja import Router
 from ninja.responses import Status
 
 from rag_site.errors import ApplicationError
-from retrieval.access import scope_for
+from retrieval.access import Identity, scope_for
 from retrieval.auth import HEALTH_AUTH, MANAGE_AUTH, READ_AUTH, manage_required
 from retrieval.schemas import API_ERRORS, ErrorOut
 from sources import jobs
 from sources.health import health_check
 from sources.models import IndexJob, Skill, Source, WorkspaceRoot
-from sources.schemas import CheckOut, HealthOut, JobOut, ReindexIn, ReindexOut, RootOut, SkillOut
+from sources.schemas import CheckOut, HealthOut, JobOut, ReindexIn, ReindexOut, RootOut, SkillDetailOut, SkillOut
 
 router = Router(tags=["sources"])
 ERRORS = {**API_ERRORS, 404: ErrorOut}
 
 
-def _skills(request):
-    """The skills the caller may see (the same scope rule as search; disabled ones included)."""
-    scope = scope_for(request.auth, kinds=[Source.Kind.SKILL])
+def _skills(identity: Identity):
+    """The skills ``identity`` may see (the same scope rule as search; disabled ones included)."""
+    scope = scope_for(identity, kinds=[Source.Kind.SKILL])
     visible = Skill.objects.filter(source__in=scope.source_ids_sql(enabled_only=False))
-    return visible.annotate(chunk_count=Count("source__chunks"))
+    return visible.annotate(chunk_count=Count("source__chunks")).select_related("source")
 
 
-def _skill_out(skill: Skill) -> SkillOut:
-    return SkillOut(
-        slug=skill.slug,
-        title=skill.title or (skill.source.title if skill.source_id else "") or skill.slug,
-        enabled=skill.enabled,
-        index_status=skill.index_status,
-        indexed_at=skill.indexed_at,
-        last_error=skill.last_error,
-        chunks=skill.chunk_count,
-    )
+def _skill_fields(skill: Skill) -> dict:
+    return {
+        "slug": skill.slug,
+        "title": skill.title or (skill.source.title if skill.source_id else "") or skill.slug,
+        "enabled": skill.enabled,
+        "index_status": skill.index_status,
+        "indexed_at": skill.indexed_at,
+        "last_error": skill.last_error,
+        "chunks": skill.chunk_count,
+    }
 
 
 @router.get("/skills", response={200: list[SkillOut], **ERRORS}, auth=READ_AUTH)
 def skills_list(request):
     """The skills the caller may see, with their indexing status and, when indexing failed, why."""
-    return [_skill_out(skill) for skill in _skills(request).select_related("source")]
+    return [SkillOut(**_skill_fields(skill)) for skill in _skills(request.auth)]
 
 
-@router.get("/skills/{slug}", response={200: SkillOut, **ERRORS}, auth=READ_AUTH)
+def skill_detail_answer(identity: Identity, slug: str) -> SkillDetailOut:
+    """What /skills/{slug} answers (the endpoint and the MCP tool ``get_skill``).
+
+    A skill outside the caller's scope answers 404 with the same message as
+    one that does not exist: the answer never tells them apart.
+    """
+    skill = _skills(identity).filter(slug=slug).first()
+    if skill is None:
+        raise ApplicationError(f"skill {slug!r} does not exist", status=404)
+    return SkillDetailOut(**_skill_fields(skill), body=skill.body, metadata=skill.metadata)
+
+
+@router.get("/skills/{slug}", response={200: SkillDetailOut, **ERRORS}, auth=READ_AUTH)
 def skill_detail(request, slug: str):
-    """One skill the caller may see; any other answers 404, as if it did not exist."""
-    return _skill_out(get_object_or_404(_skills(request).select_related("source"), slug=slug))
+    """One skill the caller may see, with its markdown body and parsed front matter; any other answers 404."""
+    return skill_detail_answer(request.auth, slug)
 
 
 def _job_out(job: IndexJob) -> JobOut:

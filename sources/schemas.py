@@ -1,7 +1,7 @@
 from datetime import datetime
 from typing import Any, Literal
 
-from ninja import Schema
+from ninja import Field, Schema
 
 
 class SkillOut(Schema):
@@ -12,6 +12,11 @@ class SkillOut(Schema):
     indexed_at: datetime | None
     last_error: str
     chunks: int
+
+
+class SkillDetailOut(SkillOut):
+    body: str = Field(..., description="The skill's markdown, front matter included, exactly as stored.")
+    metadata: dict[str, Any] = Field(..., description="The parsed YAML front matter ({} when there is none).")
 
 
 class ReindexIn(Schema):

@@ -80,7 +80,7 @@ def test_context_puts_the_best_file_first_and_the_second_best_last(corpus, key_c
     # Every file block carries its citation and the exact indexed lines.
     for part in answer["parts"]:
         if part["kind"] == "file":
-            assert f"[{part['citation']}]" in answer["text"] and part["content"] in answer["text"]
+            assert f"[{part['citation']}]" in answer["text"] and part["content"] in answer["text"] and part["root"] == "shop"
             lines = (corpus / part["path"]).read_text().split("\n")[part["start_line"] - 1:part["end_line"]]
             assert part["content"] == "\n".join(lines)
 
@@ -137,3 +137,14 @@ def test_parts_format_leaves_the_text_out(corpus, key_client):
 def test_an_invalid_budget_or_k_is_a_clear_422(payload, key_client):
     response = key_client.post("/api/v1/context", data=json.dumps({"query": QUERY, **payload}), content_type="application/json")
     assert response.status_code == 422 and response.json()["error"].startswith("invalid request")
+
+
+def test_a_bot_can_verify_each_cited_range_with_read(corpus, key_client):
+    answer = context(key_client, budget_tokens=4000)
+    files = [part for part in answer["parts"] if part["kind"] == "file"]
+    assert files
+    for part in files:
+        read = key_client.get("/api/v1/read", {"root": part["root"], "path": part["path"], "start": part["start_line"],
+                                               "end": part["end_line"]})
+        assert read.status_code == 200, read.content
+        assert read.json()["content"] == part["content"] and read.json()["citation"] == part["citation"]

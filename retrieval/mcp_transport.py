@@ -1,0 +1,135 @@
+"""``/mcp``: the MCP server's Streamable HTTP transport, served by a Django view under WSGI.
+
+The product runs gunicorn's threaded WSGI workers, and the SDK's transport
+is an ASGI application. The view authenticates the API key as the API does
+(401 with ``WWW-Authenticate``, 429 with ``Retry-After``), then hands the
+request to ``StreamableHTTPSessionManager.handle_request`` through asgiref:
+a synthesized ASGI scope, a ``receive`` that returns the body already read,
+a ``send`` that collects status, headers and body into an HttpResponse.
+
+Stateless and JSON-response mode: every POST stands alone (no
+``Mcp-Session-Id``, nothing kept between requests, so any worker can answer
+any request) and is answered with one JSON body, never an open SSE stream
+that would hold a WSGI thread. A session manager's ``run()`` may be entered
+once, so each request gets a fresh manager around the one ``Server``.
+
+GET (the server-to-client SSE stream) and DELETE (ending a session) have
+nothing to serve without sessions: 405 with ``Allow: POST``, as the spec
+allows. A body over DATA_UPLOAD_MAX_MEMORY_SIZE is refused (413) before the
+SDK sees it; the SDK's own limit is set to the same size. There is no
+DNS-rebinding (Host/Origin) check in the SDK: Django checks ALLOWED_HOSTS,
+and a browser tricked into calling this has no API key to send.
+"""
+
+import anyio
+from asgiref.sync import async_to_sync
+from django.conf import settings
+from django.core.exceptions import RequestDataTooBig
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.views.decorators.csrf import csrf_exempt
+from mcp.server.streamable_http_manager import DEFAULT_MAX_REQUEST_BODY_SIZE, StreamableHTTPSessionManager
+
+from rag_site.errors import ApplicationError
+from retrieval.access import Identity
+from retrieval.auth import ApiKeyAuth
+from retrieval.mcp import CALLER, mcp_server
+
+# Never copied into the ASGI scope: the key stays with the view that checked it.
+_PRIVATE_HEADERS = {"authorization", "cookie"}
+_auth = ApiKeyAuth()
+
+
+@csrf_exempt  # a Bearer key, never a cookie, authenticates here
+def mcp_endpoint(request: HttpRequest) -> HttpResponse:
+    """The MCP server (Streamable HTTP, stateless, JSON responses); POST only."""
+    if request.method != "POST":
+        # Stateless: no session to resume (GET) or end (DELETE).
+        response = _error(f"{request.method} is not served here: send JSON-RPC messages with POST "
+                          "(stateless server: no SSE stream, no sessions)", status=405)
+        response["Allow"] = "POST"
+        return response
+    try:
+        identity = _authenticated(request)
+        body = request.body
+    except ApplicationError as exc:
+        return _error(exc.message, status=exc.status, details=exc.details)
+    except RequestDataTooBig:
+        return _error("the request body is too large", status=413)
+    token = CALLER.set(identity)
+    try:
+        status, headers, content = async_to_sync(_served)(_scope(request), body)
+    finally:
+        CALLER.reset(token)
+    response = HttpResponse(content, status=status)
+    for name, value in headers:
+        if name.lower() != "content-length":  # Django sets its own, for the body it sends
+            response[name] = value
+    return response
+
+
+def _authenticated(request: HttpRequest) -> Identity:
+    identity = _auth(request)  # parses "Bearer <key>", checks the key, counts the rate limit
+    if identity is None:
+        raise ApplicationError("authentication required: send 'Authorization: Bearer <API key>' "
+                               "(manage.py rag_apikey create)", status=401)
+    return identity
+
+
+def _error(message: str, *, status: int, details: dict | None = None) -> JsonResponse:
+    details = details or {}
+    response = JsonResponse({"error": message, "detail": details}, status=status)
+    if status == 401:
+        response["WWW-Authenticate"] = 'Bearer realm="rag-site"'
+    if status == 429 and "retry_after_seconds" in details:
+        response["Retry-After"] = str(details["retry_after_seconds"])
+    return response
+
+
+def _scope(request: HttpRequest) -> dict:
+    return {
+        "type": "http",
+        "asgi": {"version": "3.0", "spec_version": "2.3"},
+        "http_version": request.META.get("SERVER_PROTOCOL", "HTTP/1.1").partition("/")[2] or "1.1",
+        "method": request.method,
+        "scheme": request.scheme,
+        "path": request.path,
+        "raw_path": request.path.encode(),
+        "query_string": request.META.get("QUERY_STRING", "").encode("latin-1"),
+        "root_path": "",
+        # WSGI hands header values over as latin-1 strings: encoding them back is lossless.
+        "headers": [(name.lower().encode("latin-1"), value.encode("latin-1"))
+                    for name, value in request.headers.items() if name.lower() not in _PRIVATE_HEADERS],
+        "client": (request.META.get("REMOTE_ADDR", ""), 0),
+        "server": (request.META.get("SERVER_NAME", ""), int(request.META.get("SERVER_PORT") or 80)),
+    }
+
+
+async def _served(scope: dict, body: bytes) -> tuple[int, list[tuple[str, str]], bytes]:
+    """Run one request through a fresh stateless session manager; the response's status, headers and body."""
+    limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE or DEFAULT_MAX_REQUEST_BODY_SIZE
+    manager = StreamableHTTPSessionManager(app=mcp_server(), json_response=True, stateless=True, max_request_body_size=limit)
+    status, headers, content = 500, [], bytearray()
+    request_sent, response_done = False, anyio.Event()
+
+    async def receive() -> dict:
+        nonlocal request_sent
+        if not request_sent:
+            request_sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        # Asked again: a server waiting for the client to go away, which it does once the response is complete.
+        await response_done.wait()
+        return {"type": "http.disconnect"}
+
+    async def send(message: dict) -> None:
+        nonlocal status, headers
+        if message["type"] == "http.response.start":
+            status = message["status"]
+            headers = [(name.decode("latin-1"), value.decode("latin-1")) for name, value in message.get("headers", [])]
+        elif message["type"] == "http.response.body":
+            content.extend(message.get("body", b""))
+            if not message.get("more_body", False):
+                response_done.set()
+
+    async with manager.run():
+        await manager.handle_request(scope, receive, send)
+    return status, headers, bytes(content)
