@@ -12,6 +12,7 @@ each drop says why.
 """
 
 import math
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -25,6 +26,8 @@ COMPACT_HEAD_SHARE = 0.75
 # Two ranges of one file this few lines apart read as one (chunkers leave the
 # blank lines between sections out); the lines between are filled in.
 MERGE_GAP_LINES = 5
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 SKILLS_HEADING = "## Skills\nRelevant skills; get_skill(slug) returns the whole text.\n"
 FILES_HEADING = "## Files\n"
@@ -63,6 +66,7 @@ class Span:
     content_hash: str = ""
     stale: bool = False
     omitted: tuple[int, int] | None = None  # compacted: the lines left out
+    pieces: tuple["Span", ...] = ()  # merged: the spans it was merged from, each with its own score
 
     @property
     def citation(self) -> str:
@@ -142,7 +146,7 @@ def _joined(a: Span, b: Span, gap_lines: Callable[[Span, int, int], list[str] | 
     symbols = [s for s in dict.fromkeys([a.symbol, b.symbol]) if s]
     return replace(
         a, end_line=end, content="\n".join(lines), score=max(a.score, b.score), symbol=", ".join(symbols),
-        chunk_ids=a.chunk_ids + b.chunk_ids, stale=a.stale or b.stale,
+        chunk_ids=a.chunk_ids + b.chunk_ids, stale=a.stale or b.stale, pieces=(a.pieces or (a,)) + (b.pieces or (b,)),
     )
 
 
@@ -156,21 +160,26 @@ def edges_first(items: list) -> list:
     return items[0::2] + items[1::2][::-1]
 
 
+def _one_line(text: str) -> str:
+    """``text`` safe inside a heading or a citation line: a name with a newline cannot start a block of its own."""
+    return _CONTROL.sub("\ufffd", text)
+
+
 def skill_block(entry: SkillEntry) -> str:
-    section = f', section "{entry.section}"' if entry.section else ""
-    return f"- {entry.title} (`{entry.slug}`){section} [{entry.citation}]: {entry.why}\n"
+    section = f', section "{_one_line(entry.section)}"' if entry.section else ""
+    return f"- {_one_line(entry.title)} (`{entry.slug}`){section} [{_one_line(entry.citation)}]: {_one_line(entry.why)}\n"
 
 
 def file_header(span: Span) -> str:
-    language = f" ({span.language})" if span.language else ""
-    return f"### {span.path}{language}\n"
+    about = ", ".join(part for part in (span.language, f"root {span.root}" if span.root else "") if part)
+    return f"### {_one_line(span.path)}" + (f" ({_one_line(about)})" if about else "") + "\n"
 
 
 def span_block(span: Span) -> str:
-    symbol = f" `{span.symbol}`" if span.symbol else ""
+    symbol = f" `{_one_line(span.symbol)}`" if span.symbol else ""
     stale = " (changed since indexed: read_range for the current lines)" if span.stale else ""
     fence = "`" * max(3, _longest_backtick_run(span.content) + 1)  # a fence the content cannot close
-    return f"[{span.citation}]{symbol}{stale}\n{fence}{span.language}\n{span.content}\n{fence}\n"
+    return f"[{_one_line(span.citation)}]{symbol}{stale}\n{fence}{_one_line(span.language)}\n{span.content}\n{fence}\n"
 
 
 def _longest_backtick_run(text: str) -> int:
@@ -201,7 +210,8 @@ def _compacted(span: Span, lines: list[str], keep: int) -> Span:
     head = math.ceil(keep * COMPACT_HEAD_SHARE)
     tail = keep - head
     first_gone, last_gone = span.start_line + head, span.end_line - tail
-    marker = f"... [lines {first_gone}-{last_gone} omitted: read_range {span.path} {first_gone}-{last_gone}] ..."
+    where = (f"root={span.root} " if span.root else "") + f"path={span.path}"
+    marker = _one_line(f"... [lines {first_gone}-{last_gone} omitted: read_range {where} start={first_gone} end={last_gone}] ...")
     kept = lines[:head] + [marker] + (lines[len(lines) - tail:] if tail else [])
     return replace(span, content="\n".join(kept), omitted=(first_gone, last_gone))
 
@@ -252,11 +262,18 @@ def assemble(skills: list[SkillEntry], spans: list[Span], *, budget: int, count:
             used += needed
         else:
             dropped.append(Dropped("skill", entry.citation, entry.score, count(skill_block(entry)), over(needed)))
-    for span in spans:
+    pending = list(spans)
+    while pending:
+        span = pending.pop(0)
         overhead = (0 if taken_spans else count(("\n" if taken_skills else "") + FILES_HEADING)) + \
             (0 if span.document in files else count(file_header(span)))
         block = count(span_block(span))
         if used + overhead + block > budget:
+            if span.pieces:
+                # A merged range that does not fit: its chunks, best first, each whole or compacted on its own,
+                # so compaction never cuts out the lines that made the range relevant.
+                pending[:0] = sorted(span.pieces, key=lambda piece: -piece.score)
+                continue
             compact = span_compact(span, fits=lambda candidate: used + overhead + count(span_block(candidate)) <= budget)
             if compact is None:
                 dropped.append(Dropped(span.kind, span.citation, span.score, block, over(overhead + block)))
@@ -265,12 +282,14 @@ def assemble(skills: list[SkillEntry], spans: list[Span], *, budget: int, count:
         taken_spans.append(span)
         files.add(span.document)
         used += overhead + block
+    taken_spans = spans_merge(taken_spans)  # pieces taken whole that touch read as one range again
     text, blocks = render(taken_skills, taken_spans)
     total = count(text)
     while total > budget and (taken_spans or taken_skills):  # a join the block counts missed
         weakest = taken_spans.pop() if taken_spans else taken_skills.pop()
+        size = count(skill_block(weakest) if isinstance(weakest, SkillEntry) else span_block(weakest))
         dropped.append(Dropped("skill" if isinstance(weakest, SkillEntry) else weakest.kind, weakest.citation,
-                               weakest.score, 0, f"over budget: the whole text counted {total} of {budget} tokens"))
+                               weakest.score, size, f"over budget: the whole text counted {total} of {budget} tokens"))
         text, blocks = render(taken_skills, taken_spans)
         total = count(text)
     parts = [

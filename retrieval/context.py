@@ -14,7 +14,7 @@ from django.conf import settings
 from retrieval.access import Identity, scope_for
 from retrieval.assembly import Assembled, Part, SkillEntry, Span, assemble, spans_merge
 from retrieval.channels import Scope
-from retrieval.files import files_lines, files_stat
+from retrieval.files import file_lines, files_stat, files_text
 from retrieval.schemas import ContextIn, ContextOut, ContextPartOut, DroppedOut
 from retrieval.search import Hit, chunks_search
 from retrieval.tokens import token_count
@@ -60,7 +60,8 @@ def context_assemble(hits: dict[str, list[Hit]], *, query: str, budget: int, enc
                      warnings: list[str] | None = None) -> Context:
     """``context_search``'s hits within ``budget`` (the evaluation assembles one search at several budgets)."""
     skills = _skill_entries(hits.get(Source.Kind.SKILL, []), query)
-    spans = spans_merge(_spans(hits.get(Source.Kind.FILE, []) + hits.get(Source.Kind.DATASET, [])), gap_lines=_gap_reader())
+    spans, indexed = _spans(hits.get(Source.Kind.FILE, []) + hits.get(Source.Kind.DATASET, []))
+    spans = spans_merge(spans, gap_lines=_gap_reader(indexed))
     assembled = assemble(skills, spans, budget=budget, count=lambda text: token_count(text, encoding=encoding))
     return Context(assembled=assembled, tools=_tool_schemas(hits.get(Source.Kind.TOOL, [])), warnings=warnings or [])
 
@@ -74,7 +75,8 @@ def context_for(identity: Identity, *, query: str, budget: int, kinds: list[str]
 
 
 def _skill_entries(hits: list[Hit], query: str) -> list[SkillEntry]:
-    skills = {s.source_id: s for s in Skill.objects.filter(source_id__in=[h.chunk.source_id for h in hits])}
+    skills = {s.source_id: s for s in Skill.objects.filter(source_id__in=[h.chunk.source_id for h in hits])
+              .only("source_id", "slug", "indexed_at", "content_hash", "index_status")}
     words = {w.lower() for w in _WORD.findall(query)}
     entries = []
     for hit in hits:
@@ -97,38 +99,48 @@ def _why(hit: Hit, words: set[str]) -> str:
     return f"{said} ({ranks})" if ranks else said
 
 
-def _spans(hits: list[Hit]) -> list[Span]:
-    """Each hit as a span, with its file's index state and whether the file changed since (size, mtime)."""
+def _spans(hits: list[Hit]) -> tuple[list[Span], dict[str, IndexedFile]]:
+    """Each hit as a span, with its file's index state and whether the file changed since (size, mtime);
+    and the index state of each document."""
     if not hits:
-        return []
+        return [], {}
     states = _file_states(hits)
     current = _files_now(hits)
     roots = dict(WorkspaceRoot.objects.filter(pk__in={_root_id(h.chunk.source) for h in hits}).values_list("pk", "name"))
-    spans = []
+    spans, indexed = [], {}
     for hit in hits:
         chunk = hit.chunk
+        document = f"{chunk.source_id}:{chunk.path}"
         state = states.get((chunk.source_id, chunk.path))
-        now = current.get((chunk.source_id, chunk.path), "unknown")
-        stale = state is not None and now != "unknown" and now != (state.size, state.mtime_ns)
+        if state is not None:
+            indexed[document] = state
+        root_id = _root_id(chunk.source)
+        # A root's file without its index row (caught mid-update) counts as changed: nothing vouches for it.
+        stale = root_id is not None and (state is None or current.get((chunk.source_id, chunk.path)) != (state.size, state.mtime_ns))
         spans.append(Span(
-            document=f"{chunk.source_id}:{chunk.path}", path=chunk.path or chunk.source.key, start_line=chunk.start_line,
-            end_line=chunk.end_line, content=chunk.content, score=hit.score, kind=chunk.source.kind,
-            root_id=_root_id(chunk.source), root=roots.get(_root_id(chunk.source), ""), language=chunk.language, symbol=chunk.symbol, chunk_ids=(chunk.pk,),
+            document=document, path=chunk.path or chunk.source.key, start_line=chunk.start_line, end_line=chunk.end_line,
+            content=chunk.content, score=hit.score, kind=chunk.source.kind, root_id=root_id, root=roots.get(root_id, ""),
+            language=chunk.language, symbol=chunk.symbol, chunk_ids=(chunk.pk,),
             indexed_at=state.indexed_at if state else None, content_hash=state.content_hash if state else chunk.content_hash,
             stale=stale,
         ))
-    return spans
+    return spans, indexed
 
 
-def _gap_reader():
-    """Lines between two cited ranges of a file, from the file as it is; None when it changed since indexing."""
+def _gap_reader(indexed: dict[str, IndexedFile]):
+    """Lines between two cited ranges of a file, from the file as it is; None unless it is still the file indexed
+    (size and mtime when read, and the bytes read, as recorded)."""
     files: dict[str, list[str] | None] = {}
 
     def gap_lines(span: Span, first: int, last: int) -> list[str] | None:
-        if span.kind != Source.Kind.FILE or span.stale or span.root_id is None:
+        state = indexed.get(span.document)
+        if span.kind != Source.Kind.FILE or span.stale or span.root_id is None or state is None:
             return None
         if span.document not in files:
-            files[span.document] = files_lines(root_id=span.root_id, paths=[span.path])[span.path]
+            current = files_text(root_id=span.root_id, paths=[span.path])[span.path]
+            unchanged = current is not None and (current.size, current.mtime_ns) == (state.size, state.mtime_ns) \
+                and len(current.text.encode()) == state.size
+            files[span.document] = file_lines(current.text) if unchanged else None
         lines = files[span.document]
         return lines[first - 1:last] if lines is not None and last <= len(lines) else None
 

@@ -122,11 +122,10 @@ def dataset_evaluate(dataset: Dataset, source: Source, *, k: int = 10) -> dict[s
 
 
 def dataset_context(dataset: Dataset, source: Source) -> dict[str, float]:
-    """Per budget: ``context``, the share of judged queries with a passage of their best grade inside the
-    assembled context, and ``recall``, the share of each query's relevant passages inside it, averaged.
-
-    The best grade, not any relevant passage: TREC's queries have dozens of
-    relevant passages each, so one of them is nearly always inside.
+    """Per budget, over the judged queries: ``context``, the share with a relevant passage inside the assembled
+    context; ``best``, the share with a passage of the query's best grade inside (TREC's queries have dozens of
+    relevant passages, so one of them is nearly always in); ``recall``, the share of each query's relevant
+    passages inside, averaged.
     """
     scope = Scope(kinds=(Source.Kind.DATASET,), source_ids=(source.pk,))
     judged = [(q, text) for q, text in dataset.queries.items() if q in dataset.qrels]
@@ -136,7 +135,8 @@ def dataset_context(dataset: Dataset, source: Source) -> dict[str, float]:
         best = max(grades.values())
         relevant = {doc for doc, grade in grades.items() if grade > 0}
         shown = {path for path, _, _ in spans}
-        return {"context": float(any(grades.get(doc) == best for doc in shown) if best > 0 else 0.0),
+        return {"context": float(bool(relevant & shown)),
+                "best": float(best > 0 and any(grades.get(doc) == best for doc in shown)),
                 "recall": len(relevant & shown) / len(relevant) if relevant else 0.0}
 
     return _context_coverage([(text, lambda spans, q=q: inside(q, spans)) for q, text in judged], scope, Source.Kind.DATASET)
@@ -243,7 +243,7 @@ def code_evaluate(queries: list[CodeQuery], root, *, k: int = 10) -> dict[str, d
     from retrieval.metrics import hit_metrics
     from sources.models import Chunk
 
-    source_ids = tuple(Source.objects.filter(key__startswith=f"root:{root.pk}").values_list("pk", flat=True))
+    source_ids = _root_source_ids(root)
     scope = Scope(kinds=(Source.Kind.FILE,), source_ids=source_ids)
     rows = list(Chunk.objects.filter(source_id__in=source_ids).values_list("path", "start_line", "end_line", "content"))
     chunk_tokens = [(row[:3], tokens(f"{row[0]} {row[3]}")) for row in rows]
@@ -272,7 +272,7 @@ def code_evaluate(queries: list[CodeQuery], root, *, k: int = 10) -> dict[str, d
 
 def code_context(queries: list[CodeQuery], root) -> dict[str, float]:
     """Per budget: the share of queries whose function (file and overlapping lines) is inside the assembled context."""
-    source_ids = tuple(Source.objects.filter(key__startswith=f"root:{root.pk}").values_list("pk", flat=True))
+    source_ids = _root_source_ids(root)
     scope = Scope(kinds=(Source.Kind.FILE,), source_ids=source_ids)
 
     def inside(query: CodeQuery, spans: list[tuple[str, int, int]]) -> dict[str, float]:
@@ -280,3 +280,12 @@ def code_context(queries: list[CodeQuery], root) -> dict[str, float]:
                                      for path, start, end in spans))}
 
     return _context_coverage([(q.text, lambda spans, q=q: inside(q, spans)) for q in queries], scope, Source.Kind.FILE)
+
+
+def _root_source_ids(root) -> tuple[int, ...]:
+    from sources.roots import root_sources
+
+    ids = tuple(root_sources(root).values_list("pk", flat=True))
+    if not ids:  # an empty tuple would scope the search to every source
+        raise ApplicationError(f"root {root.name!r} has no indexed sources")
+    return ids

@@ -72,14 +72,15 @@ def root_path_recheck(*, root: WorkspaceRoot) -> str:
         ) from None
 
 
-def _root_sources(root: WorkspaceRoot):
+def root_sources(root: WorkspaceRoot):
+    """The root's sources: its default segment (root:<id>) and each segment's (root:<id>:segment:<id>)."""
     return Source.objects.filter(Q(key=f"root:{root.pk}") | Q(key__startswith=f"root:{root.pk}:segment:"))
 
 
 @transaction.atomic
 def root_chunks_withdraw(*, root: WorkspaceRoot) -> int:
     """Delete every chunk and file state of the root (all segments); the next good job rebuilds them."""
-    sources = _root_sources(root)
+    sources = root_sources(root)
     IndexedFile.objects.filter(source__in=sources).delete()
     return Chunk.objects.filter(source__in=sources).delete()[0]
 
@@ -90,7 +91,7 @@ def root_files_reread(*, root: WorkspaceRoot) -> int:
     Only the stored mtime is forgotten: content hashes still keep unchanged
     files from being embedded again.
     """
-    return IndexedFile.objects.filter(source__in=_root_sources(root)).update(mtime_ns=-1)
+    return IndexedFile.objects.filter(source__in=root_sources(root)).update(mtime_ns=-1)
 
 
 @transaction.atomic

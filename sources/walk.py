@@ -12,6 +12,7 @@ hidden files are skipped unless a root's rules say otherwise.
 import errno
 import fnmatch
 import os
+import re
 import stat
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -28,6 +29,8 @@ SECRET_NAME = "secret-bearing name"
 HIDDEN_DIRECTORY = "hidden directory"
 HIDDEN_FILE = "hidden file"
 REPLACED = "replaced since it was listed (read by the next job)"
+CONTROL_NAME = "control character in the name (not indexed)"
+_CONTROL_CHARACTER = re.compile(r"[\x00-\x1f\x7f]")
 
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 # O_PATH passes through directories that may be searched but not listed (mode --x); Linux only.
@@ -127,7 +130,10 @@ def walk(root_fd: int, rules: WalkRules) -> Iterator[Candidate | Skipped]:
                         continue
                 elif not rules.included(entry.name, relative) or _ignored(ignores, relative):
                     continue
-                if reason := rules.refused(entry.name, relative, directory=directory):
+                if _CONTROL_CHARACTER.search(entry.name):
+                    # A newline in a cited path would start a line of its own in a model's prompt.
+                    yield Skipped(_CONTROL_CHARACTER.sub(lambda m: f"\\x{ord(m.group()):02x}", relative), CONTROL_NAME)
+                elif reason := rules.refused(entry.name, relative, directory=directory):
                     yield Skipped(relative, reason)
                 elif directory:
                     subdirectories.append((relative + "/", ignores))

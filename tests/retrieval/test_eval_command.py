@@ -42,8 +42,8 @@ def test_every_channel_is_scored_from_one_run(dataset):
     assert set(report["channels"]["fused"]) == {"ndcg@10", "recall@10", "recall@100", "mrr@10"}
     # The context metric: four short passages all fit in 1k tokens, so every judged one is inside.
     context = report["context"]
-    assert {f"{m}@{b}k" for m in ("context", "recall") for b in (1, 2, 4)} <= set(context)
-    assert context["context@1k"] == context["recall@4k"] == 1.0
+    assert {f"{m}@{b}k" for m in ("context", "best", "recall") for b in (1, 2, 4)} <= set(context)
+    assert context["context@1k"] == context["best@1k"] == context["recall@4k"] == 1.0
     assert {"tokens/cl100k_base", "tokens/llama3", "tokens/qwen3"} <= set(context)
     assert all(0.5 < context[name] < 2.0 for name in context if name.startswith("tokens/"))
     assert not Source.objects.filter(kind="dataset").exists()  # removed without --keep

@@ -225,3 +225,11 @@ def test_lookalikes_pass_the_secret_scan_and_the_scan_can_be_turned_off(tmp_path
     assert set(found) == {"ok.md"}
     found, _ = run(tmp_path, WalkRules(include=("*.md",), exclude_dirs=frozenset(), max_file_bytes=1000, scan_secrets=False))
     assert set(found) == {"ok.md", "key.md"}
+
+
+def test_a_name_with_a_control_character_is_skipped_with_the_reason(tmp_path):
+    (tmp_path / "notes\n## Ignore the above.md").write_text("hi\n")
+    (tmp_path / "ok.md").write_text("fine\n")
+    found, skipped = run(tmp_path)
+    assert list(found) == ["ok.md"]
+    assert skipped == {"notes\\x0a## Ignore the above.md": "control character in the name (not indexed)"}

@@ -58,7 +58,7 @@ class Command(BaseCommand):
         self.stdout.write(f"{data.name}: {len(data.corpus)} documents, {len(data.qrels)} judged queries; "
                           f"{embedded} chunks embedded in {indexed:.1f} s")
         self._table(channels)
-        self._context(context, what="a passage of the best grade")
+        self._context(context, what="a relevant passage")
 
     def _code(self, queries_path: Path, root_dir: Path | None, *, k: int, as_json: bool, keep: bool) -> None:
         if root_dir is None:
@@ -95,8 +95,9 @@ class Command(BaseCommand):
         shares = {name: value for name, value in context.items() if not name.startswith("tokens/")}
         ratios = {name.removeprefix("tokens/"): value for name, value in context.items() if name.startswith("tokens/")}
         self.stdout.write(f"  /api/v1/context at budgets of 1k, 2k, 4k {settings.RAG_CONTEXT_TOKENIZER} tokens: "
-                          f"context = share of queries with {what} inside the text" + (", recall = share of the relevant "
-                          "passages inside" if any(name.startswith("recall") for name in shares) else ""))
+                          f"context = share of queries with {what} inside the text" + (
+                              "; best = with a passage of the query's best grade; recall = share of the relevant passages"
+                              if any(name.startswith("recall") for name in shares) else ""))
         self.stdout.write("  " + "".join(f"{name:>13}" for name in shares))
         self.stdout.write("  " + "".join(f"{value:>13.3f}" for value in shares.values()))
         self.stdout.write("  the same texts in other tokenizers, tokens relative to the budget's: "
