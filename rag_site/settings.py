@@ -299,6 +299,8 @@ RAG_HNSW_EF_SEARCH = env_int("RAG_HNSW_EF_SEARCH", 100, minimum=1, maximum=1000)
 # matches per grep, and a wall-clock budget checked between files (RE2 is
 # linear in the text, so the scan, not one regex, is what grows).
 RAG_READ_MAX_LINES = env_int("RAG_READ_MAX_LINES", 400, minimum=1, maximum=100_000)
+# One minified line can be the whole file: read's content is cut at whole lines below this many characters.
+RAG_READ_MAX_CHARS = env_int("RAG_READ_MAX_CHARS", 200_000, minimum=1_000, maximum=10_000_000)
 RAG_GREP_MAX_MATCHES = env_int("RAG_GREP_MAX_MATCHES", 200, minimum=1, maximum=100_000)
 RAG_GREP_TIMEOUT_SECONDS = env_float("RAG_GREP_TIMEOUT_SECONDS", 3.0, minimum=0.1, maximum=600.0)
 RAG_SKILL_REVERIFY_MINUTES = env_int("RAG_SKILL_REVERIFY_MINUTES", 30, minimum=0)

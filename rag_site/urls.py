@@ -16,6 +16,8 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("api/", api.urls),
     path("mcp", mcp_endpoint, name="mcp"),  # the MCP server (Streamable HTTP), for agents
+    # Clients are configured with or without the slash, and a POST cannot follow a redirect: serve both.
+    path("mcp/", mcp_endpoint),
 ]
 
 handler400 = "rag_site.handlers.bad_request"

@@ -108,8 +108,9 @@ def read(request, params: Query[ReadIn]):
     """The current lines ``start``..``end`` of an indexed file, to check a citation (``path:12-40``) before quoting it.
 
     ``root`` is the root's name or id, ``path`` the file inside it as search
-    cites it. At most RAG_READ_MAX_LINES lines (``truncated`` says the request
-    asked for more); ``stale`` says the file changed since it was indexed.
+    cites it. At most RAG_READ_MAX_LINES lines, cut at a whole line below
+    RAG_READ_MAX_CHARS characters (``truncated`` says the answer was cut,
+    ``end_line`` where); ``stale`` says the file changed since it was indexed.
     Only indexed files the caller may see: any other answers 404, as if it
     did not exist. An absolute path, ``..``, ``.``, a backslash or a control
     character is refused (400); a file that is now a symlink, binary, not

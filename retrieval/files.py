@@ -314,12 +314,27 @@ def _lines_out(file: VisibleFile, current: CurrentText, *, start: int, end: int 
     cap = settings.RAG_READ_MAX_LINES
     asked = start + cap - 1 if end is None else end
     last = min(asked, start + cap - 1, len(lines))
+    shown, cut = lines_within_chars(lines[start - 1:last], settings.RAG_READ_MAX_CHARS)
+    last = start + len(shown) - 1
     return ReadOut(
         root=file.root.name, path=file.path, start_line=start, end_line=last, total_lines=len(lines),
-        content="\n".join(lines[start - 1:last]), citation=f"{file.path}:{start}-{last}", truncated=asked - start + 1 > cap,
+        content="\n".join(shown), citation=f"{file.path}:{start}-{last}", truncated=cut or asked - start + 1 > cap,
         language=language_for(file.path), indexed_at=file.indexed_at, indexed_hash=file.content_hash,
         stale=(current.size, current.mtime_ns) != (file.size, file.mtime_ns),
     )
+
+
+def lines_within_chars(lines: list[str], cap: int) -> tuple[list[str], bool]:
+    """The leading whole lines whose "\\n"-joined text fits in ``cap`` characters, and whether anything was cut.
+
+    At least one line: a first line longer than ``cap`` (minified code) comes back cut at ``cap``.
+    """
+    used = -1  # the first line has no separator before it
+    for count, line in enumerate(lines):
+        used += len(line) + 1
+        if used > cap:
+            return (lines[:count], True) if count else ([line[:cap]], True)
+    return lines, False
 
 
 def _matching_lines(files: list[VisibleFile], matcher: GrepMatcher, counts: _Counts, *,
@@ -351,13 +366,14 @@ def _matching_lines(files: list[VisibleFile], matcher: GrepMatcher, counts: _Cou
             os.close(root_fd)
 
 
-def files_lines(*, root_id: int, paths: list[str]) -> dict[str, list[str] | None]:
-    """The current lines of each path below the root, read as indexing reads it; None when it cannot be read.
+def files_text(*, root_id: int, paths: list[str]) -> dict[str, CurrentText | None]:
+    """The current text (with the size and mtime it was read at) of each path below the root, read as indexing
+    reads it; None when it cannot be read.
 
     No scope check: the caller passes paths it found in scope (context
     assembly fills the lines between two cited ranges of one file).
     """
-    found: dict[str, list[str] | None] = dict.fromkeys(paths)
+    found: dict[str, CurrentText | None] = dict.fromkeys(paths)
     root = WorkspaceRoot.objects.filter(pk=root_id).values("name", "path", "max_file_bytes", "scan_secrets").first()
     root_fd = _root_open(root["path"]) if root is not None else None
     if root_fd is None:
@@ -366,7 +382,7 @@ def files_lines(*, root_id: int, paths: list[str]) -> dict[str, list[str] | None
     try:
         for path in paths:
             current = _current_text(root_fd, path, rules)
-            found[path] = None if isinstance(current, str) else file_lines(current.text)
+            found[path] = None if isinstance(current, str) else current
     finally:
         os.close(root_fd)
     return found

@@ -116,7 +116,7 @@ def _cleaned(node: Any, definitions: dict[str, Any], *, resolving: tuple[str, ..
 
 def _read_text(out: ReadOut) -> str:
     notes = [f"root {out.root}", f"{out.total_lines} lines in the file"]
-    notes += ["cut at RAG_READ_MAX_LINES"] if out.truncated else []
+    notes += ["cut at RAG_READ_MAX_LINES or RAG_READ_MAX_CHARS"] if out.truncated else []
     notes += ["changed since indexed: search may cite old lines"] if out.stale else []
     return f"{out.citation} ({'; '.join(notes)})\n{out.content}"
 
@@ -176,7 +176,7 @@ TOOLS: tuple[McpTool, ...] = (
         description=(
             "The full markdown of one skill (`body`, front matter included) with its parsed front matter (`metadata`) "
             "and index status. Use it after search_skills, search or get_context named a skill. A skill this key may "
-            "not see answers 'does not exist', like a missing one."
+            "not see answers 'does not exist', like a missing one; a skill an admin disabled answers 'is disabled'."
         ),
         schema_in=SkillGetIn, schema_out=SkillDetailOut,
         answer=lambda identity, payload: skill_detail_answer(identity, payload.slug),
@@ -200,7 +200,8 @@ TOOLS: tuple[McpTool, ...] = (
             "quoting it or to read around a hit. A citation path:12-40 from search, get_context or grep means "
             "`path`, `start` 12, `end` 40; `root` is the root's name, or its id: the number in a file hit's "
             "`source_key` (root:<id>). "
-            "At most RAG_READ_MAX_LINES lines (`truncated` says the range was cut); `stale: true` means the file "
+            "At most RAG_READ_MAX_LINES lines and RAG_READ_MAX_CHARS characters (`truncated` says the answer was cut, "
+            "`end_line` where); `stale: true` means the file "
             "changed since it was indexed, so search results may cite old lines: trust these. Only indexed files "
             "this key may see; any other answers 'not found'."
         ),

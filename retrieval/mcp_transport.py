@@ -16,16 +16,31 @@ once, so each request gets a fresh manager around the one ``Server``.
 GET (the server-to-client SSE stream) and DELETE (ending a session) have
 nothing to serve without sessions: 405 with ``Allow: POST``, as the spec
 allows. A body over DATA_UPLOAD_MAX_MEMORY_SIZE is refused (413) before the
-SDK sees it; the SDK's own limit is set to the same size. There is no
-DNS-rebinding (Host/Origin) check in the SDK: Django checks ALLOWED_HOSTS,
-and a browser tricked into calling this has no API key to send.
+SDK sees it; the SDK's own limit is set to the same size.
+
+DNS rebinding (the spec: servers MUST validate ``Origin``): a request that
+carries an ``Origin`` header comes from a browser, and is served only when
+that origin's host is in ALLOWED_HOSTS (Django's own matching, ``.example.com``
+and ``*`` included) or the origin is in CSRF_TRUSTED_ORIGINS; any other
+answers 403 before the key is even looked at. Requests without ``Origin``
+(agents, command-line clients) are not browsers and pass.
+
+A failure inside the bridge (the SDK, asgiref) is logged with its traceback
+and answered with a JSON 500 (``{"error", "detail"}`` like the API), never
+Django's HTML error page.
 """
+
+import json
+import logging
+from urllib.parse import urlsplit
 
 import anyio
 from asgiref.sync import async_to_sync
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http.request import validate_host
+from django.utils.http import is_same_domain
 from django.views.decorators.csrf import csrf_exempt
 from mcp.server.streamable_http_manager import DEFAULT_MAX_REQUEST_BODY_SIZE, StreamableHTTPSessionManager
 
@@ -34,8 +49,13 @@ from retrieval.access import Identity
 from retrieval.auth import ApiKeyAuth
 from retrieval.mcp import CALLER, mcp_server
 
+log = logging.getLogger(__name__)
+
 # Never copied into the ASGI scope: the key stays with the view that checked it.
 _PRIVATE_HEADERS = {"authorization", "cookie"}
+# What Django's request.get_host() allows under DEBUG with an empty ALLOWED_HOSTS.
+_DEBUG_HOSTS = [".localhost", "127.0.0.1", "[::1]"]
+INTERNAL_ERROR = "internal error: the server log has the details"
 _auth = ApiKeyAuth()
 
 
@@ -48,6 +68,11 @@ def mcp_endpoint(request: HttpRequest) -> HttpResponse:
                           "(stateless server: no SSE stream, no sessions)", status=405)
         response["Allow"] = "POST"
         return response
+    origin = request.headers.get("Origin")
+    if origin is not None and not origin_allowed(origin):
+        return _error(f"Origin {origin!r} is not allowed: a browser may call /mcp only from a host in ALLOWED_HOSTS "
+                      "or an origin in CSRF_TRUSTED_ORIGINS (DNS-rebinding protection)", status=403,
+                      details={"field": "Origin"})
     try:
         identity = _authenticated(request)
         body = request.body
@@ -65,6 +90,27 @@ def mcp_endpoint(request: HttpRequest) -> HttpResponse:
         if name.lower() != "content-length":  # Django sets its own, for the body it sends
             response[name] = value
     return response
+
+
+def origin_allowed(origin: str) -> bool:
+    """Whether a browser at ``origin`` may call: its host is in ALLOWED_HOSTS, or it is in CSRF_TRUSTED_ORIGINS."""
+    try:
+        parsed = urlsplit(origin)
+        hostname = parsed.hostname  # lowercased, without port and brackets; None for "null"
+    except ValueError:
+        return False
+    if parsed.scheme not in ("http", "https") or not hostname:
+        return False
+    if origin in settings.CSRF_TRUSTED_ORIGINS or any(
+        # "https://*.example.com", read as Django's CSRF check reads it.
+        "*" in trusted and urlsplit(trusted).scheme == parsed.scheme
+        and is_same_domain(parsed.netloc, urlsplit(trusted).netloc.lstrip("*"))
+        for trusted in settings.CSRF_TRUSTED_ORIGINS
+    ):
+        return True
+    allowed = settings.ALLOWED_HOSTS or (_DEBUG_HOSTS if settings.DEBUG else [])
+    # ALLOWED_HOSTS writes an IPv6 address in brackets, as the Host header does.
+    return validate_host(f"[{hostname}]" if ":" in hostname else hostname, allowed)
 
 
 def _authenticated(request: HttpRequest) -> Identity:
@@ -130,6 +176,18 @@ async def _served(scope: dict, body: bytes) -> tuple[int, list[tuple[str, str]],
             if not message.get("more_body", False):
                 response_done.set()
 
-    async with manager.run():
-        await manager.handle_request(scope, receive, send)
+    try:
+        async with manager.run():
+            await manager.handle_request(scope, receive, send)
+    except Exception:  # anyio raises task failures as an ExceptionGroup: an Exception too
+        log.exception("MCP request failed in the transport")
+        return _internal_error()
+    if not response_done.is_set():
+        log.error("MCP transport returned without a complete response (status %s, %d bytes)", status, len(content))
+        return _internal_error()
     return status, headers, bytes(content)
+
+
+def _internal_error() -> tuple[int, list[tuple[str, str]], bytes]:
+    # Whatever the SDK had started to answer is dropped: one whole JSON body, no traceback.
+    return 500, [("Content-Type", "application/json")], json.dumps({"error": INTERNAL_ERROR, "detail": {}}).encode()

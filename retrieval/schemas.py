@@ -221,11 +221,14 @@ class ReadOut(Schema):
     root: str = Field(..., description="The root's name.")
     path: str
     start_line: int
-    end_line: int = Field(..., description="The last line returned: the request's end, clamped to the cap and the file.")
+    end_line: int = Field(..., description="The last line returned: the request's end, clamped to the caps and the file.")
     total_lines: int = Field(..., description="Lines in the file now.")
     content: str = Field(..., description='The lines exactly as in the file, joined with "\\n" (no numbering added).')
     citation: str = Field(..., description="path:start_line-end_line")
-    truncated: bool = Field(..., description="The request asked for more lines than RAG_READ_MAX_LINES.")
+    truncated: bool = Field(
+        ..., description="The answer was cut: the request asked for more lines than RAG_READ_MAX_LINES, or its lines ran "
+                         "past RAG_READ_MAX_CHARS characters (cut at a whole line; a single longer line is cut at the cap).",
+    )
     language: str
     indexed_at: datetime = Field(..., description="When the file was last indexed.")
     indexed_hash: str = Field(..., description="SHA-256 of the file's text when it was indexed.")

@@ -44,17 +44,21 @@ def skill_detail_answer(identity: Identity, slug: str) -> SkillDetailOut:
     """What /skills/{slug} answers (the endpoint and the MCP tool ``get_skill``).
 
     A skill outside the caller's scope answers 404 with the same message as
-    one that does not exist: the answer never tells them apart.
+    one that does not exist: the answer never tells them apart. A disabled
+    skill answers 404 too, as search and context hide it; the list still
+    shows it, with ``enabled: false``, so saying why hides nothing.
     """
     skill = _skills(identity).filter(slug=slug).first()
     if skill is None:
         raise ApplicationError(f"skill {slug!r} does not exist", status=404)
+    if not skill.enabled:
+        raise ApplicationError(f"skill {slug!r} is disabled: an admin turned it off", status=404)
     return SkillDetailOut(**_skill_fields(skill), body=skill.body, metadata=skill.metadata)
 
 
 @router.get("/skills/{slug}", response={200: SkillDetailOut, **ERRORS}, auth=READ_AUTH)
 def skill_detail(request, slug: str):
-    """One skill the caller may see, with its markdown body and parsed front matter; any other answers 404."""
+    """One enabled skill the caller may see, with its markdown body and parsed front matter; any other answers 404."""
     return skill_detail_answer(request.auth, slug)
 
 

@@ -18,6 +18,7 @@ from retrieval.models import AccessGrant
 from sources import services, tools
 from sources.models import Segment, Skill, Tool, WorkspaceRoot
 from tests.conftest import api_client, index_root
+from tests.retrieval.test_mcp import call_message, mcp_post, tool_call
 
 pytestmark = pytest.mark.django_db
 
@@ -47,6 +48,7 @@ VISIBLE = {
 }
 MANAGERS = {"key_manage", "staff_session", "superuser_session"}
 SESSIONS = {"staff_session", "person_session", "superuser_session"}
+KEYS = {identity for identity in VISIBLE if identity.startswith("key_")}  # MCP takes API keys only
 QUERY = " ".join(sorted(ALL))
 
 
@@ -112,6 +114,13 @@ def searched(client: Client, **options) -> set[str]:
     return markers(hit["content"] for hit in response.json()["hits"])
 
 
+def mcp_answer(client: Client, tool: str, arguments: dict) -> dict:
+    """An MCP tool's ``structuredContent``: the endpoint's JSON."""
+    result = tool_call(client, tool, arguments)
+    assert not result["isError"], result
+    return result["structuredContent"]
+
+
 @pytest.mark.parametrize("identity", list(VISIBLE))
 def test_every_surface_shows_exactly_what_the_identity_may_see(identity, sources, settings, tiny_model, django_user_model):
     client = caller(identity, django_user_model)
@@ -156,6 +165,22 @@ def test_every_surface_shows_exactly_what_the_identity_may_see(identity, sources
     context = post(client, "/api/v1/context", {"query": QUERY, "budget_tokens": 32000, "k": {"skill": 50, "file": 50, "tool": 50}})
     assert context.status_code == 200, context.content
     assert markers([context.json()["text"], json.dumps(context.json()["tools"])]) == expected
+
+    # The MCP tools (the same answers, for agents): API keys only, a session is no credential there.
+    if identity in KEYS:
+        found = mcp_answer(client, "search", {"query": QUERY, "k": 50})
+        assert markers(hit["content"] for hit in found["hits"]) == expected
+        context = mcp_answer(client, "get_context", {"query": QUERY, "budget_tokens": 32000,
+                                                     "k": {"skill": 50, "file": 50, "tool": 50}})
+        assert markers([context["text"], json.dumps(context["tools"])]) == expected
+        found = mcp_answer(client, "search_skills", {"query": QUERY, "k": 50})
+        assert {skill["slug"] for skill in found["skills"]} == expected & set(SKILLS)
+        found = mcp_answer(client, "search_tools", {"query": QUERY, "k": 50})
+        assert {tool["key"].removeprefix("local:run_") for tool in found["tools"]} == expected & set(TOOLS)
+        grepped = mcp_answer(client, "grep", {"pattern": "procedure"})
+        assert markers(match["text"] for match in grepped["matches"]) == expected & set(FILES)
+    else:
+        assert mcp_post(client, call_message("search", {"query": QUERY})).status_code == 401
 
     # Managing surfaces: roots (server paths), jobs, re-index.
     shared = sources["shared"]
@@ -206,7 +231,14 @@ def test_a_request_may_narrow_its_scope(identity, narrowing, expected, sources, 
 )
 def test_a_request_that_asks_for_more_than_its_credentials_allow_gets_403(identity, widening, field, sources, django_user_model):
     client = caller(identity, django_user_model)
-    for path in ("/api/v1/search", "/api/v1/skills/search", "/api/v1/tools/search", "/api/v1/context"):
-        response = post(client, path, {"query": QUERY, "budget_tokens": 1000, **widening})  # extra fields are ignored
+    answers = {path: post(client, path, {"query": QUERY, "budget_tokens": 1000, **widening})  # extra fields are ignored
+               for path in ("/api/v1/search", "/api/v1/skills/search", "/api/v1/tools/search", "/api/v1/context")}
+    answers["/api/v1/grep"] = post(client, "/api/v1/grep", {"pattern": "procedure", **widening})
+    answers["/api/v1/read"] = client.get("/api/v1/read", {"root": "shared", "path": "main.md", **widening})  # channels repeated
+    for path, response in answers.items():
         assert response.status_code == 403, (path, response.content)
         assert "may not act for" in response.json()["error"] and response.json()["detail"]["field"] == field
+    if identity in KEYS:
+        refused = tool_call(client, "search", {"query": QUERY, **widening})
+        assert refused["isError"] and refused["structuredContent"]["status"] == 403, refused
+        assert refused["structuredContent"]["detail"]["field"] == field

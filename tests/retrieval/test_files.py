@@ -8,7 +8,7 @@ import pytest
 
 from rag_site.errors import ApplicationError
 from retrieval.access import identity_anonymous
-from retrieval.files import files_stat, read_answer
+from retrieval.files import files_stat, lines_within_chars, read_answer
 from sources import walk
 from sources.models import JobStatus, WorkspaceRoot
 from tests.conftest import api_client, index_root
@@ -104,6 +104,29 @@ def test_read_clamps_to_the_cap_and_to_the_file_and_says_when_it_cut(key_client,
     assert beyond.status_code == 422 and "past the end" in beyond.json()["error"]
     backwards = read(key_client, root="repo", path="long.txt", start=10, end=9)
     assert backwards.status_code == 422
+
+
+def test_read_cuts_at_whole_lines_below_the_character_cap(key_client, repo, settings):
+    settings.RAG_READ_MAX_CHARS = 95  # lines 1-4 of long.txt: 4 x 23 characters and 3 newlines
+    fits = read(key_client, root="repo", path="long.txt", start=1, end=4).json()
+    assert (fits["end_line"], fits["truncated"], len(fits["content"])) == (4, False, 95)
+    settings.RAG_READ_MAX_CHARS = 100
+    cut = read(key_client, root="repo", path="long.txt", start=1, end=10).json()
+    assert (cut["start_line"], cut["end_line"], cut["truncated"], cut["citation"]) == (1, 4, True, "long.txt:1-4")
+    assert cut["content"] == lines_of(repo, "long.txt", 1, 4)
+    # One minified line longer than the cap: that line alone, cut at the cap.
+    minified = read(key_client, root="repo", path="aaaa.txt").json()
+    assert (minified["end_line"], minified["truncated"], minified["citation"]) == (1, True, "aaaa.txt:1-1")
+    assert minified["content"] == "a" * 100
+
+
+@pytest.mark.parametrize(
+    ("lines", "cap", "expected"),
+    [(["ab", "cd"], 5, (["ab", "cd"], False)), (["ab", "cd"], 4, (["ab"], True)), (["abcdef", "g"], 3, (["abc"], True)),
+     (["", ""], 1, (["", ""], False)), (["abc"], 3, (["abc"], False))],
+)
+def test_lines_within_chars_keeps_whole_lines_and_at_least_one(lines, cap, expected):
+    assert lines_within_chars(lines, cap) == expected
 
 
 def test_read_says_stale_when_the_file_changed_since_it_was_indexed(key_client, repo):

@@ -1,23 +1,30 @@
 """/mcp through the SDK's own Streamable HTTP client, on a real (threaded WSGI) server.
 
 Real PostgreSQL, Redis and embedding model; the key is checked, the scope
-applied and the rate limit counted exactly as for the HTTP API.
+applied and the rate limit counted exactly as for the HTTP API. The
+transport's edges (Origin, paths, bodies, failures) go through Django's test
+client, as do the MCP checks of the scope matrix (``tool_call``).
 """
 
 import json
+import logging
 
 import anyio
 import httpx2
 import pytest
+from django.http import HttpResponse
+from django.test import Client as DjangoClient
 from mcp import Client, MCPError
 from mcp.client.streamable_http import streamable_http_client
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.types import INVALID_PARAMS
 from ninja import Field, Schema
 
 from retrieval.keys import api_key_create
 from retrieval.mcp import schema_for_model
+from retrieval.mcp_transport import INTERNAL_ERROR
 from sources import services
-from sources.models import JobStatus, WorkspaceRoot
+from sources.models import JobStatus, Skill, WorkspaceRoot
 from tests.conftest import api_client, index_root
 from tests.factories import SkillFactory
 
@@ -30,6 +37,27 @@ APP = "def handle_order(order):\n    \"\"\"Handle one order.\"\"\"\n    return o
 INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
     "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}}}
 MCP_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+# What the SDK client sends on every POST after the initialize handshake: a stateless server serves it without one.
+PROTOCOL_VERSION = "2025-11-25"
+
+
+def mcp_post(client: DjangoClient, message: dict | bytes, *, path: str = "/mcp", **headers: str) -> HttpResponse:
+    """One JSON-RPC message POSTed through Django's test client, with the headers an MCP client sends."""
+    body = message if isinstance(message, bytes) else json.dumps(message)
+    return client.post(path, data=body, content_type=MCP_HEADERS["Content-Type"],
+                       headers={"Accept": MCP_HEADERS["Accept"], "MCP-Protocol-Version": PROTOCOL_VERSION, **headers})
+
+
+def call_message(name: str, arguments: dict) -> dict:
+    """A JSON-RPC ``tools/call`` request."""
+    return {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": name, "arguments": arguments}}
+
+
+def tool_call(client: DjangoClient, name: str, arguments: dict) -> dict:
+    """The result of one ``tools/call`` (``structuredContent``, ``isError``, ``content``) through Django's test client."""
+    response = mcp_post(client, call_message(name, arguments))
+    assert response.status_code == 200, response.content
+    return response.json()["result"]
 
 
 @pytest.fixture
@@ -125,6 +153,15 @@ def test_a_bot_key_sees_its_bot_skill_and_a_plain_key_does_not(live_server, skil
     assert skill.content[0].text == "skill 'zebrafalcon' does not exist"
 
 
+def test_get_skill_does_not_serve_a_disabled_skill(skills):
+    skill = Skill.objects.get(slug="deploy")
+    skill.enabled = False
+    skill.save()
+    result = tool_call(api_client(), "get_skill", {"slug": "deploy"})
+    assert result["isError"] and result["structuredContent"]["status"] == 404
+    assert result["content"][0]["text"] == "skill 'deploy' is disabled: an admin turned it off"
+
+
 def test_a_grep_citation_is_verified_with_read_range(live_server, skills, roots):
     async def calls(client: Client):
         found = await client.call_tool("grep", {"pattern": "HANDLE_ORDER_LIMIT", "case_sensitive": True})
@@ -208,10 +245,12 @@ def test_without_a_valid_key_the_request_is_refused_with_401(live_server, skills
 
 def test_over_the_rate_limit_the_request_is_refused_with_429(live_server, skills):
     headers = {**MCP_HEADERS, "Authorization": f"Bearer {key(rate_limit_per_minute=1)}"}
-    assert httpx2.post(mcp_url(live_server), json=INITIALIZE, headers=headers).status_code == 200
-    refused = httpx2.post(mcp_url(live_server), json=INITIALIZE, headers=headers)
-    assert refused.status_code == 429
-    assert int(refused.headers["Retry-After"]) >= 1
+    # The window is a fixed minute: three requests cross at most one window boundary, so two share a window.
+    answers = [httpx2.post(mcp_url(live_server), json=INITIALIZE, headers=headers) for _ in range(3)]
+    codes = [answer.status_code for answer in answers]
+    assert codes[0] == 200 and 429 in codes[1:] and set(codes) == {200, 429}, codes
+    refused = next(answer for answer in answers if answer.status_code == 429)
+    assert 1 <= int(refused.headers["Retry-After"]) <= 60
 
 
 def test_get_and_delete_are_not_served_without_sessions(live_server, skills):
@@ -236,3 +275,48 @@ def test_a_plain_http_post_gets_one_json_answer_and_no_session(live_server, skil
     assert response.headers["Content-Type"].startswith("application/json")
     assert "Mcp-Session-Id" not in response.headers
     assert response.json()["result"]["serverInfo"]["name"] == "rag-site"
+
+
+def test_a_browser_origin_must_be_an_allowed_host_or_a_trusted_origin(skills, settings):
+    # DNS rebinding: a page on another site, its name pointed at this server, calls it from the user's browser.
+    client = api_client()
+    for origin in ("http://evil.example", "http://testserver.evil.example", "null", "file://"):
+        refused = mcp_post(client, INITIALIZE, Origin=origin)
+        assert refused.status_code == 403, origin
+        assert "ALLOWED_HOSTS" in refused.json()["error"] and "CSRF_TRUSTED_ORIGINS" in refused.json()["error"]
+    assert mcp_post(DjangoClient(), INITIALIZE, Origin="http://evil.example").status_code == 403  # before the key
+
+    assert mcp_post(client, INITIALIZE, Origin="http://testserver").status_code == 200  # the server's own host
+    assert mcp_post(client, INITIALIZE, Origin="https://testserver:8443").status_code == 200  # any port, as ALLOWED_HOSTS
+    settings.CSRF_TRUSTED_ORIGINS = ["https://agents.example.com", "https://*.tools.example.com"]
+    for origin in ("https://agents.example.com", "https://chat.tools.example.com"):
+        assert mcp_post(client, INITIALIZE, Origin=origin).status_code == 200, origin
+    assert mcp_post(client, INITIALIZE, Origin="http://agents.example.com").status_code == 403  # another scheme
+    assert mcp_post(client, INITIALIZE).status_code == 200  # no Origin: not a browser
+
+
+def test_the_path_with_a_trailing_slash_is_served_too(skills):
+    response = mcp_post(api_client(), INITIALIZE, path="/mcp/")
+    assert response.status_code == 200, response.content
+    assert response.json()["result"]["serverInfo"]["name"] == "rag-site"
+
+
+@pytest.mark.parametrize("body", [b"not json", b"[]", b"{}"])
+def test_a_body_that_is_not_a_json_rpc_message_is_a_400_from_the_sdk(skills, body):
+    response = mcp_post(api_client(), body)
+    assert response.status_code == 400
+    assert response.json()["error"]["message"]
+
+
+def test_a_failure_inside_the_transport_is_a_json_500_without_a_traceback(skills, monkeypatch, caplog):
+    async def broken(self, scope, receive, send):
+        raise RuntimeError("the SDK broke: /srv/secret/path")
+
+    monkeypatch.setattr(StreamableHTTPSessionManager, "handle_request", broken)
+    with caplog.at_level(logging.ERROR, logger="retrieval.mcp_transport"):
+        response = mcp_post(api_client(), INITIALIZE)
+    assert response.status_code == 500
+    assert response["Content-Type"] == "application/json"
+    assert response.json() == {"error": INTERNAL_ERROR, "detail": {}}
+    logged = [record for record in caplog.records if record.name == "retrieval.mcp_transport"]
+    assert logged and logged[0].exc_info and "the SDK broke" in caplog.text  # the server log has the details

@@ -88,6 +88,17 @@ def test_a_disabled_skill_is_not_searchable():
     assert chunks_search(query="pg_dump backups", mode=Mode.LEXICAL) == []
 
 
+def test_a_disabled_skill_is_listed_but_its_body_is_not_served(key_client):
+    skill = SkillFactory(slug="retired", body=BODY)
+    services.skill_index(skill_id=skill.pk)
+    assert key_client.get("/api/v1/skills/retired").json()["body"] == BODY
+    skill.enabled = False
+    skill.save()
+    detail = key_client.get("/api/v1/skills/retired")
+    assert detail.status_code == 404 and detail.json()["error"] == "skill 'retired' is disabled: an admin turned it off"
+    assert [(s["slug"], s["enabled"]) for s in key_client.get("/api/v1/skills").json()] == [("retired", False)]
+
+
 def test_the_admin_form_refuses_nul_and_bad_front_matter_with_a_message():
     from sources.admin import SkillForm
 
