@@ -270,9 +270,9 @@ def assemble(skills: list[SkillEntry], spans: list[Span], *, budget: int, count:
         block = count(span_block(span))
         if used + overhead + block > budget:
             if span.pieces:
-                # A merged range that does not fit: its chunks, best first, each whole or compacted on its own,
-                # so compaction never cuts out the lines that made the range relevant.
-                pending[:0] = sorted(span.pieces, key=lambda piece: -piece.score)
+                # A merged range that does not fit: its chunks, each whole or compacted on its own, so compaction
+                # never cuts out the lines that made the range relevant; each waits its turn by its own score.
+                pending = sorted([*span.pieces, *pending], key=lambda candidate: -candidate.score)
                 continue
             compact = span_compact(span, fits=lambda candidate: used + overhead + count(span_block(candidate)) <= budget)
             if compact is None:
