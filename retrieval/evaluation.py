@@ -230,7 +230,8 @@ def code_root_index(directory: Path):
     root, _ = WorkspaceRoot.objects.get_or_create(
         path=path, defaults={"name": f"eval {directory.resolve()}", "reverify_minutes": 0, "cooldown_seconds": 0}
     )
-    job = jobs.job_start(job_id=IndexJob.objects.create(root=root, force=True, trigger="eval").pk)
+    # Not forced: a root kept from an earlier run (--keep) embeds only what changed.
+    job = jobs.job_start(job_id=IndexJob.objects.create(root=root, trigger="eval").pk)
     roots.root_index(job=job)
     job.refresh_from_db()
     if job.status != JobStatus.SUCCEEDED:

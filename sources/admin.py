@@ -71,7 +71,7 @@ class SkillAdmin(BrokerWarningMixin, admin.ModelAdmin):
     search_fields = ["slug", "title", "body"]
     prepopulated_fields = {"slug": ["title"]}
     readonly_fields = ["status", "last_error", "indexed_at", "metadata", "content_hash"]
-    actions = ["reindex"]
+    actions = ["reindex", "reindex_force"]
     fieldsets = [
         (None, {"fields": ["slug", "title", "enabled", "body"]}),
         ("Who can see it", {"fields": ["bot_id", "client_id", "channels"],
@@ -98,11 +98,20 @@ class SkillAdmin(BrokerWarningMixin, admin.ModelAdmin):
     def status(self, skill: Skill) -> str:
         return index_status_badge(skill)
 
+    def _reindex(self, request, queryset, *, force: bool) -> None:
+        skill_ids = list(queryset.values_list("pk", flat=True))
+        for skill_id in skill_ids:
+            services.skill_enqueue_index(skill_id=skill_id, force=force)
+        what = "re-embedding" if force else "indexing"
+        self.message_user(request, f"Queued {len(skill_ids)} skill(s) for {what}.", messages.SUCCESS)
+
     @admin.action(description="Re-index selected skills")
     def reindex(self, request, queryset) -> None:
-        for skill_id in queryset.values_list("pk", flat=True):
-            services.skill_enqueue_index(skill_id=skill_id)
-        self.message_user(request, f"Queued {queryset.count()} skill(s) for indexing.", messages.SUCCESS)
+        self._reindex(request, queryset, force=False)
+
+    @admin.action(description="Re-index selected skills now (force: re-embed even if unchanged)")
+    def reindex_force(self, request, queryset) -> None:
+        self._reindex(request, queryset, force=True)
 
 
 @admin.register(Chunk)

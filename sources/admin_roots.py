@@ -87,7 +87,7 @@ class WorkspaceRootAdmin(BrokerWarningMixin, admin.ModelAdmin):
     def reindex(self, request, queryset) -> None:
         self._reindex(request, queryset, force=False)
 
-    @admin.action(description="Re-index selected roots now (force, ignores the cooldown)")
+    @admin.action(description="Re-index selected roots now (force: re-embed even if unchanged, ignores the cooldown)")
     def reindex_force(self, request, queryset) -> None:
         self._reindex(request, queryset, force=True)
 

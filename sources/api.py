@@ -90,7 +90,8 @@ def roots_list(request):
 def root_reindex(request, root_id: int, payload: ReindexIn):
     """Queue a re-index (202). If one is already queued or running, that job is returned (200, created=false).
 
-    Needs the manage permission. Without ``force`` a root verified within its cooldown is refused (429)."""
+    Needs the manage permission. Without ``force`` a root verified within its cooldown is refused (429), and
+    unchanged files are not embedded again; ``force`` re-embeds every file."""
     manage_required(request)
     job, created = jobs.root_reindex_request(root_id=root_id, force=payload.force, trigger="api")
     job = IndexJob.objects.select_related("root").get(pk=job.pk)

@@ -29,11 +29,14 @@ log = logging.getLogger(__name__)
 MAX_ERRORS_KEPT = 100
 
 
-def root_reindex_request(*, root_id: int, force: bool = False, trigger: str = "admin") -> tuple[IndexJob, bool]:
+def root_reindex_request(
+    *, root_id: int, force: bool = False, trigger: str = "admin", ignore_cooldown: bool = False,
+) -> tuple[IndexJob, bool]:
     """Queue a job for the root, or return the one already queued or running.
 
-    Returns ``(job, created)``. Without ``force`` a root verified less than
-    its cooldown ago is refused with the time left.
+    Returns ``(job, created)``. A ``force`` job re-chunks and re-embeds
+    every file, unchanged or not. Without ``force`` or ``ignore_cooldown``
+    a root verified less than its cooldown ago is refused with the time left.
     """
     root = WorkspaceRoot.objects.filter(pk=root_id).first()
     if root is None:
@@ -43,7 +46,7 @@ def root_reindex_request(*, root_id: int, force: bool = False, trigger: str = "a
     active = IndexJob.objects.filter(root=root, status__in=ACTIVE_JOB_STATUSES).first()
     if active is not None:
         return active, False
-    if not force and root.last_verified_at is not None:
+    if not (force or ignore_cooldown) and root.last_verified_at is not None:
         elapsed = (timezone.now() - root.last_verified_at).total_seconds()
         if elapsed < root.cooldown_seconds:
             raise ApplicationError(

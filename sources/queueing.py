@@ -25,12 +25,12 @@ _RESENDABLE = (
 )
 
 
-def task_send(task_name: str, object_id: int) -> str:
+def task_send(task_name: str, object_id: int, **options: object) -> str:
     """Send the task now; "" when sent, else the reason to record (it starts with BROKER_WAIT)."""
     from sources import tasks
 
     try:
-        getattr(tasks, task_name).delay(object_id)
+        getattr(tasks, task_name).delay(object_id, **options)
     except Exception as exc:  # noqa: BLE001 - whatever the broker client raises, the outcome is the same
         log.warning("could not queue %s(%s), the broker is unreachable; it is sent again when it is back: %s",
                     task_name, object_id, exc)
@@ -38,8 +38,8 @@ def task_send(task_name: str, object_id: int) -> str:
     return ""
 
 
-def indexed_enqueue(model: type, object_id: int, task_name: str) -> None:
-    """Mark a skill or tool queued and send its task once the transaction commits."""
+def indexed_enqueue(model: type, object_id: int, task_name: str, **options: object) -> None:
+    """Mark a skill or tool queued and send its task (with ``options``) once the transaction commits."""
     # A note that it waited for the broker goes; a real indexing error stays until the next success.
     model.objects.filter(pk=object_id).update(
         index_status=IndexStatus.QUEUED,
@@ -48,7 +48,7 @@ def indexed_enqueue(model: type, object_id: int, task_name: str) -> None:
     )
 
     def send() -> None:
-        if reason := task_send(task_name, object_id):
+        if reason := task_send(task_name, object_id, **options):
             model.objects.filter(pk=object_id).update(index_status=IndexStatus.QUEUED, last_error=reason)
 
     transaction.on_commit(send)

@@ -230,6 +230,9 @@ class _Run:
         self.last_beat = 0.0
         self.root_fd = -1
         self.rules: WalkRules | None = None
+        # A forced job re-embeds every file it has not stored itself: a run
+        # taken over from a dead worker keeps what that attempt already did.
+        self.forced_since = (job.started_at or timezone.now()) if job.force else None
 
     def run(self) -> None:
         real = root_path_recheck(root=self.root)
@@ -279,7 +282,8 @@ class _Run:
 
     def _consider(self, entry: Candidate, plan: SegmentPlan, state: IndexedFile | None) -> bool:
         """Queue the file if it changed; True when it stays in the index."""
-        current = state is not None and state.chunking_version == CHUNKING_VERSION and state.embedding_model_id == plan.model.pk
+        current = (state is not None and state.chunking_version == CHUNKING_VERSION and state.embedding_model_id == plan.model.pk
+                   and (self.forced_since is None or state.indexed_at >= self.forced_since))
         if current and state.size == entry.size and state.mtime_ns == entry.mtime_ns:
             self.job.files_unchanged += 1  # not even read
             return True

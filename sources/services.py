@@ -35,8 +35,13 @@ def skill_fingerprint(*, skill: Skill, model: EmbeddingModel) -> str:
     return hashlib.sha256("\x1f".join(parts).encode()).hexdigest()
 
 
-def skill_enqueue_index(*, skill_id: int) -> None:
-    indexed_enqueue(Skill, skill_id, "skill_index_task")
+def skill_enqueue_index(*, skill_id: int, force: bool = False) -> None:
+    """Queue the skill's indexing after commit; ``force`` re-embeds it even if unchanged."""
+    if force:
+        # A task re-sent after a broker outage goes without its options: with no fingerprint
+        # stored, the plain task re-embeds the skill too.
+        Skill.objects.filter(pk=skill_id).update(content_hash="")
+    indexed_enqueue(Skill, skill_id, "skill_index_task", force=force)
 
 
 def skill_index(*, skill_id: int, force: bool = False) -> IndexOutcome | None:

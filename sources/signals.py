@@ -55,6 +55,6 @@ def segment_changed(sender, instance: Segment, raw: bool = False, **kwargs) -> N
     if raw or root is None:
         return
     # Files change segment (and scope) now; a job then embeds those whose new
-    # segment reads another model.
+    # segment reads another model. Not forced: every other file stays as it is.
     if root_sources_sync(root=root) and root.enabled:
-        jobs.root_reindex_request(root_id=root.pk, force=True, trigger="segments")
+        jobs.root_reindex_request(root_id=root.pk, ignore_cooldown=True, trigger="segments")

@@ -5,7 +5,7 @@ import json
 import pytest
 from django.contrib.auth import get_user_model
 
-from sources.models import IndexStatus, Skill
+from sources.models import Chunk, IndexStatus, Skill
 from tests.conftest import wait_for
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.worker]
@@ -53,3 +53,29 @@ def test_a_failure_is_reported_by_the_worker_and_old_chunks_stay(key_client, cel
     detail = key_client.get("/api/v1/skills/guide").json()
     assert "not valid YAML" in detail["last_error"]
     assert search(key_client, "quokka procedure")[0]["source_key"] == "skill:guide"
+
+
+def test_the_skill_admin_re_embeds_an_unchanged_skill_only_when_forced(client, celery_worker):
+    client.force_login(get_user_model().objects.create_superuser("boss", password="not-used-elsewhere-2"))
+    skill = Skill.objects.create(slug="pager", body="# Pager\n\nEscalate to the ocelot rota after ten minutes.\n")
+    wait_for(lambda: status("pager") == IndexStatus.INDEXED, what="first index")
+
+    def chunk_ids() -> set[int]:
+        return set(Chunk.objects.filter(source__skill=skill).values_list("pk", flat=True))
+
+    def act(action: str) -> str:
+        response = client.post("/admin/sources/skill/", {"action": action, "_selected_action": [skill.pk]}, follow=True)
+        assert response.status_code == 200
+        wait_for(lambda: status("pager") == IndexStatus.INDEXED, what=f"the worker to run {action}")
+        return "\n".join(str(message) for message in response.context["messages"])
+
+    first = chunk_ids()
+    indexed_at = Skill.objects.get(pk=skill.pk).indexed_at
+    assert "Queued 1 skill(s) for indexing." in act("reindex")
+    assert chunk_ids() == first and Skill.objects.get(pk=skill.pk).indexed_at == indexed_at  # unchanged: skipped
+
+    assert "Queued 1 skill(s) for re-embedding." in act("reindex_force")
+    again = chunk_ids()
+    assert len(again) == len(first) and not again & first  # replaced, not duplicated
+    assert Skill.objects.get(pk=skill.pk).indexed_at > indexed_at
+    assert search(client, "who do I escalate to")[0]["source_key"] == "skill:pager"

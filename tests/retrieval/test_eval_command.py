@@ -89,5 +89,7 @@ def test_code_mode_scores_hits_by_file_and_overlapping_lines(tmp_path, settings)
     assert report["channels"]["vector"]["hit@1"] == 1.0
     assert set(report["channels"]["fused"]) == {"hit@1", "hit@5", "hit@10", "mrr@10"}
     assert report["context"]["context@1k"] == 1.0  # both functions fit in 1k tokens
+    first, again = (run("--code", str(queries), "--root", str(tmp_path / "src"), "--keep")["embedded_chunks"] for _ in range(2))
+    assert first > 0 and again == 0  # a kept root is re-verified on the next run, not re-embedded
     with pytest.raises(CommandError, match="--code needs --root"):
         run("--code", str(queries))

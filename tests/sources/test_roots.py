@@ -1,5 +1,6 @@
 """Indexing workspace roots through the real pipeline (PostgreSQL, MiniLM)."""
 
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -11,10 +12,15 @@ from retrieval.search import Mode, chunks_search
 from sources import jobs, roots
 from sources.chunking import chunk_text
 from sources.models import Chunk, IndexedFile, IndexJob, JobStatus, Segment, Source, WorkspaceRoot
-from tests.conftest import index_root as index
+from tests.conftest import index_root
 from tests.tree import tree_make
 
 pytestmark = pytest.mark.django_db
+
+
+def index(root: WorkspaceRoot, *, force: bool = False) -> IndexJob:
+    """An ordinary job (the ``root`` fixture has no cooldown); ``force`` re-embeds even unchanged files."""
+    return index_root(root, force=force)
 
 
 @pytest.fixture
@@ -60,6 +66,62 @@ def test_edit_delete_and_rename_touch_exactly_those_files(root):
     hits = chunks_search(query="zebra sorting helper", mode=Mode.LEXICAL)
     assert hits[0].chunk.path == paths[0] and hits[0].chunk.symbol == "zebra_sorting_helper"
     assert not IndexedFile.objects.filter(path__in=[paths[1], renamed_from]).exists()
+
+
+def vectors(root: WorkspaceRoot) -> dict[tuple[str, int], tuple[int, list[float]]]:
+    rows = Chunk.objects.filter(source__key__startswith=f"root:{root.pk}").values_list("path", "chunk_index", "pk", "embedding")
+    return {(path, index): (pk, list(embedding)) for path, index, pk, embedding in rows}
+
+
+def test_a_forced_job_re_embeds_every_file_and_replaces_its_chunks(root):
+    tree_make(Path(root.path), files=12)
+    index(root)
+    before = vectors(root)
+
+    def ranked() -> list[tuple[str, int]]:
+        return [(h.chunk.path, h.chunk.chunk_index) for h in chunks_search(query="handler for the billing service")]
+
+    results = ranked()
+    unforced = index(root)
+    assert (unforced.files_unchanged, unforced.files_changed, unforced.chunks_embedded) == (12, 0, 0)
+    assert vectors(root) == before
+
+    forced = index(root, force=True)
+    assert forced.status == JobStatus.SUCCEEDED, forced.message
+    assert (forced.files_changed, forced.files_unchanged, forced.files_deleted) == (12, 0, 0)
+    assert forced.chunks_embedded == forced.chunks_deleted == len(before)
+    after = vectors(root)
+    assert after.keys() == before.keys() and Chunk.objects.count() == len(before)  # replaced, not duplicated
+    assert not {pk for pk, _ in after.values()} & {pk for pk, _ in before.values()}
+    assert all(after[key][1] == pytest.approx(before[key][1], abs=1e-3) for key in before)  # same text, same model
+    assert IndexedFile.objects.count() == 12
+    assert ranked() == results
+
+
+def test_a_forced_job_applies_a_new_long_text_setting_to_unchanged_files(root, settings):
+    long_line = " ".join(f"pelican{i} flock{i}" for i in range(60))  # far over the model's 256 word pieces
+    (Path(root.path) / "notes.md").write_text(f"# Notes\n\n{long_line}\n")
+    settings.RAG_EMBED_LONG_TEXTS = "truncate"
+    index(root)
+    truncated = vectors(root)
+    settings.RAG_EMBED_LONG_TEXTS = "pieces"
+    assert index(root).chunks_embedded == 0 and vectors(root) == truncated  # unchanged: nothing re-embedded
+    assert index(root, force=True).chunks_embedded == len(truncated) == 1
+    ((_, old),) = truncated.values()
+    ((_, new),) = vectors(root).values()
+    assert new != pytest.approx(old, abs=1e-3)
+
+
+def test_a_forced_job_taken_over_keeps_what_its_earlier_attempt_stored(root):
+    paths = tree_make(Path(root.path), files=4)
+    index(root)
+    job, _ = jobs.root_reindex_request(root_id=root.pk, force=True, trigger="test")
+    job = jobs.job_start(job_id=job.pk)
+    # As if the job's first attempt had stored this file before its worker died.
+    IndexedFile.objects.filter(path=paths[0]).update(indexed_at=job.started_at + timedelta(seconds=1))
+    roots.root_index(job=job)
+    job.refresh_from_db()
+    assert (job.status, job.files_unchanged, job.files_changed) == (JobStatus.SUCCEEDED, 1, 3)
 
 
 def test_bad_files_are_skipped_and_listed_and_the_job_still_succeeds(root, tmp_path):
@@ -223,7 +285,7 @@ def test_a_segment_gated_after_indexing_stops_serving_its_files_at_once(root):
     assert set(Chunk.objects.filter(path="docs/support.md", source=segment.source_id).values_list("pk", flat=True)) == before
     assert IndexedFile.objects.get(path="docs/support.md").source_id == segment.source_id
     queued = IndexJob.objects.get(root=root, status=JobStatus.QUEUED)
-    assert queued.trigger == "segments"
+    assert queued.trigger == "segments" and not queued.force  # only moved files may need embedding
     IndexJob.objects.filter(pk=queued.pk).update(status=JobStatus.CANCELLED)
     # The next job finds the moved file unchanged in its new segment: nothing to embed.
     assert (index(root).chunks_embedded, Chunk.objects.filter(path="docs/support.md").count()) == (0, len(before))
