@@ -1,4 +1,5 @@
-# rag-site: `make run` starts the whole product, `make test` runs the tests.
+# rag-site: `make run` starts the whole product, `make test` runs the tests
+# (`make test-fast`: the unit tests only, in seconds).
 # Both create .venv on first use; later calls install nothing unless
 # pyproject.toml, package.json or package-lock.json changed (the stamp file is
 # keyed on all three).
@@ -12,7 +13,7 @@ STAMP := $(VENV)/.installed-$(shell cat pyproject.toml package.json package-lock
 PIP := $(PY) -m pip install --quiet --disable-pip-version-check
 NPM := npm ci --no-audit --no-fund --silent
 
-.PHONY: install run test browser bench eval clean-var
+.PHONY: install run test test-fast browser bench eval clean-var
 
 install: $(STAMP)
 
@@ -32,6 +33,12 @@ run: install
 
 test: install browser
 	$(VENV)/bin/pytest
+
+# The inner loop: tests marked `unit` only, without the embedded PostgreSQL
+# and Valkey (rag_site/testing.py); a test that needs the database fails and
+# names the mark. `make test` (what CI runs) still runs everything.
+test-fast: install
+	RAG_TEST_SERVERS=0 $(VENV)/bin/pytest -m unit
 
 # Headless Chromium for the browser tests, from Debian's packages (root
 # only; otherwise those tests are skipped with a reason).

@@ -4,6 +4,10 @@ Before pytest-django reads settings, start a throw-away embedded PostgreSQL
 and Valkey in a temporary directory and point DATABASE_URL / REDIS_URL at
 them. Nothing is mocked: the suite talks to real servers, and tests that need
 a Celery worker start a real one against the same URLs.
+
+``RAG_TEST_SERVERS=0`` (``make test-fast``, with ``-m unit``) starts neither
+server: the URLs point at a port where nothing listens, and a test that needs
+the database fails with a message naming the ``unit`` mark.
 """
 
 import atexit
@@ -18,6 +22,23 @@ from rag_site.embedded import Broker, postgres_start
 
 # The suite's Valkey: tests of a broker outage stop it and start it again (tests/conftest.py, broker_outage).
 BROKER: Broker | None = None
+# False under RAG_TEST_SERVERS=0.
+SERVERS = True
+
+# Syntactically valid, so settings import; port 1 refuses every connection.
+UNUSED_DATABASE_URL = "postgres://unused@127.0.0.1:1/unused"
+UNUSED_REDIS_URL = "redis://127.0.0.1:1/0"
+
+# What pytest-django uses to give a test the database.
+DATABASE_FIXTURES = frozenset({"db", "transactional_db", "django_db_setup", "live_server"})
+
+
+def servers_wanted() -> bool:
+    # Read with os.environ, not rag_site.env: this is no setting, so it stays out of env.READ.
+    value = os.environ.get("RAG_TEST_SERVERS", "1").strip()
+    if value not in ("0", "1"):
+        raise pytest.UsageError(f"RAG_TEST_SERVERS={value!r}: use 1 (start PostgreSQL and Valkey) or 0 (unit tests only)")
+    return value == "1"
 
 
 @pytest.hookimpl(wrapper=True)
@@ -29,8 +50,28 @@ def pytest_load_initial_conftests(early_config, parser, args):
     atexit.register(shutil.rmtree, root, ignore_errors=True)
     os.environ["RAG_VAR_DIR"] = str(root / "var")
     os.environ.setdefault("SECRET_KEY", "test-only-secret-key-not-for-production-0123456789")
+    global BROKER, SERVERS
+    SERVERS = servers_wanted()
+    if not SERVERS:
+        # Overwritten, not defaulted: a unit test must never reach a real database from the caller's environment.
+        os.environ["DATABASE_URL"] = UNUSED_DATABASE_URL
+        os.environ["REDIS_URL"] = UNUSED_REDIS_URL
+        return (yield)
     os.environ["DATABASE_URL"] = postgres_start(root / "postgres", cleanup="delete")
-    global BROKER
     BROKER = Broker(root / "valkey")
     os.environ["REDIS_URL"] = BROKER.start()
     return (yield)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    # Without servers, a test asking for the database would only fail with
+    # "connection refused" on port 1; say which mark is wrong instead.
+    if SERVERS:
+        return
+    if item.get_closest_marker("django_db") or DATABASE_FIXTURES & set(item.fixturenames):
+        pytest.fail(
+            f"{item.nodeid} needs the database, but RAG_TEST_SERVERS=0 started none: "
+            "a `unit` test must not touch PostgreSQL (drop its `unit` mark, or run it with `make test`)",
+            pytrace=False,
+        )

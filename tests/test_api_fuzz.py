@@ -26,7 +26,7 @@ from retrieval.keys import api_key_create
 from sources import services
 from tests.factories import SkillFactory
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
 EXAMPLES_PER_OPERATION_AND_MODE = 25
 CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance, response_schema_conformance]

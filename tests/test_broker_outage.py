@@ -11,7 +11,7 @@ from sources.queueing import BROKER_WAIT
 from tests.conftest import broker_outage, running_worker, wait_for
 from tests.tree import tree_make
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.worker]
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.worker, pytest.mark.slow]
 
 
 def test_what_is_saved_while_the_broker_is_down_waits_and_is_indexed_once_it_is_back(tmp_path, settings, manage_client):

@@ -13,6 +13,8 @@ from django.core.management import get_commands
 
 from rag_site import env
 
+pytestmark = pytest.mark.unit
+
 ROOT = Path(__file__).resolve().parent.parent
 
 

@@ -8,7 +8,7 @@ from django.contrib.auth import get_user_model
 from sources.models import Chunk, IndexStatus, Skill
 from tests.conftest import wait_for
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.worker]
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.worker, pytest.mark.slow]
 
 
 def search(client, query: str) -> list[dict]:

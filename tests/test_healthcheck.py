@@ -11,6 +11,8 @@ import pytest
 
 from rag_site import healthcheck
 
+pytestmark = pytest.mark.unit
+
 
 @pytest.fixture
 def server():

@@ -13,7 +13,7 @@ from sources.models import Chunk, IndexJob, JobStatus, WorkspaceRoot
 from tests.conftest import running_worker, wait_for
 from tests.tree import tree_make
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.worker]
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.worker, pytest.mark.slow]
 
 
 @pytest.fixture

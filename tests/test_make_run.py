@@ -20,7 +20,7 @@ import pytest
 from tests.conftest import wait_for
 
 ROOT = Path(__file__).resolve().parent.parent
-pytestmark = pytest.mark.worker
+pytestmark = [pytest.mark.worker, pytest.mark.slow]
 
 
 def free_port() -> int:

@@ -6,10 +6,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from django.http import HttpResponse
 from django.test import RequestFactory, override_settings
 
 from rag_site.proxy import ForwardedClientMiddleware
+
+pytestmark = pytest.mark.unit
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -12,6 +12,8 @@ import pytest
 from rag_site.supervisor import Supervisor, restart_delay
 from tests.conftest import wait_for
 
+pytestmark = pytest.mark.unit
+
 
 class Clock:
     def __init__(self) -> None:

@@ -1,7 +1,11 @@
 """Context assembly as plain functions: merging, edges-first order, budgets, compaction."""
 
+import pytest
+
 from retrieval.assembly import Span, SkillEntry, assemble, edges_first, span_block, spans_merge
 from retrieval.tokens import token_count
+
+pytestmark = pytest.mark.unit
 
 
 def span(path: str, start: int, end: int, score: float, *, text: str | None = None, document: str | None = None) -> Span:

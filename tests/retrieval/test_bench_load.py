@@ -3,6 +3,8 @@ import pytest
 from retrieval.bench_load import Sample, database_url_for, percentile_ms, samples_summary, server_timing_parse
 from retrieval.bench_queries import QueryKind
 
+pytestmark = pytest.mark.unit
+
 
 def test_server_timing_is_parsed_and_junk_is_ignored():
     assert server_timing_parse("embed;dur=4.5, lexical;dur=2, cache;desc=hit, bad;dur=x, ") == {"embed": 4.5, "lexical": 2.0}

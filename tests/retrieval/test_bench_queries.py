@@ -4,6 +4,8 @@ import pytest
 
 from retrieval.bench_queries import LONG_CHARS, MIX, QueryKind, long_query, queries_of, query_stream
 
+pytestmark = pytest.mark.unit
+
 
 def test_the_query_stream_is_the_same_for_the_same_seed():
     assert list(islice(query_stream(seed=3), 50)) == list(islice(query_stream(seed=3), 50))

@@ -2,6 +2,8 @@ import pytest
 
 from retrieval.fusion import rrf_fuse
 
+pytestmark = pytest.mark.unit
+
 
 def test_items_found_by_both_channels_rank_first():
     fused = rrf_fuse({"lexical": ["a", "b", "c"], "vector": ["c", "d", "a"]}, k=60)

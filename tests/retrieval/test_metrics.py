@@ -4,6 +4,8 @@ import pytest
 
 from retrieval.metrics import evaluate, mrr_at, ndcg_at, recall_at, token_overlap_rank, tokens
 
+pytestmark = pytest.mark.unit
+
 
 def test_ndcg_uses_linear_graded_gains_like_trec_eval():
     relevance = {"a": 3, "b": 1, "c": 0}

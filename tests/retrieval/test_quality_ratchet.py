@@ -14,7 +14,7 @@ import pytest
 
 from retrieval.evaluation import code_evaluate, code_queries_load, code_root_index
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.slow]
 GENERATOR = Path(__file__).resolve().parents[3] / "shared" / "eval" / "make_code_eval.py"
 
 

@@ -14,6 +14,7 @@ from sources.models import EmbeddingModel
 MODEL = EmbeddingModel(provider="local", name="all-MiniLM-L6-v2", dimensions=384, normalized=True)
 
 
+@pytest.mark.unit
 def test_a_repeated_query_is_embedded_once(settings):
     settings.RAG_QUERY_EMBEDDING_CACHE = 8
     first, seconds = search._embed(MODEL, "how do I reindex a root")
@@ -25,6 +26,7 @@ def test_a_repeated_query_is_embedded_once(settings):
     assert seconds > 0 and not np.array_equal(other, first)
 
 
+@pytest.mark.unit
 def test_the_cache_keeps_the_most_recent_queries_only(settings):
     settings.RAG_QUERY_EMBEDDING_CACHE = 2
     for query in ("alpha query", "beta query", "gamma query"):
@@ -35,6 +37,7 @@ def test_the_cache_keeps_the_most_recent_queries_only(settings):
     assert search._embed(MODEL, "delta query")[1] > 0 and search._embed(MODEL, "delta query")[1] > 0
 
 
+@pytest.mark.unit
 def test_web_processes_get_one_torch_thread(monkeypatch):
     import torch
 
@@ -61,6 +64,7 @@ def test_the_embedded_server_is_tuned_for_search():
     assert "include_if_exists = 'rag_site.conf'" in open(os.path.join(data_directory, "postgresql.conf")).read()
 
 
+@pytest.mark.unit
 def test_a_bad_shared_buffers_size_stops_start_up_with_a_message(tmp_path, monkeypatch):
     from rag_site.embedded import ServiceError, postgres_tune
 

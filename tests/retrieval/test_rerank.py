@@ -10,6 +10,8 @@ import pytest
 
 from retrieval.rerank import CrossEncoderScorer, RerankError, cross_encoder_for, rerank
 
+pytestmark = pytest.mark.unit
+
 ROOT = Path(__file__).resolve().parents[2]
 QUERY = "how to tune postgres autovacuum"
 TEXTS = [

@@ -10,6 +10,7 @@ from tests.factories import SkillFactory
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 pytestmark = [
     pytest.mark.browser,
+    pytest.mark.slow,
     pytest.mark.django_db(transaction=True),
     pytest.mark.skipif(not shutil.which("chromium"), reason="Debian's chromium is not installed (make test installs it as root)"),
 ]

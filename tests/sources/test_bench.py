@@ -5,6 +5,7 @@ import pytest
 from django.core.management import CommandError, call_command
 
 
+@pytest.mark.unit
 def test_the_chunk_bench_reports_every_file_and_language(tmp_path):
     (tmp_path / "a.py").write_text("def f():\n    return 1\n\n\ndef g():\n    return 2\n")
     (tmp_path / "b.md").write_text("# T\n\ntext\n")
@@ -20,11 +21,13 @@ def test_the_chunk_bench_reports_every_file_and_language(tmp_path):
     assert set(report) >= {"mb_per_s", "files_per_s", "cpu_seconds"}
 
 
+@pytest.mark.unit
 def test_a_missing_directory_is_a_clear_error(tmp_path):
     with pytest.raises(CommandError, match="is not a directory"):
         call_command("rag_bench", "chunk", str(tmp_path / "nope"))
 
 
+@pytest.mark.slow
 @pytest.mark.django_db(transaction=True)  # the bench's web server reads the corpus from its own connection
 def test_the_search_bench_measures_every_mode_over_http():
     out = StringIO()

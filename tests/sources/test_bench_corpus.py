@@ -1,6 +1,9 @@
 import numpy as np
+import pytest
 
 from sources.bench_corpus import bench_texts, mixed_vectors
+
+pytestmark = pytest.mark.unit
 
 
 def test_mixtures_are_seeded_unit_vectors_near_the_real_ones():

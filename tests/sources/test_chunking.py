@@ -9,6 +9,8 @@ from hypothesis import strategies as st
 
 from sources.chunking import chunk_text, front_matter_split, language_for
 
+pytestmark = pytest.mark.unit
+
 SHARED = Path(__file__).resolve().parents[3] / "shared"
 
 

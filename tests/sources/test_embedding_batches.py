@@ -9,6 +9,7 @@ from sources.models import WorkspaceRoot
 from tests.conftest import index_root
 
 
+@pytest.mark.unit
 def test_every_batch_is_reported_and_the_vectors_are_those_of_one_encode_call():
     embedder = embedder_for(provider="local", name="all-MiniLM-L6-v2")
     texts = [f"note {i}: " + "word " * (i % 7) for i in range(23)]

@@ -5,6 +5,8 @@ import pytest
 
 from sources.embedding.pieces import pieces_pool, text_pieces
 
+pytestmark = pytest.mark.unit
+
 
 def words(text: str) -> list[tuple[int, int]]:
     return [(m.start(), m.end()) for m in re.finditer(r"\S+", text)]

@@ -1,7 +1,10 @@
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sources.chunking import markdown_chunk
+
+pytestmark = pytest.mark.unit
 
 
 def cited(text: str, chunk) -> str:

@@ -5,6 +5,8 @@ import pytest
 
 from sources.walk import REPLACED, SYMLINK, Candidate, Skipped, WalkRules, read_text, root_open, walk
 
+pytestmark = pytest.mark.unit
+
 RULES = WalkRules(include=("*.py", "*.md"), exclude_dirs=frozenset({"node_modules", ".git"}), max_file_bytes=1000)
 ALL_TEXT = WalkRules(include=("*",), exclude_dirs=frozenset({".git"}), max_file_bytes=1000)
 
