@@ -12,7 +12,7 @@ from retrieval.schemas import (
 )
 from retrieval.channels import Scope
 from retrieval.schemas import GrepIn, GrepOut, ReadIn, ReadOut
-from retrieval.search import ChannelScore, Hit, Mode, chunks_search
+from retrieval.search import ChannelScore, Hit, Mode, chunks_search, hits_tools
 from sources.models import Skill, Source, Tool
 
 router = Router(tags=["search"], auth=READ_AUTH)
@@ -37,7 +37,7 @@ def search_answer(identity: Identity, payload: SearchIn) -> SearchAnswer:
         query=payload.query, k=payload.k, mode=Mode.parse(payload.mode), scope=scope, mmr=payload.mmr,
         mmr_lambda=payload.mmr_lambda, rerank=payload.rerank, group=payload.group,
     )
-    tools = _tools_for(hits)
+    tools = hits_tools(hits)
     out = SearchOut(query=payload.query, mode=payload.mode, k=payload.k, warnings=hits.warnings,
                     hits=[_hit_out(rank, hit, tools) for rank, hit in enumerate(hits, start=1)])
     return SearchAnswer(out=out, timings=hits.timings)
@@ -76,7 +76,7 @@ def tools_search_answer(identity: Identity, payload: ToolSearchIn) -> ToolSearch
     """What /tools/search answers (the endpoint and the MCP tool ``search_tools``)."""
     scope = payload_scope(identity, payload, kinds=[Source.Kind.TOOL])
     hits = chunks_search(query=payload.query, k=payload.k, scope=scope, group=True)
-    tools = _tools_for(hits)
+    tools = hits_tools(hits)
     return ToolSearchOut(
         query=payload.query, warnings=hits.warnings,
         tools=[ToolHitOut(key=tools[h.chunk.source_id].key, score=h.score, openai_schema=tools[h.chunk.source_id].openai_schema)
@@ -137,11 +137,6 @@ def grep(request, payload: GrepIn):
 def server_timing(timings: dict[str, float]) -> str:
     """``embed;dur=4.1, lexical;dur=2.3, ...`` (milliseconds), as browsers' developer tools show it."""
     return ", ".join(f"{stage};dur={ms:.2f}" for stage, ms in timings.items())
-
-
-def _tools_for(hits: list[Hit]) -> dict[int, Tool]:
-    ids = {h.chunk.source_id for h in hits if h.chunk.source.kind == Source.Kind.TOOL}
-    return {tool.source_id: tool for tool in Tool.objects.filter(source_id__in=ids)} if ids else {}
 
 
 def _hit_out(rank: int, hit: Hit, tools: dict[int, Tool]) -> HitOut:

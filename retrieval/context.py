@@ -16,9 +16,9 @@ from retrieval.assembly import Assembled, Part, SkillEntry, Span, assemble, span
 from retrieval.channels import Scope
 from retrieval.files import file_lines, files_stat, files_text
 from retrieval.schemas import ContextIn, ContextOut, ContextPartOut, DroppedOut
-from retrieval.search import Hit, chunks_search
+from retrieval.search import Hit, chunks_search, hits_tools
 from retrieval.tokens import token_count
-from sources.models import IndexedFile, IndexStatus, Skill, Source, Tool, WorkspaceRoot
+from sources.models import IndexedFile, IndexStatus, Skill, Source, WorkspaceRoot
 
 # Kinds a caller may ask for, in the order their searches run.
 KINDS = (Source.Kind.SKILL, Source.Kind.FILE, Source.Kind.TOOL)
@@ -58,12 +58,18 @@ def context_search(*, query: str, scope: Scope, k: dict[str, int]) -> tuple[dict
 
 def context_assemble(hits: dict[str, list[Hit]], *, query: str, budget: int, encoding: str | None = None,
                      warnings: list[str] | None = None) -> Context:
-    """``context_search``'s hits within ``budget`` (the evaluation assembles one search at several budgets)."""
-    skills = _skill_entries(hits.get(Source.Kind.SKILL, []), query)
-    spans, indexed = _spans(hits.get(Source.Kind.FILE, []) + hits.get(Source.Kind.DATASET, []))
-    spans = spans_merge(spans, gap_lines=_gap_reader(indexed))
+    """``context_search``'s hits within ``budget``."""
+    skills, spans = context_pieces(hits, query=query)
     assembled = assemble(skills, spans, budget=budget, count=lambda text: token_count(text, encoding=encoding))
     return Context(assembled=assembled, tools=_tool_schemas(hits.get(Source.Kind.TOOL, [])), warnings=warnings or [])
+
+
+def context_pieces(hits: dict[str, list[Hit]], *, query: str) -> tuple[list[SkillEntry], list[Span]]:
+    """The skill entries and merged evidence spans of ``context_search``'s hits, ready for ``assemble``
+    (the evaluation assembles them at several budgets, loading them once)."""
+    skills = _skill_entries(hits.get(Source.Kind.SKILL, []), query)
+    spans, indexed = _spans(hits.get(Source.Kind.FILE, []) + hits.get(Source.Kind.DATASET, []))
+    return skills, spans_merge(spans, gap_lines=_gap_reader(indexed))
 
 
 def context_for(identity: Identity, *, query: str, budget: int, kinds: list[str], k: dict[str, int],
@@ -176,7 +182,7 @@ def _root_id(source: Source) -> int | None:
 
 
 def _tool_schemas(hits: list[Hit]) -> list[dict]:
-    tools = {t.source_id: t for t in Tool.objects.filter(source_id__in=[h.chunk.source_id for h in hits])}
+    tools = hits_tools(hits)
     return [tools[h.chunk.source_id].openai_schema for h in hits if h.chunk.source_id in tools]
 
 

@@ -10,9 +10,9 @@ from pathlib import Path
 from django.conf import settings
 
 from rag_site.errors import ApplicationError
-from retrieval.assembly import Span
+from retrieval.assembly import Span, assemble
 from retrieval.channels import Scope
-from retrieval.context import context_assemble, context_search
+from retrieval.context import context_pieces, context_search
 from retrieval.metrics import evaluate, token_overlap_rank, tokens
 from retrieval.search import Mode, chunks_search
 from retrieval.tokens import ENCODINGS, token_count
@@ -155,8 +155,9 @@ def _context_coverage(queries: list[tuple[str, Callable[[list[tuple[str, int, in
     texts = []
     for text, inside in queries:
         hits, _ = context_search(query=text, scope=scope, k={kind: CONTEXT_CANDIDATES})
+        skills, spans = context_pieces(hits, query=text)
         for budget in CONTEXT_BUDGETS:
-            assembled = context_assemble(hits, query=text, budget=budget).assembled
+            assembled = assemble(skills, spans, budget=budget, count=token_count)
             shown = [kept for part in assembled.parts if isinstance(part.item, Span) for kept in _kept(part.item)]
             for metric, value in inside(shown).items():
                 name = f"{metric}@{budget // 1000}k"

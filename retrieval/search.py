@@ -23,7 +23,7 @@ from retrieval.lexical import lexical_candidates
 from retrieval.mmr import mmr_order
 from retrieval.rerank import cross_encoder_for, rerank as rerank_head
 from sources.embedding import EmbeddingError, embedder_for
-from sources.models import Chunk, EmbeddingModel
+from sources.models import Chunk, EmbeddingModel, Source, Tool
 
 log = logging.getLogger(__name__)
 
@@ -68,6 +68,12 @@ class Hit:
     @property
     def citation(self) -> str:
         return self.chunk.citation
+
+
+def hits_tools(hits: list[Hit]) -> dict[int, Tool]:
+    """The tools behind tool hits, by source id, in one query."""
+    ids = {h.chunk.source_id for h in hits if h.chunk.source.kind == Source.Kind.TOOL}
+    return {tool.source_id: tool for tool in Tool.objects.filter(source_id__in=ids)} if ids else {}
 
 
 class Hits(list):
