@@ -4,7 +4,7 @@ from django.http import Http404
 from ninja import NinjaAPI
 from ninja.errors import AuthenticationError, HttpError, ValidationError
 
-from rag_site.errors import ApplicationError
+from rag_site.errors import ApplicationError, error_headers
 from retrieval.api import router as retrieval_router
 from sources.api import router as sources_router
 
@@ -32,25 +32,17 @@ def validation_error(request, exc: ValidationError):
     return api.create_response(request, {"error": "invalid request: " + "; ".join(messages), "detail": messages}, status=422)
 
 
-def _with_headers(response, status: int, details: dict):
-    if status == 401:
-        response["WWW-Authenticate"] = 'Bearer realm="rag-site"'
-    if status == 429 and "retry_after_seconds" in details:
-        response["Retry-After"] = str(details["retry_after_seconds"])
-    return response
-
-
 @api.exception_handler(ApplicationError)
 def application_error(request, exc: ApplicationError):
     response = api.create_response(request, {"error": exc.message, "detail": exc.details}, status=exc.status)
-    return _with_headers(response, exc.status, exc.details)
+    return error_headers(response, exc.status, exc.details)
 
 
 @api.exception_handler(AuthenticationError)
 def authentication_required(request, exc: AuthenticationError):
     # Every auth class passed: no key, no session, and anonymous access is off here.
     message = "authentication required: send 'Authorization: Bearer <API key>' (manage.py rag_apikey create) or sign in"
-    return _with_headers(api.create_response(request, {"error": message, "detail": []}, status=401), 401, {})
+    return error_headers(api.create_response(request, {"error": message, "detail": []}, status=401), 401, {})
 
 
 @api.exception_handler(Http404)

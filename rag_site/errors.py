@@ -13,3 +13,12 @@ class ApplicationError(Exception):
         self.message = message
         self.status = status
         self.details = details or {}
+
+
+def error_headers(response, status: int, details: dict):
+    """The headers an error answer owes its client: how to authenticate (401), when to come back (429)."""
+    if status == 401:
+        response["WWW-Authenticate"] = 'Bearer realm="rag-site"'
+    if status == 429 and "retry_after_seconds" in details:
+        response["Retry-After"] = str(details["retry_after_seconds"])
+    return response

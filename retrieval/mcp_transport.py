@@ -44,7 +44,7 @@ from django.utils.http import is_same_domain
 from django.views.decorators.csrf import csrf_exempt
 from mcp.server.streamable_http_manager import DEFAULT_MAX_REQUEST_BODY_SIZE, StreamableHTTPSessionManager
 
-from rag_site.errors import ApplicationError
+from rag_site.errors import ApplicationError, error_headers
 from retrieval.access import Identity
 from retrieval.auth import ApiKeyAuth
 from retrieval.mcp import CALLER, mcp_server
@@ -123,12 +123,7 @@ def _authenticated(request: HttpRequest) -> Identity:
 
 def _error(message: str, *, status: int, details: dict | None = None) -> JsonResponse:
     details = details or {}
-    response = JsonResponse({"error": message, "detail": details}, status=status)
-    if status == 401:
-        response["WWW-Authenticate"] = 'Bearer realm="rag-site"'
-    if status == 429 and "retry_after_seconds" in details:
-        response["Retry-After"] = str(details["retry_after_seconds"])
-    return response
+    return error_headers(JsonResponse({"error": message, "detail": details}, status=status), status, details)
 
 
 def _scope(request: HttpRequest) -> dict:
