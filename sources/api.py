@@ -6,7 +6,7 @@ from rag_site.errors import ApplicationError
 from retrieval.access import Identity, scope_for
 from retrieval.auth import HEALTH_AUTH, MANAGE_AUTH, READ_AUTH, manage_required
 from retrieval.schemas import API_ERRORS, ErrorOut
-from sources import jobs
+from sources import tasks
 from sources.health import health_check
 from sources.models import IndexJob, Skill, Source, WorkspaceRoot
 from sources.schemas import CheckOut, HealthOut, JobOut, ReindexIn, ReindexOut, RootOut, SkillDetailOut, SkillOut
@@ -93,7 +93,7 @@ def root_reindex(request, root_id: int, payload: ReindexIn):
     Needs the manage permission. Without ``force`` a root verified within its cooldown is refused (429), and
     unchanged files are not embedded again; ``force`` re-embeds every file."""
     manage_required(request)
-    job, created = jobs.root_reindex_request(root_id=root_id, force=payload.force, trigger="api")
+    job, created = tasks.root_reindex_request(root_id=root_id, force=payload.force, trigger="api")
     job = IndexJob.objects.select_related("root").get(pk=job.pk)
     return Status(202 if created else 200, ReindexOut(created=created, job=_job_out(job)))
 

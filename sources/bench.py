@@ -94,7 +94,7 @@ def index_bench(root: Path) -> dict:
     from sources.chunking import chunk_text
     from sources.embedding import embedder_for
     from sources.models import IndexJob, WorkspaceRoot
-    from sources.models_roots import DEFAULT_EXCLUDE_DIRS, DEFAULT_INCLUDE, words
+    from sources.models import DEFAULT_EXCLUDE_DIRS, DEFAULT_INCLUDE, words
     from sources.store import embed_text, embedding_model_for
     from sources.walk import Candidate, WalkRules, read_text, root_open, walk
 

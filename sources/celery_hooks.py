@@ -49,7 +49,7 @@ class RecoverOnConnectStep(bootsteps.StartStopStep):
 def _sweep() -> None:
     from django.db import connections
 
-    from sources.recovery import recovery_sweep
+    from sources.tasks import recovery_sweep
 
     try:
         recovery_sweep()

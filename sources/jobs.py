@@ -20,21 +20,20 @@ from django.utils import timezone
 
 from rag_site.errors import ApplicationError
 from sources import locks
-from sources.models import IndexJob, JobStatus, WorkspaceRoot
-from sources.models_roots import ACTIVE_JOB_STATUSES
-from sources.queueing import job_enqueue
+from sources.models import ACTIVE_JOB_STATUSES, IndexJob, JobStatus, WorkspaceRoot
 
 log = logging.getLogger(__name__)
 
 MAX_ERRORS_KEPT = 100
 
 
-def root_reindex_request(
+def root_job_request(
     *, root_id: int, force: bool = False, trigger: str = "admin", ignore_cooldown: bool = False,
 ) -> tuple[IndexJob, bool]:
-    """Queue a job for the root, or return the one already queued or running.
+    """Create a queued job for the root, or return the one already queued or running.
 
-    Returns ``(job, created)``. A ``force`` job re-chunks and re-embeds
+    Returns ``(job, created)``; ``tasks.root_reindex_request`` sends a new
+    job to a worker. A ``force`` job re-chunks and re-embeds
     every file, unchanged or not. Without ``force`` or ``ignore_cooldown``
     a root verified less than its cooldown ago is refused with the time left.
     """
@@ -61,7 +60,6 @@ def root_reindex_request(
     except IntegrityError:
         # Another request won the race; the partial unique index says so.
         return IndexJob.objects.get(root=root, status__in=ACTIVE_JOB_STATUSES), False
-    job_enqueue(job.pk)
     return job, True
 
 
@@ -197,7 +195,7 @@ def _give_up(job: IndexJob, reason: str) -> None:
 
 
 def jobs_reap(*, stale_after: int | None = None) -> list[int]:
-    """Hand running jobs whose worker is gone back to the queue; returns their ids.
+    """Hand running jobs whose worker is gone back to the queue; returns their ids (the caller sends them).
 
     No session holds the job's root lock: its worker died, the job goes back
     to the queue at once. The lock is held but the job made no progress for
@@ -242,5 +240,4 @@ def _hand_back(job: IndexJob, reason: str) -> bool:
     ):
         return False
     log.warning("index job %s: %s", job.pk, message)
-    job_enqueue(job.pk)
     return True

@@ -1,83 +1,64 @@
-"""Sending index tasks to the broker, and what happens while it cannot be reached.
+"""What the database records about sending work to the broker; the sending itself is in tasks.py.
 
 A skill, tool or job that could not be queued is not failed: it stays
 queued, and its ``last_error`` (skills, tools) or ``message`` (jobs) starts
-with ``BROKER_WAIT``. The recovery sweep (sources/recovery.py: every minute
-from beat, and whenever a worker connects to the broker) sends it again.
+with ``BROKER_WAIT``. The recovery sweep (``tasks.recovery_sweep``: every
+minute from beat, and whenever a worker connects to the broker) sends it again.
+Nothing here imports Celery.
 """
 
-import logging
+from collections.abc import Callable
 
-from django.db import transaction
 from django.db.models import Case, F, TextField, Value, When
 
 from sources.models import IndexJob, IndexStatus, JobStatus, Skill, Tool
 
-log = logging.getLogger(__name__)
-
 BROKER_WAIT = "waiting for the broker"
 
-# What the sweep sends again: (model, task, the field holding the note, what "queued" is).
-_RESENDABLE = (
-    (Skill, "skill_index_task", "last_error", {"index_status": IndexStatus.QUEUED}),
-    (Tool, "tool_index_task", "last_error", {"index_status": IndexStatus.QUEUED}),
-    (IndexJob, "root_index_task", "message", {"status": JobStatus.QUEUED}),
+# What the sweep sends again: (kind, model, the field holding the note, what "queued" is).
+RESENDABLE = (
+    ("skill", Skill, "last_error", {"index_status": IndexStatus.QUEUED}),
+    ("tool", Tool, "last_error", {"index_status": IndexStatus.QUEUED}),
+    ("indexjob", IndexJob, "message", {"status": JobStatus.QUEUED}),
 )
 
 
-def task_send(task_name: str, object_id: int, **options: object) -> str:
-    """Send the task now; "" when sent, else the reason to record (it starts with BROKER_WAIT)."""
-    from sources import tasks
-
-    try:
-        getattr(tasks, task_name).delay(object_id, **options)
-    except Exception as exc:  # noqa: BLE001 - whatever the broker client raises, the outcome is the same
-        log.warning("could not queue %s(%s), the broker is unreachable; it is sent again when it is back: %s",
-                    task_name, object_id, exc)
-        return f"{BROKER_WAIT}: could not queue it ({exc}); it is sent again when the broker is back"
-    return ""
+def broker_wait_reason(error: Exception) -> str:
+    return f"{BROKER_WAIT}: could not queue it ({error}); it is sent again when the broker is back"
 
 
-def indexed_enqueue(model: type, object_id: int, task_name: str, **options: object) -> None:
-    """Mark a skill or tool queued and send its task (with ``options``) once the transaction commits."""
-    # A note that it waited for the broker goes; a real indexing error stays until the next success.
+def queued_mark(model: type, object_id: int) -> None:
+    """A skill or tool is queued; a note that it waited for the broker goes, a real indexing error stays until the next success."""
     model.objects.filter(pk=object_id).update(
         index_status=IndexStatus.QUEUED,
         last_error=Case(When(last_error__startswith=BROKER_WAIT, then=Value("")), default=F("last_error"),
                         output_field=TextField()),
     )
 
-    def send() -> None:
-        if reason := task_send(task_name, object_id, **options):
-            model.objects.filter(pk=object_id).update(index_status=IndexStatus.QUEUED, last_error=reason)
 
-    transaction.on_commit(send)
-
-
-def job_enqueue(job_id: int) -> None:
-    """Send a queued job's task once the transaction commits."""
-
-    def send() -> None:
-        if reason := task_send("root_index_task", job_id):
-            IndexJob.objects.filter(pk=job_id, status=JobStatus.QUEUED).update(message=reason)
-
-    transaction.on_commit(send)
+def queued_note(model: type, object_id: int, reason: str) -> None:
+    """The skill or tool (``model``) or job (IndexJob) could not be sent: it stays queued with the reason."""
+    if model is IndexJob:
+        IndexJob.objects.filter(pk=object_id, status=JobStatus.QUEUED).update(message=reason)
+    else:
+        model.objects.filter(pk=object_id).update(index_status=IndexStatus.QUEUED, last_error=reason)
 
 
-def waiting_resend() -> dict[str, list[int]]:
-    """Send again what could not be queued; stops at the first failure (the broker is still down).
+def waiting_resend(send: Callable[[str, int], str]) -> dict[str, list[int]]:
+    """Send again what could not be queued, with ``send(kind, id)`` ("" when sent, else the reason).
 
-    Each row is claimed by clearing its note in one UPDATE, so two sweeps
-    never both send it; a send that fails puts the note back.
+    Stops at the first failure (the broker is still down). Each row is
+    claimed by clearing its note in one UPDATE, so two sweeps never both
+    send it; a send that fails puts the note back.
     """
     sent: dict[str, list[int]] = {}
-    for model, task_name, field, queued in _RESENDABLE:
+    for kind, model, field, queued in RESENDABLE:
         waiting = model.objects.filter(**queued, **{f"{field}__startswith": BROKER_WAIT}).order_by("pk")
         for pk, note in waiting.values_list("pk", field):
             if not model.objects.filter(pk=pk, **{field: note}).update(**{field: ""}):
                 continue  # another sweep, or a new save, took it
-            if reason := task_send(task_name, pk):
+            if reason := send(kind, pk):
                 model.objects.filter(pk=pk, **{field: ""}).update(**{field: reason})
                 return sent
-            sent.setdefault(model._meta.model_name, []).append(pk)
+            sent.setdefault(kind, []).append(pk)
     return sent

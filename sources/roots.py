@@ -18,7 +18,7 @@ from sources import jobs, locks
 from sources.chunking import CHUNKING_VERSION, chunk_text
 from sources.embedding import EmbeddingError
 from sources.models import Chunk, EmbeddingModel, IndexedFile, IndexJob, JobStatus, Segment, Source, WorkspaceRoot
-from sources.models_roots import words
+from sources.models import words
 from sources.store import FileChunks, embedding_model_for, files_embed, files_replace
 from sources.walk import REPLACED, Candidate, Skipped, WalkRules, read_text, root_open, walk
 

@@ -12,7 +12,6 @@ from rag_site.errors import ApplicationError
 from sources.chunking import CHUNKING_VERSION, ChunkResult, markdown_chunk
 from sources.embedding import EmbeddingError
 from sources.models import EmbeddingModel, IndexStatus, Skill, Source
-from sources.queueing import indexed_enqueue
 from sources.store import FileChunks, embedding_model_for, files_embed, files_replace
 
 log = logging.getLogger(__name__)
@@ -35,13 +34,9 @@ def skill_fingerprint(*, skill: Skill, model: EmbeddingModel) -> str:
     return hashlib.sha256("\x1f".join(parts).encode()).hexdigest()
 
 
-def skill_enqueue_index(*, skill_id: int, force: bool = False) -> None:
-    """Queue the skill's indexing after commit; ``force`` re-embeds it even if unchanged."""
-    if force:
-        # A task re-sent after a broker outage goes without its options: with no fingerprint
-        # stored, the plain task re-embeds the skill too.
-        Skill.objects.filter(pk=skill_id).update(content_hash="")
-    indexed_enqueue(Skill, skill_id, "skill_index_task", force=force)
+def skill_fingerprint_forget(*, skill_id: int) -> None:
+    """The next indexing of the skill re-embeds it, even if unchanged."""
+    Skill.objects.filter(pk=skill_id).update(content_hash="")
 
 
 def skill_index(*, skill_id: int, force: bool = False) -> IndexOutcome | None:
@@ -138,11 +133,3 @@ def skill_delete_source(*, skill_id: int) -> None:
     first indexing, which sets it.
     """
     Source.objects.filter(skill__pk=skill_id).delete()
-
-
-def skills_reverify() -> int:
-    """Queue every skill; unchanged ones are skipped by hash without embedding."""
-    ids = list(Skill.objects.values_list("pk", flat=True))
-    for skill_id in ids:
-        skill_enqueue_index(skill_id=skill_id)
-    return len(ids)

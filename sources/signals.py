@@ -3,7 +3,7 @@
 from django.db.models.signals import post_delete, post_save, pre_delete
 from django.dispatch import receiver
 
-from sources import jobs, services, tools
+from sources import services, tasks, tools
 from sources.models import Segment, Skill, Source, Tool, WorkspaceRoot
 from sources.roots import root_sources_sync
 from sources.schedules import root_schedule_delete, root_schedule_sync
@@ -13,7 +13,7 @@ from sources.schedules import root_schedule_delete, root_schedule_sync
 def skill_saved(sender, instance: Skill, raw: bool = False, **kwargs) -> None:
     if not raw:
         services.skill_source_sync(instance)  # scope and enabled apply at once
-        services.skill_enqueue_index(skill_id=instance.pk)
+        tasks.skill_enqueue(skill_id=instance.pk)
 
 
 @receiver(pre_delete, sender=Skill, dispatch_uid="skill_deleted_source")
@@ -25,7 +25,7 @@ def skill_deleting(sender, instance: Skill, **kwargs) -> None:
 def tool_saved(sender, instance: Tool, raw: bool = False, **kwargs) -> None:
     if not raw:
         tools.tool_source_sync(instance)  # scope and enabled apply at once
-        tools.tool_enqueue_index(tool_id=instance.pk)
+        tasks.tool_enqueue(tool_id=instance.pk)
 
 
 @receiver(pre_delete, sender=Tool, dispatch_uid="tool_deleted_source")
@@ -57,4 +57,4 @@ def segment_changed(sender, instance: Segment, raw: bool = False, **kwargs) -> N
     # Files change segment (and scope) now; a job then embeds those whose new
     # segment reads another model. Not forced: every other file stays as it is.
     if root_sources_sync(root=root) and root.enabled:
-        jobs.root_reindex_request(root_id=root.pk, ignore_cooldown=True, trigger="segments")
+        tasks.root_reindex_request(root_id=root.pk, ignore_cooldown=True, trigger="segments")

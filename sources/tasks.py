@@ -1,13 +1,20 @@
-"""Celery tasks: take an id, call one service. Safe to rerun (hashes decide)."""
+"""Celery tasks, and every way work is sent to them.
+
+The edges (admin, signals, API, beat) queue work through the ``*_enqueue``
+and ``root_reindex_request`` functions here; services and storage never
+know about Celery. Tasks take an id and call one service; they are safe to
+rerun (fingerprints decide what is embedded).
+"""
 
 import logging
 
 from celery import shared_task
 from django.conf import settings
-from django.db import DatabaseError
+from django.db import DatabaseError, transaction
 
 from rag_site.errors import ApplicationError
-from sources import jobs, recovery, roots, services, tools
+from sources import heartbeats, jobs, queueing, roots, services, tools
+from sources.models import IndexJob, Skill, Tool
 
 log = logging.getLogger(__name__)
 
@@ -60,7 +67,7 @@ def root_index_task(job_id: int) -> str | None:
 def root_reverify_task(root_id: int) -> int | None:
     """The periodic re-verify of one root (its schedule is editable in admin)."""
     try:
-        job, _ = jobs.root_reindex_request(root_id=root_id, trigger="schedule")
+        job, _ = root_reindex_request(root_id=root_id, trigger="schedule")
     except ApplicationError as exc:
         log.info("root %s not re-verified: %s", root_id, exc.message)  # cooldown, disabled or deleted
         return None
@@ -70,9 +77,79 @@ def root_reverify_task(root_id: int) -> int | None:
 @shared_task(acks_late=True)
 def jobs_reap_task() -> dict[str, list[int]]:
     """The recovery sweep (its name predates it: existing schedules call it by this name)."""
-    return recovery.recovery_sweep()
+    return recovery_sweep()
 
 
 @shared_task(acks_late=True)
 def skills_reverify_task() -> int:
-    return services.skills_reverify()
+    """Queue every skill; unchanged ones are skipped by fingerprint without embedding."""
+    ids = list(Skill.objects.values_list("pk", flat=True))
+    for skill_id in ids:
+        skill_enqueue(skill_id=skill_id)
+    return len(ids)
+
+
+# What each kind of queued row is sent to (the recovery sweep sends rows again by kind).
+_TASKS = {"skill": (Skill, skill_index_task), "tool": (Tool, tool_index_task), "indexjob": (IndexJob, root_index_task)}
+
+
+def skill_enqueue(*, skill_id: int, force: bool = False) -> None:
+    """Queue the skill's indexing after commit; ``force`` re-embeds it even if unchanged."""
+    if force:
+        # A task re-sent after a broker outage goes without its options: with no
+        # fingerprint stored, the plain task re-embeds the skill too.
+        services.skill_fingerprint_forget(skill_id=skill_id)
+    queueing.queued_mark(Skill, skill_id)
+    _send_on_commit("skill", skill_id, force=force)
+
+
+def tool_enqueue(*, tool_id: int) -> None:
+    queueing.queued_mark(Tool, tool_id)
+    _send_on_commit("tool", tool_id)
+
+
+def root_reindex_request(**request) -> tuple[IndexJob, bool]:
+    """``jobs.root_job_request`` (same arguments and errors), and the new job sent after commit."""
+    job, created = jobs.root_job_request(**request)
+    if created:
+        _send_on_commit("indexjob", job.pk)
+    return job, created
+
+
+def recovery_sweep() -> dict[str, list[int]]:
+    """Hand on jobs whose worker died; send again what waited for the broker. Returns the ids by kind.
+
+    Runs every minute from beat (the "Fail and retry stalled index jobs"
+    schedule) and whenever a worker connects to the broker (at start and
+    after an outage), so an outage heals as soon as the broker is back.
+    """
+    handed = jobs.jobs_reap()
+    for job_id in handed:
+        _send_on_commit("indexjob", job_id)
+    done = {"jobs_handed_on": handed, **queueing.waiting_resend(_send)}
+    heartbeats.heartbeat_record(heartbeats.SWEEP)
+    if any(done.values()):
+        log.info("recovery sweep: %s", {kind: ids for kind, ids in done.items() if ids})
+    return done
+
+
+def _send(kind: str, object_id: int, **options: object) -> str:
+    """Send the task now; "" when sent, else the reason to record (it starts with BROKER_WAIT)."""
+    task = _TASKS[kind][1]
+    try:
+        task.delay(object_id, **options)
+    except Exception as exc:  # noqa: BLE001 - whatever the broker client raises, the outcome is the same
+        log.warning("could not queue %s(%s), the broker is unreachable; it is sent again when it is back: %s",
+                    task.name, object_id, exc)
+        return queueing.broker_wait_reason(exc)
+    return ""
+
+
+def _send_on_commit(kind: str, object_id: int, **options: object) -> None:
+    """Send once the transaction commits; a broker that cannot be reached leaves a note the sweep reads."""
+
+    def send() -> None:
+        if reason := _send(kind, object_id, **options):
+            queueing.queued_note(_TASKS[kind][0], object_id, reason)
+
+    transaction.on_commit(send)

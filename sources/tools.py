@@ -10,7 +10,6 @@ from rag_site.errors import ApplicationError
 from sources.chunking import CHUNKING_VERSION, ChunkResult
 from sources.embedding import EmbeddingError
 from sources.models import IndexStatus, Source, Tool
-from sources.queueing import indexed_enqueue
 from sources.store import FileChunks, embedding_model_for, files_embed, files_replace
 
 
@@ -86,7 +85,3 @@ def tool_source_sync(tool: Tool) -> Source:
 
 def tool_index_failed(*, tool_id: int, reason: str) -> None:
     Tool.objects.filter(pk=tool_id).update(index_status=IndexStatus.FAILED, last_error=reason[:2000])
-
-
-def tool_enqueue_index(*, tool_id: int) -> None:
-    indexed_enqueue(Tool, tool_id, "tool_index_task")

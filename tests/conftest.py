@@ -137,7 +137,7 @@ def index_root(root, *, force: bool = True):
     """Run one index job of ``root`` in this process, through the real pipeline; returns the finished job."""
     from sources import jobs, roots
 
-    job, created = jobs.root_reindex_request(root_id=root.pk, force=force, trigger="test")
+    job, created = jobs.root_job_request(root_id=root.pk, force=force, trigger="test")
     assert created
     roots.root_index(job=jobs.job_start(job_id=job.pk))
     job.refresh_from_db()

@@ -55,7 +55,7 @@ def test_what_is_saved_while_the_broker_is_down_waits_and_is_indexed_once_it_is_
 
 
 def test_the_sweep_beat_runs_sends_what_waited_once_the_broker_answers():
-    from sources.recovery import recovery_sweep
+    from sources.tasks import recovery_sweep
 
     with broker_outage():
         skill = Skill.objects.create(slug="waits", body="# Waits\n\nFor the broker.\n")

@@ -8,7 +8,7 @@ import signal
 import pytest
 from django.db.models import Count
 
-from sources import jobs, locks, roots
+from sources import jobs, locks, roots, tasks
 from sources.models import Chunk, IndexJob, JobStatus, WorkspaceRoot
 from tests.conftest import running_worker, wait_for
 from tests.tree import tree_make
@@ -66,7 +66,7 @@ def test_a_job_whose_worker_is_killed_is_taken_over_by_the_next_worker_and_match
     root = WorkspaceRoot.objects.create(name="big", path=str(directory))
     # Small batches make progress visible early, so the kill lands mid-job.
     with running_worker("doomed", RAG_EMBED_BATCH_SIZE="16", RAG_INDEX_FLUSH_CHUNKS="32", RAG_JOB_STALE_SECONDS="3600") as doomed:
-        job, _ = jobs.root_reindex_request(root_id=root.pk, trigger="test")
+        job, _ = tasks.root_reindex_request(root_id=root.pk, trigger="test")
         wait_for(lambda: IndexJob.objects.get(pk=job.pk).chunks_embedded >= 64, what="the job to be under way")
         os.kill(doomed.pid, signal.SIGKILL)
         doomed.wait(timeout=30)
@@ -90,7 +90,7 @@ def test_a_job_whose_worker_is_killed_is_taken_over_by_the_next_worker_and_match
     clean_dir = base / "clean"
     shutil.copytree(directory, clean_dir)
     clean = WorkspaceRoot.objects.create(name="clean", path=str(clean_dir))
-    clean_job, _ = jobs.root_reindex_request(root_id=clean.pk, trigger="test")
+    clean_job, _ = jobs.root_job_request(root_id=clean.pk, trigger="test")
     roots.root_index(job=jobs.job_start(job_id=clean_job.pk))
     assert index_rows(root) == index_rows(clean)
     duplicates = Chunk.objects.filter(source__key=f"root:{root.pk}").values("path", "chunk_index").annotate(n=Count("id")).filter(n__gt=1)
@@ -107,7 +107,7 @@ def test_a_killed_pool_child_s_job_is_redelivered_and_taken_over_at_once(base, s
     root = WorkspaceRoot.objects.create(name="big", path=str(directory))
     with running_worker("pool", pool="prefork", RAG_EMBED_BATCH_SIZE="16", RAG_INDEX_FLUSH_CHUNKS="32",
                         RAG_JOB_STALE_SECONDS="3600"):
-        job, _ = jobs.root_reindex_request(root_id=root.pk, trigger="test")
+        job, _ = tasks.root_reindex_request(root_id=root.pk, trigger="test")
         wait_for(lambda: IndexJob.objects.get(pk=job.pk).chunks_embedded >= 64, what="the job to be under way")
         child = IndexJob.objects.get(pk=job.pk).worker
         os.kill(int(child.rsplit(":", 1)[1]), signal.SIGKILL)

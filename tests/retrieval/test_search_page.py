@@ -48,7 +48,7 @@ def test_file_hits_show_path_symbol_and_lines(client, person, tmp_path, settings
     settings.RAG_ROOT_BASE_DIRS = [str(tmp_path)]
     (tmp_path / "billing.py").write_text("import os\n\n\ndef refund_invoice(invoice):\n    return invoice.total\n")
     root = WorkspaceRoot.objects.create(name="repo", path=str(tmp_path))
-    job, _ = jobs.root_reindex_request(root_id=root.pk)
+    job, _ = jobs.root_job_request(root_id=root.pk)
     roots.root_index(job=jobs.job_start(job_id=job.pk))
     partial = client.get("/", {"q": "refund invoice"}, headers={"HX-Request": "true"}).content.decode()
     assert "billing.py · <code>refund_invoice</code>" in partial

@@ -42,7 +42,7 @@ def running_under(job: IndexJob, worker: str, *, heartbeat_age: float = 0) -> No
 
 
 def test_a_job_claimed_by_a_live_worker_is_not_run_twice(root):
-    job, _ = jobs.root_reindex_request(root_id=root.pk)
+    job, _ = jobs.root_job_request(root_id=root.pk)
     assert jobs.job_start(job_id=job.pk) is not None
     assert jobs.job_start(job_id=job.pk) is None  # a redelivered message while it runs
     assert roots.root_index(job=IndexJob.objects.get(pk=job.pk)) == JobStatus.SUCCEEDED
@@ -51,7 +51,7 @@ def test_a_job_claimed_by_a_live_worker_is_not_run_twice(root):
 
 
 def test_a_redelivered_task_takes_over_a_job_whose_worker_is_gone(root):
-    job, _ = jobs.root_reindex_request(root_id=root.pk)
+    job, _ = jobs.root_job_request(root_id=root.pk)
     running_under(job, "gone-host:4242")  # a fresh heartbeat, but nobody holds the root
     taken = jobs.job_start(job_id=job.pk)
     assert taken is not None and (taken.attempt, taken.worker) == (2, jobs.worker_name())
@@ -62,7 +62,7 @@ def test_a_redelivered_task_takes_over_a_job_whose_worker_is_gone(root):
 
 
 def test_a_job_whose_worker_holds_the_root_is_left_to_it(root):
-    job, _ = jobs.root_reindex_request(root_id=root.pk)
+    job, _ = jobs.root_job_request(root_id=root.pk)
     running_under(job, "busy-host:1", heartbeat_age=600)  # slow, but alive: its session holds the lock
     with other_session() as worker:
         assert worker.execute("SELECT pg_try_advisory_lock(%s, %s)", [locks.ROOT_LOCKS, root.pk]).fetchone()[0]
@@ -73,7 +73,7 @@ def test_a_job_whose_worker_holds_the_root_is_left_to_it(root):
 
 
 def test_the_sweep_queues_a_job_whose_worker_is_gone_again_at_once(root):
-    job, _ = jobs.root_reindex_request(root_id=root.pk)
+    job, _ = jobs.root_job_request(root_id=root.pk)
     running_under(job, "gone-host:7")
     assert jobs.jobs_reap() == [job.pk]  # RAG_JOB_STALE_SECONDS is an hour: the lock alone decided
     job.refresh_from_db()
@@ -85,7 +85,7 @@ def test_the_sweep_queues_a_job_whose_worker_is_gone_again_at_once(root):
 
 
 def test_a_hung_worker_loses_its_session_and_its_job(root):
-    job, _ = jobs.root_reindex_request(root_id=root.pk)
+    job, _ = jobs.root_job_request(root_id=root.pk)
     running_under(job, "hung-host:3", heartbeat_age=120)
     with other_session() as hung:
         hung.execute("SELECT pg_advisory_lock(%s, %s)", [locks.ROOT_LOCKS, root.pk])
@@ -99,7 +99,7 @@ def test_a_hung_worker_loses_its_session_and_its_job(root):
 
 def test_a_job_whose_workers_keep_dying_fails_for_good(root, settings):
     settings.RAG_JOB_MAX_ATTEMPTS = 2
-    job, _ = jobs.root_reindex_request(root_id=root.pk)
+    job, _ = jobs.root_job_request(root_id=root.pk)
     running_under(job, "gone-host:1")
     assert jobs.jobs_reap() == [job.pk]
     running_under(job, "gone-host:2")
@@ -109,7 +109,7 @@ def test_a_job_whose_workers_keep_dying_fails_for_good(root, settings):
 
 
 def test_a_worker_the_job_was_taken_from_cannot_write_to_it(root):
-    job, _ = jobs.root_reindex_request(root_id=root.pk)
+    job, _ = jobs.root_job_request(root_id=root.pk)
     mine = jobs.job_start(job_id=job.pk)
     IndexJob.objects.filter(pk=job.pk).update(worker="new-owner:9")  # handed on while this one stalled
     with pytest.raises(ApplicationError, match="no longer this worker's"):
@@ -121,7 +121,7 @@ def test_a_worker_the_job_was_taken_from_cannot_write_to_it(root):
 
 
 def test_a_redelivered_task_waits_a_moment_for_the_session_of_a_process_that_died_here(root):
-    job, _ = jobs.root_reindex_request(root_id=root.pk)
+    job, _ = jobs.root_job_request(root_id=root.pk)
     running_under(job, f"{socket.gethostname()}:99999999")  # a pool child of this host, killed a moment ago
     with other_session() as lingering:  # ... whose session PostgreSQL has not closed yet
         lingering.execute("SELECT pg_advisory_lock(%s, %s)", [locks.ROOT_LOCKS, root.pk])

@@ -115,7 +115,7 @@ def test_a_forced_job_applies_a_new_long_text_setting_to_unchanged_files(root, s
 def test_a_forced_job_taken_over_keeps_what_its_earlier_attempt_stored(root):
     paths = tree_make(Path(root.path), files=4)
     index(root)
-    job, _ = jobs.root_reindex_request(root_id=root.pk, force=True, trigger="test")
+    job, _ = jobs.root_job_request(root_id=root.pk, force=True, trigger="test")
     job = jobs.job_start(job_id=job.pk)
     # As if the job's first attempt had stored this file before its worker died.
     IndexedFile.objects.filter(path=paths[0]).update(indexed_at=job.started_at + timedelta(seconds=1))
@@ -152,15 +152,15 @@ def test_a_file_that_turns_binary_loses_its_chunks(root):
 
 
 def test_a_second_request_gets_the_active_job_and_the_cooldown_is_enforced(root):
-    first, created = jobs.root_reindex_request(root_id=root.pk)
-    second, created_again = jobs.root_reindex_request(root_id=root.pk, force=True)
+    first, created = jobs.root_job_request(root_id=root.pk)
+    second, created_again = jobs.root_job_request(root_id=root.pk, force=True)
     assert created and not created_again and second.pk == first.pk
     roots.root_index(job=jobs.job_start(job_id=first.pk))
     WorkspaceRoot.objects.filter(pk=root.pk).update(cooldown_seconds=300)
     with pytest.raises(ApplicationError, match="cooldown is 300 s") as refused:
-        jobs.root_reindex_request(root_id=root.pk)
+        jobs.root_job_request(root_id=root.pk)
     assert refused.value.status == 429
-    assert jobs.root_reindex_request(root_id=root.pk, force=True)[1]
+    assert jobs.root_job_request(root_id=root.pk, force=True)[1]
 
 
 def test_segments_scope_and_channels_are_enforced_in_sql(root):
@@ -187,7 +187,7 @@ def test_segments_scope_and_channels_are_enforced_in_sql(root):
 
 
 def test_the_root_path_must_be_under_an_allowed_base(root, tmp_path, settings):
-    from sources.admin_roots import RootForm
+    from sources.admin.roots import RootForm
 
     assert roots.root_path_validate(root.path) == root.path
     settings.RAG_ROOT_BASE_DIRS = [str(tmp_path / "elsewhere")]
@@ -317,7 +317,7 @@ def run_job(root: WorkspaceRoot) -> IndexJob:
     """One index job through the Celery task's body, in this process: the path that records a failure on the job."""
     from sources.tasks import root_index_task
 
-    job, created = jobs.root_reindex_request(root_id=root.pk, force=True, trigger="test")
+    job, created = jobs.root_job_request(root_id=root.pk, force=True, trigger="test")
     assert created
     root_index_task(job.pk)
     job.refresh_from_db()

@@ -59,7 +59,7 @@ def test_an_unchanged_tool_is_not_embedded_again():
      ({"type": "object", "properties": {"a": {"type": "nonsense"}}}, "not a valid JSON Schema")],
 )
 def test_invalid_schemas_are_refused_with_a_reason(parameters, message):
-    from sources.admin_roots import ToolForm
+    from sources.admin.roots import ToolForm
 
     with pytest.raises(ApplicationError, match=message):
         tools.tool_parameters_validate(parameters)

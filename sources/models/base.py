@@ -1,12 +1,8 @@
-"""Knowledge sources and the one chunk table they all index into."""
+"""What every source shares: embedding models, sources, scope and index state."""
 
 from django.contrib.postgres.fields import ArrayField
-from django.contrib.postgres.indexes import GinIndex
-from django.contrib.postgres.search import SearchVector, SearchVectorField
 from django.core.validators import RegexValidator
 from django.db import models
-from django.db.models import Func, Value
-from pgvector.django import VectorField
 
 from sources.embedding import ModelSpec
 
@@ -138,90 +134,3 @@ class Indexed(models.Model):
 
     class Meta:
         abstract = True
-
-
-class Skill(Scoped, Indexed):
-    slug = models.SlugField(max_length=200, unique=True)
-    title = models.CharField(max_length=255, blank=True, help_text="Empty: taken from front matter or the first heading.")
-    body = models.TextField(help_text="Markdown, optionally starting with YAML front matter between --- lines.")
-    enabled = models.BooleanField(default=True)
-    metadata = models.JSONField(default=dict, blank=True, editable=False, help_text="The parsed front matter.")
-
-    class Meta:
-        ordering = ["slug"]
-
-    def __str__(self) -> str:
-        return self.title or self.slug
-
-
-# Identifiers are indexed as the words people type: "ChunkSearch.run_query",
-# "os.path.join" -> "Chunk Search run query", "os path join" (PostgreSQL's
-# parser keeps dotted names whole). The lexical channel applies the same
-# transform to the query (retrieval/lexical.py), so both sides agree.
-IDENTIFIER_CAMEL = (r"([a-z0-9])([A-Z])", r"\1 \2")
-IDENTIFIER_SEPARATORS = "._/-:"
-
-
-def _identifier_words(field: str) -> Func:
-    pattern, replacement = IDENTIFIER_CAMEL
-    camel = Func(models.F(field), Value(pattern), Value(replacement), Value("g"), function="regexp_replace",
-                 output_field=models.TextField())
-    return Func(camel, Value(IDENTIFIER_SEPARATORS), Value(" " * len(IDENTIFIER_SEPARATORS)), function="translate",
-                output_field=models.TextField())
-
-
-class Chunk(models.Model):
-    source = models.ForeignKey(Source, on_delete=models.CASCADE, related_name="chunks")
-    path = models.CharField(max_length=1024, blank=True, default="", help_text="File path inside a root; empty for skills.")
-    generation = models.PositiveIntegerField(default=0)
-    chunk_index = models.PositiveIntegerField()
-    content = models.TextField()
-    context_prefix = models.TextField(blank=True, default="")
-    language = models.CharField(max_length=32, blank=True, default="")
-    symbol = models.CharField(max_length=512, blank=True, default="")
-    start_line = models.PositiveIntegerField()
-    end_line = models.PositiveIntegerField()
-    content_hash = models.CharField(max_length=64)
-    # No fixed dimension: each model's vectors get a partial HNSW index on
-    # embedding::halfvec(N), created when the model is first used.
-    embedding = VectorField(null=True)
-    embedding_model = models.ForeignKey(EmbeddingModel, null=True, on_delete=models.PROTECT, related_name="chunks")
-    chunking_version = models.CharField(max_length=32)
-    metadata = models.JSONField(default=dict, blank=True)
-    # Weighted for the lexical channel: symbol and path (A) over headings (B)
-    # over body (C); BM25 counts an A occurrence 4 times, B twice (lexical.py).
-    search_vector = models.GeneratedField(
-        expression=(
-            SearchVector("symbol", _identifier_words("symbol"), _identifier_words("path"), config="english", weight="A")
-            + SearchVector("context_prefix", config="english", weight="B")
-            + SearchVector(_identifier_words("content"), config="english", weight="C")
-        ),
-        output_field=SearchVectorField(),
-        db_persist=True,
-    )
-    created_at = models.DateTimeField(auto_now_add=True)
-
-    class Meta:
-        constraints = [
-            models.UniqueConstraint(fields=["source", "generation", "path", "chunk_index"], name="chunk_unique_position"),
-        ]
-        indexes = [GinIndex(fields=["search_vector"], name="sources_chunk_search_gin")]
-
-    def __str__(self) -> str:
-        return f"{self.source.key}#{self.chunk_index}"
-
-    @property
-    def citation(self) -> str:
-        # path:start-end for files, skill:<slug>:start-end for skills.
-        return f"{self.path or self.source.key}:{self.start_line}-{self.end_line}"
-
-
-# Models in their own module, registered with this app.
-from sources.models_roots import (  # noqa: E402,F401
-    IndexedFile,
-    IndexJob,
-    JobStatus,
-    Segment,
-    Tool,
-    WorkspaceRoot,
-)

@@ -1,50 +1,14 @@
+"""Admin pages of skills, chunks, sources and embedding models."""
+
 from django import forms
 from django.conf import settings
 from django.contrib import admin, messages
 from django.db.models import Count
-from django.utils.html import format_html
 
-from sources import services
+from sources import tasks
+from sources.admin.common import BrokerWarningMixin, index_status_badge
 from sources.chunking import front_matter_split
-from sources.heartbeats import broker_ping
-from sources.models import Chunk, EmbeddingModel, IndexStatus, Skill, Source
-from sources.queueing import BROKER_WAIT
-
-_STATUS_COLOURS = {
-    IndexStatus.INDEXED: "#1a7f37",
-    IndexStatus.FAILED: "#b42318",
-    IndexStatus.RUNNING: "#2457c5",
-    IndexStatus.QUEUED: "#8a6d00",
-    IndexStatus.PENDING: "#5b6570",
-}
-
-
-class BrokerWarningMixin:
-    """A warning on the list and after a save while the broker is unreachable: indexing waits for it."""
-
-    def _broker_warn(self, request) -> None:
-        if error := broker_ping():
-            messages.warning(request, f"The broker (Redis) cannot be reached ({error}). Indexing is queued and "
-                                      "starts by itself once the broker is back.")
-
-    def changelist_view(self, request, extra_context=None):
-        if request.method == "GET":
-            self._broker_warn(request)
-        return super().changelist_view(request, extra_context)
-
-    def save_model(self, request, obj, form, change) -> None:
-        super().save_model(request, obj, form, change)
-        self._broker_warn(request)
-
-
-def index_status_badge(item) -> str:
-    """The status of a skill or tool; why it failed, or that it waits for the broker."""
-    colour = _STATUS_COLOURS.get(item.index_status, "#5b6570")
-    label = item.get_index_status_display()
-    waiting = item.index_status == IndexStatus.QUEUED and item.last_error.startswith(BROKER_WAIT)
-    if (item.index_status == IndexStatus.FAILED or waiting) and item.last_error:
-        return format_html('<b style="color:{}">{}</b>: {}', colour, label, item.last_error[:200])
-    return format_html('<b style="color:{}">{}</b>', colour, label)
+from sources.models import Chunk, EmbeddingModel, Skill, Source
 
 
 class SkillForm(forms.ModelForm):
@@ -101,7 +65,7 @@ class SkillAdmin(BrokerWarningMixin, admin.ModelAdmin):
     def _reindex(self, request, queryset, *, force: bool) -> None:
         skill_ids = list(queryset.values_list("pk", flat=True))
         for skill_id in skill_ids:
-            services.skill_enqueue_index(skill_id=skill_id, force=force)
+            tasks.skill_enqueue(skill_id=skill_id, force=force)
         what = "re-embedding" if force else "indexing"
         self.message_user(request, f"Queued {len(skill_ids)} skill(s) for {what}.", messages.SUCCESS)
 
@@ -145,6 +109,3 @@ class EmbeddingModelAdmin(admin.ModelAdmin):
 
     def has_add_permission(self, request) -> bool:
         return False  # rows are created from RAG_EMBEDDING_MODEL when first used
-
-
-from sources import admin_roots  # noqa: E402,F401 - registers roots, jobs and tools

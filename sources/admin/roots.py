@@ -5,8 +5,8 @@ from django.contrib import admin, messages
 from django.utils.html import format_html
 
 from rag_site.errors import ApplicationError
-from sources import jobs
-from sources.admin import BrokerWarningMixin, index_status_badge
+from sources import tasks
+from sources.admin.common import BrokerWarningMixin, index_status_badge
 from sources.models import IndexJob, JobStatus, Segment, Tool, WorkspaceRoot
 from sources.roots import root_files_reread, root_path_validate
 from sources.tools import tool_parameters_validate
@@ -76,7 +76,7 @@ class WorkspaceRootAdmin(BrokerWarningMixin, admin.ModelAdmin):
     def _reindex(self, request, queryset, *, force: bool) -> None:
         for root in queryset:
             try:
-                job, created = jobs.root_reindex_request(root_id=root.pk, force=force, trigger="admin")
+                job, created = tasks.root_reindex_request(root_id=root.pk, force=force, trigger="admin")
             except ApplicationError as exc:
                 self.message_user(request, f"{root.name}: {exc.message}", messages.WARNING)
                 continue
