@@ -1,7 +1,6 @@
 """`rag_eval`: index a BEIR dataset through the real pipeline, query every
 channel through the real search service, score them side by side."""
 
-import hashlib
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -16,9 +15,9 @@ from retrieval.context import context_pieces, context_search
 from retrieval.metrics import evaluate, token_overlap_rank, tokens
 from retrieval.search import Mode, chunks_search
 from retrieval.tokens import ENCODINGS, token_count
-from sources.chunking import CHUNKING_VERSION, chunk_text
+from sources.chunking import chunk_text
 from sources.models import IndexedFile, Source
-from sources.store import FileChunks, embedding_model_for, files_embed, files_replace
+from sources.ingest import Batch, Document, IngestSettings, content_hash, embedding_model_for, fingerprint
 
 # Documents embedded per call: big calls pad less (see RAG_INDEX_FLUSH_CHUNKS).
 _FLUSH = 1024
@@ -74,40 +73,31 @@ def _jsonl(path: Path):
 
 
 def dataset_index(dataset: Dataset) -> tuple[Source, int]:
-    """Index the corpus as its own source; unchanged documents are not embedded again.
+    """Index the corpus as its own source through the one ingest path; unchanged documents are not embedded again.
 
     Returns the source and how many chunks were embedded.
     """
     model = embedding_model_for()
+    config = IngestSettings.current()
     source, _ = Source.objects.get_or_create(key=f"dataset:{dataset.name}", defaults={"kind": Source.Kind.DATASET, "title": dataset.name})
-    known = dict(IndexedFile.objects.filter(source=source, generation=0).values_list("path", "content_hash"))
-    batch: list[FileChunks] = []
-    embedded = 0
-
-    def flush() -> None:
-        nonlocal batch, embedded
-        if batch:
-            files_embed(batch, model=model)
-            files_replace(batch, model=model, track_state=True)
-            embedded += sum(len(f.chunks) for f in batch)
-            batch = []
-
+    known = dict(IndexedFile.objects.filter(source=source, generation=0).values_list("path", "fingerprint"))
+    batch = Batch(track_files=True, flush_chunks=_FLUSH)
     for doc_id, text in dataset.corpus.items():
-        digest = hashlib.sha256(f"{CHUNKING_VERSION}\x1f{model.spec.identity}\x1f{text}".encode()).hexdigest()
-        if known.get(doc_id) == digest:
+        digest = content_hash(text)
+        stored = fingerprint(content=digest, model=model.spec.identity, config=config)
+        if known.get(doc_id) == stored:
             continue
-        chunks = chunk_text(text, f"{doc_id}.txt", max_chars=settings.RAG_CHUNK_MAX_CHARS, overlap=settings.RAG_CHUNK_OVERLAP)
-        batch.append(FileChunks(source=source, generation=0, path=doc_id, chunks=chunks, size=len(text), content_hash=digest))
-        if sum(len(f.chunks) for f in batch) >= _FLUSH:
-            flush()
-    flush()
+        chunks = chunk_text(text, f"{doc_id}.txt", max_chars=config.max_chars, overlap=config.overlap)
+        batch.add(Document(source=source, generation=0, path=doc_id, chunks=chunks, model=model, content_hash=digest,
+                           fingerprint=stored, size=len(text)))
+    batch.flush()
     gone = set(known) - set(dataset.corpus)
     if gone:
         source.chunks.filter(path__in=gone).delete()
         IndexedFile.objects.filter(source=source, path__in=gone).delete()
     Source.objects.filter(pk=source.pk).update(embedding_model=model, active_generation=0)
     source.refresh_from_db()
-    return source, embedded
+    return source, batch.embedded
 
 
 def dataset_evaluate(dataset: Dataset, source: Source, *, k: int = 10) -> dict[str, dict[str, float]]:

@@ -95,7 +95,7 @@ def index_bench(root: Path) -> dict:
     from sources.embedding import embedder_for
     from sources.models import IndexJob, WorkspaceRoot
     from sources.models import DEFAULT_EXCLUDE_DIRS, DEFAULT_INCLUDE, words
-    from sources.store import embed_text, embedding_model_for
+    from sources.ingest import embed_text, embedding_model_for
     from sources.walk import Candidate, WalkRules, read_text, root_open, walk
 
     # Its jobs refuse a root outside RAG_ROOT_BASE_DIRS: say so before anything is timed.

@@ -37,7 +37,7 @@ from django.utils import timezone
 from sources.chunking import CHUNKING_VERSION, ChunkResult, chunk_text
 from sources.embedding import embedder_for
 from sources.models import Chunk, EmbeddingModel, Source
-from sources.store import embed_text, embedding_model_for, embedding_model_index_ensure
+from sources.ingest import embed_text, embedding_model_for, embedding_model_index_ensure
 
 BENCH_BOT = "rag-bench"
 KEY_PREFIX = "bench:"

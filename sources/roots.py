@@ -1,7 +1,6 @@
 """Indexing a workspace root: walk, compare with stored state, embed what
 changed in batches across files, delete what disappeared."""
 
-import hashlib
 import logging
 import os
 import time
@@ -15,11 +14,9 @@ from django.utils import timezone
 
 from rag_site.errors import ApplicationError
 from sources import jobs, locks
-from sources.chunking import CHUNKING_VERSION, chunk_text
-from sources.embedding import EmbeddingError
-from sources.models import Chunk, EmbeddingModel, IndexedFile, IndexJob, JobStatus, Segment, Source, WorkspaceRoot
-from sources.models import words
-from sources.store import FileChunks, embedding_model_for, files_embed, files_replace
+from sources.chunking import chunk_text
+from sources.ingest import Batch, Document, IngestSettings, content_hash, embedding_model_for, fingerprint
+from sources.models import Chunk, EmbeddingModel, IndexedFile, IndexJob, JobStatus, Segment, Source, WorkspaceRoot, words
 from sources.walk import REPLACED, Candidate, Skipped, WalkRules, read_text, root_open, walk
 
 log = logging.getLogger(__name__)
@@ -224,8 +221,8 @@ class _Run:
     def __init__(self, job: IndexJob) -> None:
         self.job = job
         self.root: WorkspaceRoot = job.root
-        self.pending: list[tuple[SegmentPlan, FileChunks]] = []
-        self.pending_chunks = 0
+        self.batch = Batch(track_files=True, on_batch=self._beat)
+        self.config = IngestSettings.current()
         self.touched: list[IndexedFile] = []
         self.last_beat = 0.0
         self.root_fd = -1
@@ -280,9 +277,15 @@ class _Run:
                    f"{job.files_failed} failed, {job.files_deleted} removed; {job.chunks_embedded} chunks embedded")
         jobs.job_finish(job_id=job.pk, status=JobStatus.SUCCEEDED, message=summary, job=job)
 
+    def _fingerprint(self, digest: str, plan: SegmentPlan) -> str:
+        return fingerprint(content=digest, model=plan.model.spec.identity, config=self.config)
+
     def _consider(self, entry: Candidate, plan: SegmentPlan, state: IndexedFile | None) -> bool:
         """Queue the file if it changed; True when it stays in the index."""
-        current = (state is not None and state.chunking_version == CHUNKING_VERSION and state.embedding_model_id == plan.model.pk
+        # Stored chunks are current when the file's stored hash, read through
+        # today's chunker, settings and model, gives the stored fingerprint.
+        current = (state is not None and state.fingerprint == self._fingerprint(state.content_hash, plan)
+                   and state.embedding_model_id == plan.model.pk
                    and (self.forced_since is None or state.indexed_at >= self.forced_since))
         if current and state.size == entry.size and state.mtime_ns == entry.mtime_ns:
             self.job.files_unchanged += 1  # not even read
@@ -292,35 +295,32 @@ class _Run:
             self._skip(text, failed=text.reason.startswith("unreadable"))
             # Saved (replaced) while the job ran: keep what is stored, the next job reads the new file.
             return text.reason == REPLACED and state is not None
-        digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+        digest = content_hash(text)
         if current and state.content_hash == digest:
             state.size, state.mtime_ns = entry.size, entry.mtime_ns
             self.touched.append(state)  # saved in bulk at the next flush
             self.job.files_unchanged += 1  # touched, same content
             return True
-        chunks = chunk_text(text, entry.path, max_chars=settings.RAG_CHUNK_MAX_CHARS, overlap=settings.RAG_CHUNK_OVERLAP)
-        self.pending.append((plan, FileChunks(
-            source=plan.source, generation=plan.generation, path=entry.path, chunks=chunks,
-            size=entry.size, mtime_ns=entry.mtime_ns, content_hash=digest,
-        )))
-        self.pending_chunks += len(chunks)
+        chunks = chunk_text(text, entry.path, max_chars=self.config.max_chars, overlap=self.config.overlap)
         self.job.files_changed += 1
-        if self.pending_chunks >= settings.RAG_INDEX_FLUSH_CHUNKS:
-            self._flush()
+        self._store(Document(
+            source=plan.source, generation=plan.generation, path=entry.path, chunks=chunks, model=plan.model,
+            content_hash=digest, fingerprint=self._fingerprint(digest, plan), size=entry.size, mtime_ns=entry.mtime_ns,
+        ))
         return True
 
+    def _store(self, document: Document | None) -> None:
+        """Add the document to the batch (None: store what waits now); the job counts what was written."""
+        embedded, deleted = self.batch.embedded, self.batch.deleted
+        if document is None:
+            self.batch.flush()
+        else:
+            self.batch.add(document)
+        self.job.chunks_embedded += self.batch.embedded - embedded
+        self.job.chunks_deleted += self.batch.deleted - deleted
+
     def _flush(self) -> None:
-        by_model: dict[int, tuple[EmbeddingModel, list[FileChunks]]] = {}
-        for plan, file_chunks in self.pending:
-            by_model.setdefault(plan.model.pk, (plan.model, []))[1].append(file_chunks)
-        for model, files in by_model.values():
-            try:
-                files_embed(files, model=model, on_batch=self._beat)
-            except EmbeddingError as exc:
-                raise ApplicationError(str(exc)) from exc
-            self.job.chunks_deleted += files_replace(files, model=model, track_state=True)
-            self.job.chunks_embedded += sum(len(f.chunks) for f in files)
-        self.pending, self.pending_chunks = [], 0
+        self._store(None)
         if self.touched:
             IndexedFile.objects.bulk_update(self.touched, ["size", "mtime_ns"], batch_size=1000)
             self.touched = []

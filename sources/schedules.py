@@ -13,7 +13,7 @@ def schedules_ensure(**kwargs) -> None:
     """
     minutes = settings.RAG_SKILL_REVERIFY_MINUTES
     _ensure(REVERIFY_TASK_NAME, "sources.tasks.skills_reverify_task", max(minutes, 1), enabled=minutes > 0,
-            description="Queues every skill; unchanged skills are skipped by content hash, changed ones re-embedded.")
+            description="Queues every skill and tool; unchanged ones are skipped by fingerprint, changed ones re-embedded.")
     _ensure(REAP_TASK_NAME, "sources.tasks.jobs_reap_task", 1, enabled=True,
             description="Hands index jobs whose worker died to another worker, and sends again what could not be "
                         "queued while the broker was down.")

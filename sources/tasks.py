@@ -19,39 +19,43 @@ from sources.models import IndexJob, Skill, Tool
 log = logging.getLogger(__name__)
 
 
-@shared_task(bind=True, acks_late=True, reject_on_worker_lost=True, max_retries=3)
-def skill_index_task(self, skill_id: int, force: bool = False) -> dict | None:
+# One retry policy for skills and tools: a problem with the content or the
+# model fails at once with its reason (retrying will not help); a database
+# error is retried with a growing delay, then fails; anything else fails
+# with its type and is raised (the worker logs it).
+_ITEM_TASK = {"bind": True, "acks_late": True, "reject_on_worker_lost": True, "max_retries": 3}
+
+
+def _item_run(task, kind: str, pk: int, index, failed) -> dict | None:
     try:
-        outcome = services.skill_index(skill_id=skill_id, force=force)
-    except services.IndexingError as exc:
-        # A problem with the content or the model: retrying will not help.
-        services.skill_index_failed(skill_id=skill_id, reason=exc.message)
-        log.warning("skill %s failed to index: %s", skill_id, exc.message)
+        outcome = index()
+    except ApplicationError as exc:
+        failed(pk, exc.message)
+        log.warning("%s %s failed to index: %s", kind, pk, exc.message)
         return {"status": "failed", "reason": exc.message}
     except DatabaseError as exc:
-        if self.request.retries >= self.max_retries:
-            services.skill_index_failed(skill_id=skill_id, reason=f"database error after {self.max_retries} retries: {exc}")
+        if task.request.retries >= task.max_retries:
+            failed(pk, f"database error after {task.max_retries} retries: {exc}")
             raise
-        raise self.retry(exc=exc, countdown=settings.RAG_INDEX_RETRY_DELAY * (self.request.retries + 1))
+        raise task.retry(exc=exc, countdown=settings.RAG_INDEX_RETRY_DELAY * (task.request.retries + 1))
     except Exception as exc:
-        services.skill_index_failed(skill_id=skill_id, reason=f"unexpected error: {type(exc).__name__}: {exc}")
+        failed(pk, f"unexpected error: {type(exc).__name__}: {exc}")
         raise
     if outcome is None:
         return None  # deleted after it was queued: nothing to do
     return {"status": "skipped" if outcome.skipped else "indexed", "chunks": outcome.chunks_embedded}
 
 
-@shared_task(acks_late=True, reject_on_worker_lost=True)
-def tool_index_task(tool_id: int) -> str | None:
-    try:
-        changed = tools.tool_index(tool_id=tool_id)
-    except ApplicationError as exc:
-        tools.tool_index_failed(tool_id=tool_id, reason=exc.message)
-        return "failed"
-    except Exception as exc:
-        tools.tool_index_failed(tool_id=tool_id, reason=f"unexpected error: {type(exc).__name__}: {exc}")
-        raise
-    return None if changed is None else ("indexed" if changed else "skipped")
+@shared_task(**_ITEM_TASK)
+def skill_index_task(self, skill_id: int, force: bool = False) -> dict | None:
+    return _item_run(self, "skill", skill_id, lambda: services.skill_index(skill_id=skill_id, force=force),
+                     lambda pk, reason: services.skill_index_failed(skill_id=pk, reason=reason))
+
+
+@shared_task(**_ITEM_TASK)
+def tool_index_task(self, tool_id: int) -> dict | None:
+    return _item_run(self, "tool", tool_id, lambda: tools.tool_index(tool_id=tool_id),
+                     lambda pk, reason: tools.tool_index_failed(tool_id=pk, reason=reason))
 
 
 @shared_task(acks_late=True, reject_on_worker_lost=True)
@@ -82,11 +86,14 @@ def jobs_reap_task() -> dict[str, list[int]]:
 
 @shared_task(acks_late=True)
 def skills_reverify_task() -> int:
-    """Queue every skill; unchanged ones are skipped by fingerprint without embedding."""
-    ids = list(Skill.objects.values_list("pk", flat=True))
-    for skill_id in ids:
+    """Queue every skill and tool; unchanged ones are skipped by fingerprint without embedding. Returns how many."""
+    skill_ids = list(Skill.objects.values_list("pk", flat=True))
+    for skill_id in skill_ids:
         skill_enqueue(skill_id=skill_id)
-    return len(ids)
+    tool_ids = list(Tool.objects.values_list("pk", flat=True))
+    for tool_id in tool_ids:
+        tool_enqueue(tool_id=tool_id)
+    return len(skill_ids) + len(tool_ids)
 
 
 # What each kind of queued row is sent to (the recovery sweep sends rows again by kind).

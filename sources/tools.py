@@ -1,16 +1,12 @@
 """Tools (JSON function schemas) as one searchable chunk each."""
 
-import hashlib
-
-from django.db import transaction
-from django.utils import timezone
 from jsonschema import Draft202012Validator, SchemaError
 
 from rag_site.errors import ApplicationError
-from sources.chunking import CHUNKING_VERSION, ChunkResult
-from sources.embedding import EmbeddingError
-from sources.models import IndexStatus, Source, Tool
-from sources.store import FileChunks, embedding_model_for, files_embed, files_replace
+from sources import ingest
+from sources.chunking import ChunkResult
+from sources.ingest import IndexOutcome, IngestSettings, content_hash, embedding_model_for, fingerprint
+from sources.models import Source, Tool
 
 
 def tool_parameters_validate(parameters: object) -> None:
@@ -43,32 +39,27 @@ def tool_text(tool: Tool) -> str:
     return "\n".join(lines)
 
 
-def tool_index(*, tool_id: int) -> bool | None:
-    """Embed the tool unless unchanged; None if it was deleted meanwhile."""
+def tool_index(*, tool_id: int) -> IndexOutcome | None:
+    """Embed the tool unless its fingerprint is unchanged; None if it was deleted meanwhile."""
     tool = Tool.objects.filter(pk=tool_id).first()
     if tool is None:
         return None
     model = embedding_model_for()
     text = tool_text(tool)
-    fingerprint = hashlib.sha256("\x1f".join([text, CHUNKING_VERSION, model.spec.identity]).encode()).hexdigest()
+    digest = content_hash(text)
     source = tool_source_sync(tool)
-    if fingerprint == tool.content_hash:
-        Tool.objects.filter(pk=tool_id).update(index_status=IndexStatus.INDEXED, last_error="")
-        return False
     chunk = ChunkResult(content=text, context_prefix="", language="tool", symbol=tool.key, start_line=1,
                         end_line=text.count("\n") + 1, metadata={"tool": tool.key})
-    batch = [FileChunks(source=source, generation=source.active_generation, path="", chunks=[chunk])]
-    try:
-        files_embed(batch, model=model)
-    except EmbeddingError as exc:
-        raise ApplicationError(str(exc)) from exc
-    with transaction.atomic():
-        files_replace(batch, model=model, track_state=False)
-        Source.objects.filter(pk=source.pk).update(embedding_model=model)
-        Tool.objects.filter(pk=tool_id).update(
-            content_hash=fingerprint, indexed_at=timezone.now(), index_status=IndexStatus.INDEXED, last_error=""
-        )
-    return True
+    document = ingest.Document(
+        source=source, generation=source.active_generation, path="", chunks=[chunk], model=model, content_hash=digest,
+        fingerprint=fingerprint(content=digest, model=model.spec.identity, config=IngestSettings.current()),
+    )
+    if document.fingerprint == tool.fingerprint:
+        ingest.item_unchanged(Tool, tool_id)
+        return IndexOutcome(skipped=True)
+    ingest.item_running(Tool, tool_id)
+    deleted = ingest.item_store(Tool, tool_id, document)
+    return None if deleted is None else IndexOutcome(skipped=False, chunks_embedded=1, chunks_deleted=deleted)
 
 
 def tool_source_sync(tool: Tool) -> Source:
@@ -84,4 +75,4 @@ def tool_source_sync(tool: Tool) -> Source:
 
 
 def tool_index_failed(*, tool_id: int, reason: str) -> None:
-    Tool.objects.filter(pk=tool_id).update(index_status=IndexStatus.FAILED, last_error=reason[:2000])
+    ingest.item_failed(Tool, tool_id, reason)

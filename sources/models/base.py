@@ -126,7 +126,10 @@ class Indexed(models.Model):
 
     source = models.OneToOneField(Source, null=True, blank=True, editable=False, on_delete=models.SET_NULL)
     index_status = models.CharField(max_length=16, choices=IndexStatus.choices, default=IndexStatus.PENDING, editable=False)
-    content_hash = models.CharField(max_length=64, blank=True, editable=False)
+    content_hash = models.CharField(max_length=64, blank=True, editable=False,
+                                    help_text="SHA-256 of the indexed text (sources.ingest.content_hash).")
+    fingerprint = models.CharField(max_length=64, blank=True, editable=False,
+                                   help_text="What the stored chunks were made from (sources.ingest.fingerprint).")
     indexed_at = models.DateTimeField(null=True, blank=True, editable=False)
     last_error = models.TextField(blank=True, editable=False)
     created_at = models.DateTimeField(auto_now_add=True)

@@ -85,7 +85,8 @@ class IndexedFile(models.Model):
     path = models.CharField(max_length=1024)
     size = models.BigIntegerField()
     mtime_ns = models.BigIntegerField()
-    content_hash = models.CharField(max_length=64)
+    content_hash = models.CharField(max_length=64)  # SHA-256 of the text read
+    fingerprint = models.CharField(max_length=64, blank=True, default="")  # sources.ingest.fingerprint
     chunking_version = models.CharField(max_length=32)
     embedding_model = models.ForeignKey(EmbeddingModel, on_delete=models.PROTECT, related_name="+")
     chunk_count = models.PositiveIntegerField(default=0)

@@ -4,7 +4,7 @@ from django.db import connection
 
 from retrieval.channels import Scope, vector_candidates
 from sources.models import Chunk, EmbeddingModel, Source
-from sources.store import embedding_model_index_ensure
+from sources.ingest import embedding_model_index_ensure
 
 pytestmark = pytest.mark.django_db
 

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from sources import jobs, roots
+from sources import ingest, jobs, roots
 from sources.embedding import embedder_for
 from sources.models import WorkspaceRoot
 from tests.conftest import index_root
@@ -31,15 +31,15 @@ def test_a_job_beats_inside_one_long_embedding_call(tmp_path, settings, monkeypa
     for i in range(12):
         (directory / f"m{i}.py").write_text(f"def f{i}():\n    return {i}\n")
     beats, during_embedding = [], []
-    progress, embed = jobs.job_progress, roots.files_embed
+    progress, embed = jobs.job_progress, ingest.documents_embed
     monkeypatch.setattr(jobs, "job_progress", lambda job, **kw: (beats.append(1), progress(job, **kw)))
 
-    def files_embed(files, **kwargs):
+    def documents_embed(documents, **kwargs):
         before = len(beats)
-        embed(files, **kwargs)
+        embed(documents, **kwargs)
         during_embedding.append(len(beats) - before)
 
-    monkeypatch.setattr(roots, "files_embed", files_embed)
+    monkeypatch.setattr(ingest, "documents_embed", documents_embed)
     job = index_root(WorkspaceRoot.objects.create(name="repo", path=str(directory)))
     assert job.status == "succeeded" and job.chunks_embedded == 12
     assert during_embedding == [3]  # 12 chunks in batches of 4: one beat after each

@@ -1,5 +1,6 @@
 """Indexing workspace roots through the real pipeline (PostgreSQL, MiniLM)."""
 
+import hashlib
 from datetime import timedelta
 from pathlib import Path
 
@@ -98,18 +99,37 @@ def test_a_forced_job_re_embeds_every_file_and_replaces_its_chunks(root):
     assert ranked() == results
 
 
-def test_a_forced_job_applies_a_new_long_text_setting_to_unchanged_files(root, settings):
+def test_a_new_long_text_setting_re_embeds_unchanged_files_without_force(root, settings):
     long_line = " ".join(f"pelican{i} flock{i}" for i in range(60))  # far over the model's 256 word pieces
     (Path(root.path) / "notes.md").write_text(f"# Notes\n\n{long_line}\n")
+    (Path(root.path) / "short.md").write_text("# Short\n\nA few words.\n")
     settings.RAG_EMBED_LONG_TEXTS = "truncate"
     index(root)
     truncated = vectors(root)
-    settings.RAG_EMBED_LONG_TEXTS = "pieces"
-    assert index(root).chunks_embedded == 0 and vectors(root) == truncated  # unchanged: nothing re-embedded
-    assert index(root, force=True).chunks_embedded == len(truncated) == 1
-    ((_, old),) = truncated.values()
-    ((_, new),) = vectors(root).values()
-    assert new != pytest.approx(old, abs=1e-3)
+    assert index(root).chunks_embedded == 0 and vectors(root) == truncated  # same settings: nothing re-embedded
+    settings.RAG_EMBED_LONG_TEXTS = "pieces"  # part of every document's fingerprint
+    job = index(root)
+    assert (job.files_changed, job.files_unchanged, job.chunks_embedded) == (2, 0, 2)
+    after = vectors(root)
+    assert after[("notes.md", 0)][1] != pytest.approx(truncated[("notes.md", 0)][1], abs=1e-3)
+    assert after[("short.md", 0)][1] == pytest.approx(truncated[("short.md", 0)][1], abs=1e-3)  # fits either way
+    assert index(root).chunks_embedded == 0
+
+
+def test_stored_files_keep_the_hash_of_their_text_and_a_fingerprint_of_how_they_were_indexed(root, settings):
+    from sources.ingest import IngestSettings, fingerprint
+
+    text = "# Hash\n\nThe text a bot can check.\n"
+    (Path(root.path) / "hash.md").write_text(text)
+    index(root)
+    state = IndexedFile.objects.get(path="hash.md")
+    assert state.content_hash == hashlib.sha256(text.encode()).hexdigest()
+    assert state.fingerprint == fingerprint(content=state.content_hash, model=state.embedding_model.spec.identity,
+                                            config=IngestSettings.current())
+    settings.RAG_CHUNK_MAX_CHARS = 900  # a chunker setting: the stored chunks are no longer what it would write
+    job = index(root)
+    assert (job.files_changed, job.chunks_embedded) == (1, 1)
+    assert IndexedFile.objects.get(path="hash.md").fingerprint != state.fingerprint
 
 
 def test_a_forced_job_taken_over_keeps_what_its_earlier_attempt_stored(root):

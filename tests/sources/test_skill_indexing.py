@@ -1,7 +1,10 @@
+import hashlib
+
 import pytest
 from django.db import connection
 
 from sources import services
+from sources.ingest import IngestSettings, fingerprint
 from sources.models import Chunk, EmbeddingModel, IndexStatus, Skill, Source
 from tests.factories import SkillFactory
 
@@ -41,6 +44,46 @@ def test_it_skips_an_unchanged_skill():
     first_ids = set(Chunk.objects.values_list("pk", flat=True))
     assert services.skill_index(skill_id=skill.pk).skipped
     assert set(Chunk.objects.values_list("pk", flat=True)) == first_ids
+
+
+def test_a_title_edit_renames_the_source_without_re_embedding_and_a_chunker_setting_re_embeds(settings):
+    skill = SkillFactory(body=BODY)
+    services.skill_index(skill_id=skill.pk)
+    skill.refresh_from_db()
+    assert skill.content_hash == hashlib.sha256(BODY.encode()).hexdigest()  # the body a bot reads, checkable
+    Skill.objects.filter(pk=skill.pk).update(title="Shipping")
+    assert services.skill_index(skill_id=skill.pk).skipped  # the title is not in the chunks
+    assert Source.objects.get(skill=skill).title == "Shipping"
+    settings.RAG_CHUNK_MAX_CHARS = 900
+    outcome = services.skill_index(skill_id=skill.pk)
+    assert not outcome.skipped and outcome.chunks_embedded == 2
+    assert services.skill_index(skill_id=skill.pk).skipped
+
+
+def test_skills_tools_files_and_datasets_share_one_fingerprint(tmp_path, settings):
+    """Same text, same settings, same model: every kind of document records the same fingerprint."""
+    from retrieval.evaluation import Dataset, dataset_index
+    from sources import tools
+    from sources.models import IndexedFile, Tool, WorkspaceRoot
+    from tests.conftest import index_root
+
+    text = "# Same\n\nOne text indexed four ways.\n"
+    skill = SkillFactory(body=text)
+    services.skill_index(skill_id=skill.pk)
+    (tmp_path / "same.md").write_text(text)
+    settings.RAG_ROOT_BASE_DIRS = [str(tmp_path)]
+    index_root(WorkspaceRoot.objects.create(name="same", path=str(tmp_path)))
+    dataset_index(Dataset(name="same", corpus={"d1": text}, queries={}, qrels={}))
+    skill.refresh_from_db()
+    file_state = IndexedFile.objects.get(path="same.md")
+    passage = IndexedFile.objects.get(path="d1")
+    assert skill.fingerprint == file_state.fingerprint == passage.fingerprint
+    assert skill.content_hash == file_state.content_hash == passage.content_hash
+    tool = Tool.objects.create(name="same")
+    tools.tool_index(tool_id=tool.pk)
+    tool.refresh_from_db()
+    model = Source.objects.get(pk=tool.source_id).embedding_model.spec.identity
+    assert tool.fingerprint == fingerprint(content=tool.content_hash, model=model, config=IngestSettings.current())
 
 
 def test_an_edit_replaces_all_chunks():

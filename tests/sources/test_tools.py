@@ -20,7 +20,7 @@ WEATHER = {
 
 def make(name: str, description: str, parameters: dict, server: str = "") -> Tool:
     tool = Tool.objects.create(name=name, server=server, description=description, parameters=parameters)
-    assert tools.tool_index(tool_id=tool.pk) is True
+    assert tools.tool_index(tool_id=tool.pk).skipped is False
     return tool
 
 
@@ -50,7 +50,7 @@ def test_tool_search_returns_openai_function_schemas(key_client):
 
 def test_an_unchanged_tool_is_not_embedded_again():
     tool = make("get_weather", "Current weather.", WEATHER)
-    assert tools.tool_index(tool_id=tool.pk) is False
+    assert tools.tool_index(tool_id=tool.pk).skipped is True
 
 
 @pytest.mark.parametrize(
