@@ -4,13 +4,32 @@ from django.http import Http404
 from ninja import NinjaAPI
 from ninja.errors import AuthenticationError, HttpError, ValidationError
 
-from rag_site.errors import ApplicationError, error_headers
+from rag_site.errors import (
+    ApplicationError,
+    Conflict,
+    Cooldown,
+    Forbidden,
+    InvalidInput,
+    NotFound,
+    Unauthenticated,
+    Unavailable,
+    error_headers,
+)
 from retrieval.api import router as retrieval_router
 from sources.api import router as sources_router
 
 api = NinjaAPI(title="rag-site API", version="1", docs_url="/docs", urls_namespace="api")
 api.add_router("/v1", retrieval_router)
 api.add_router("/v1", sources_router)
+
+
+# How each kind of service error is said in HTTP (the API and /mcp); the most specific class first.
+HTTP_STATUSES = ((InvalidInput, 422), (NotFound, 404), (Conflict, 409), (Cooldown, 429), (Unavailable, 503),
+                 (Unauthenticated, 401), (Forbidden, 403), (ApplicationError, 400))
+
+
+def http_status(exc: ApplicationError) -> int:
+    return next(status for kind, status in HTTP_STATUSES if isinstance(exc, kind))
 
 
 _LOCATIONS = {"body", "query", "path", "header", "cookie", "form", "file"}
@@ -34,8 +53,9 @@ def validation_error(request, exc: ValidationError):
 
 @api.exception_handler(ApplicationError)
 def application_error(request, exc: ApplicationError):
-    response = api.create_response(request, {"error": exc.message, "detail": exc.details}, status=exc.status)
-    return error_headers(response, exc.status, exc.details)
+    status = http_status(exc)
+    response = api.create_response(request, {"error": exc.message, "detail": exc.details}, status=status)
+    return error_headers(response, status, exc.details)
 
 
 @api.exception_handler(AuthenticationError)

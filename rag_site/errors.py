@@ -1,18 +1,48 @@
+"""The errors services raise, typed by what went wrong; the edges choose how to say it.
+
+Services and storage never speak HTTP: ``rag_site.api.http_status`` maps each
+class to a status for the API and /mcp, a job records the message as its
+failure reason, the page shows it.
+"""
+
 from typing import Any
 
 
 class ApplicationError(Exception):
-    """A request or job that cannot be done, with a message meant for people.
+    """A request or job that cannot be done, with a message meant for people (a bad request: 400)."""
 
-    The API answers it with a 4xx JSON body, the page with a readable message,
-    a job records it as its failure reason.
-    """
-
-    def __init__(self, message: str, *, status: int = 400, details: dict[str, Any] | None = None) -> None:
+    def __init__(self, message: str, *, details: dict[str, Any] | None = None) -> None:
         super().__init__(message)
         self.message = message
-        self.status = status
         self.details = details or {}
+
+
+class InvalidInput(ApplicationError):
+    """Well-formed, but the values cannot be used: a range that is not one, a regex that does not compile (422)."""
+
+
+class NotFound(ApplicationError):
+    """What was asked for does not exist, or the caller may not know that it does: the same answer (404)."""
+
+
+class Conflict(ApplicationError):
+    """The thing is in a state that forbids the request, e.g. a disabled root (409)."""
+
+
+class Cooldown(ApplicationError):
+    """Too soon: a rate limit or a root's cooldown; ``details["retry_after_seconds"]`` says when (429)."""
+
+
+class Unavailable(ApplicationError):
+    """The service cannot answer now (every search channel failed, a root's directory is gone); try later (503)."""
+
+
+class Unauthenticated(ApplicationError):
+    """No valid credentials: a missing, malformed, revoked or expired key (401)."""
+
+
+class Forbidden(ApplicationError):
+    """Valid credentials that may not do this (403)."""
 
 
 def error_headers(response, status: int, details: dict):

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from django.conf import settings
 from django.db.models import Q
 
-from rag_site.errors import ApplicationError
+from rag_site.errors import Forbidden
 from retrieval.channels import Scope
 from retrieval.models import AccessGrant, ApiKey
 from sources.models import words
@@ -94,8 +94,7 @@ def _narrowed(allowed: frozenset[str] | None, asked: list[str] | None, *, what: 
     refused = sorted(set(asked) - allowed) if allowed is not None else []
     if refused:
         may = ", ".join(sorted(allowed)) or f"shared sources only, no {what}"
-        raise ApplicationError(
-            f"{identity.name} may not act for {what} {', '.join(map(repr, refused))} (it may see: {may})",
-            status=403, details={"field": f"{what}_id" if what != "channel" else "channels", "refused": refused},
+        raise Forbidden(
+            f"{identity.name} may not act for {what} {', '.join(map(repr, refused))} (it may see: {may})", details={"field": f"{what}_id" if what != "channel" else "channels", "refused": refused},
         )
     return tuple(sorted(set(asked)))

@@ -19,7 +19,7 @@ from django.conf import settings
 from django.db import OperationalError, connection, transaction
 from psycopg.errors import LockNotAvailable
 
-from rag_site.errors import ApplicationError
+from rag_site.errors import Unavailable
 
 # The advisory locks' first key: "rag" + "long" in ASCII, out of the way of other users of advisory locks.
 LOCK_NAMESPACE = 0x7261676C
@@ -45,10 +45,9 @@ def search_admitted(query: str) -> Iterator[None]:
                 cursor.execute("SELECT set_config('lock_timeout', '0', true)")
         except OperationalError as exc:
             if isinstance(exc.__cause__, LockNotAvailable):
-                raise ApplicationError(
+                raise Unavailable(
                     f"too many long queries are running; a query of more than {settings.RAG_SEARCH_LONG_QUERY_WORDS} "
                     f"words waited {settings.RAG_SEARCH_LONG_QUERY_WAIT_MS} ms for its turn; try again, or shorten it",
-                    status=503,
                 ) from None
             raise
         yield

@@ -11,7 +11,7 @@ from django.http import HttpRequest
 from ninja.security import APIKeyCookie, HttpBearer
 from ninja.utils import check_csrf
 
-from rag_site.errors import ApplicationError
+from rag_site.errors import Forbidden, Unauthenticated
 from retrieval.access import Identity, identity_anonymous, identity_for_key, identity_for_user
 from retrieval.keys import api_key_authenticate
 from retrieval.ratelimit import rate_limit_check
@@ -39,7 +39,7 @@ class ApiKeyAuth(HttpBearer):
             return None
         scheme, _, token = header.partition(" ")
         if scheme.lower() != "bearer" or not token.strip():
-            raise ApplicationError("the Authorization header must be 'Bearer <API key>'", status=401)
+            raise Unauthenticated("the Authorization header must be 'Bearer <API key>'")
         return self.authenticate(request, token.strip())
 
     def authenticate(self, request: HttpRequest, token: str) -> Identity:
@@ -74,7 +74,7 @@ class SessionAuth(APIKeyCookie):
         if not signed_in:
             return None
         if check_csrf(request) is not None:
-            raise ApplicationError("CSRF check failed: a signed-in request that changes state needs the X-CSRFToken header", status=403)
+            raise Forbidden("CSRF check failed: a signed-in request that changes state needs the X-CSRFToken header")
         return _admitted(identity_for_user(user))
 
 
@@ -109,6 +109,5 @@ HEALTH_AUTH = [ApiKeyAuth(anyone_when_database_down=True), SessionAuth(anyone_wh
 def manage_required(request: HttpRequest) -> Identity:
     identity: Identity = request.auth
     if not identity.can_manage:
-        raise ApplicationError(f"{identity.name} lacks the manage permission (an API key created with --manage, or a staff account)",
-                               status=403)
+        raise Forbidden(f"{identity.name} lacks the manage permission (an API key created with --manage, or a staff account)")
     return identity

@@ -26,7 +26,7 @@ import re2
 from django.conf import settings
 from django.db import connection
 
-from rag_site.errors import ApplicationError
+from rag_site.errors import ApplicationError, InvalidInput, NotFound, Unavailable
 from retrieval.access import Identity, scope_for
 from retrieval.channels import Scope
 from retrieval.schemas import GrepIn, GrepMatchOut, GrepOut, ReadOut
@@ -152,16 +152,15 @@ def read_answer(
 ) -> ReadOut:
     """Lines ``start``..``end`` (from 1, inclusive) of one indexed file the caller may see, exactly as on disk now."""
     if problem := path_problem(path):
-        raise ApplicationError(f"refused: {problem}", status=400, details={"field": "path"})
+        raise ApplicationError(f"refused: {problem}", details={"field": "path"})
     if start < 1 or (end is not None and end < start):
-        raise ApplicationError(f"lines {start}-{end} are not a range: start is 1 or more, end not before start",
-                               status=422, details={"field": "end" if start >= 1 else "start"})
+        raise InvalidInput(f"lines {start}-{end} are not a range: start is 1 or more, end not before start", details={"field": "end" if start >= 1 else "start"})
     scope = scope_for(identity, bot_id=bot_id, client_id=client_id, channels=channels, kinds=[Source.Kind.FILE])
     roots, files = files_visible(scope=scope, root=root, path=path)
     chosen = _root_chosen(roots, root)
     file = next((f for f in files if f.root.id == chosen.id), None)
     if file is None:
-        raise ApplicationError(f"file {path!r} not found in root {chosen.name!r} (only indexed files can be read)", status=404)
+        raise NotFound(f"file {path!r} not found in root {chosen.name!r} (only indexed files can be read)")
     current = _current_or_error(file)
     return _lines_out(file, current, start=start, end=end)
 
@@ -208,7 +207,7 @@ def grep_matcher(*, pattern: str, regex: bool, case_sensitive: bool) -> GrepMatc
         text = line if not regex else None if _NOT_LINE_LOCAL.search(pattern) else re2.compile("(?m)" + pattern, options)
     except re2.error as exc:
         reason = exc.args[0].decode("utf-8", "replace") if exc.args and isinstance(exc.args[0], bytes) else str(exc)
-        raise ApplicationError(f"invalid regex (RE2 syntax: no backreferences or lookaround): {reason}", status=422,
+        raise InvalidInput(f"invalid regex (RE2 syntax: no backreferences or lookaround): {reason}",
                                details={"field": "pattern"}) from None
     return GrepMatcher(line=line.search, text=text.search if text is not None else None)
 
@@ -243,7 +242,7 @@ def _root_chosen(roots: list[VisibleRoot], asked: str) -> VisibleRoot:
     # A name wins over an id: a root may well be named "2".
     chosen = next((r for r in roots if r.name == asked), roots[0] if roots else None)
     if chosen is None:
-        raise ApplicationError(f"root {asked!r} not found", status=404)
+        raise NotFound(f"root {asked!r} not found")
     return chosen
 
 
@@ -293,23 +292,23 @@ def _rules(root: VisibleRoot) -> walk.WalkRules:
 def _current_or_error(file: VisibleFile) -> CurrentText:
     root_fd = _root_open(file.root.path)
     if root_fd is None:
-        raise ApplicationError(f"the directory of root {file.root.name!r} cannot be opened now (moved, replaced by a "
-                               "symlink, or outside RAG_ROOT_BASE_DIRS)", status=503)
+        raise Unavailable(f"the directory of root {file.root.name!r} cannot be opened now (moved, replaced by a "
+                               "symlink, or outside RAG_ROOT_BASE_DIRS)")
     try:
         current = _current_text(root_fd, file.path, _rules(file.root))
     finally:
         os.close(root_fd)
     if current == MISSING:
-        raise ApplicationError(f"file {file.path!r} was indexed but no longer exists in root {file.root.name!r}", status=404)
+        raise NotFound(f"file {file.path!r} was indexed but no longer exists in root {file.root.name!r}")
     if isinstance(current, str):
-        raise ApplicationError(f"file {file.path!r} cannot be read: {current}", status=422, details={"reason": current})
+        raise InvalidInput(f"file {file.path!r} cannot be read: {current}", details={"reason": current})
     return current
 
 
 def _lines_out(file: VisibleFile, current: CurrentText, *, start: int, end: int | None) -> ReadOut:
     lines = file_lines(current.text)
     if start > len(lines):
-        raise ApplicationError(f"line {start} is past the end of {file.path!r} ({len(lines)} lines)", status=422,
+        raise InvalidInput(f"line {start} is past the end of {file.path!r} ({len(lines)} lines)",
                                details={"field": "start", "total_lines": len(lines)})
     cap = settings.RAG_READ_MAX_LINES
     asked = start + cap - 1 if end is None else end

@@ -8,7 +8,7 @@ from datetime import datetime, timedelta
 from django.db import transaction
 from django.utils import timezone
 
-from rag_site.errors import ApplicationError
+from rag_site.errors import NotFound, Unauthenticated
 from retrieval.models import ApiKey
 
 KEY_START = "rag_"
@@ -50,12 +50,12 @@ def api_key_authenticate(raw: str) -> ApiKey:
     # the answer takes as long for an unknown prefix as for a wrong secret.
     matches = hmac.compare_digest(key.key_hash if key else _digest(""), _digest(raw))
     if key is None or not matches:
-        raise ApplicationError("invalid API key", status=401)
+        raise Unauthenticated("invalid API key")
     now = timezone.now()
     if key.revoked_at is not None:
-        raise ApplicationError(f"API key {key.prefix} was revoked", status=401)
+        raise Unauthenticated(f"API key {key.prefix} was revoked")
     if key.expires_at is not None and key.expires_at <= now:
-        raise ApplicationError(f"API key {key.prefix} expired at {key.expires_at.isoformat()}", status=401)
+        raise Unauthenticated(f"API key {key.prefix} expired at {key.expires_at.isoformat()}")
     if key.last_used_at is None or now - key.last_used_at >= _LAST_USED_RESOLUTION:
         ApiKey.objects.filter(pk=key.pk).update(last_used_at=now)
     return key
@@ -64,7 +64,7 @@ def api_key_authenticate(raw: str) -> ApiKey:
 def api_key_revoke(*, prefix: str) -> ApiKey:
     key = ApiKey.objects.filter(prefix=prefix).first()
     if key is None:
-        raise ApplicationError(f"no API key with prefix {prefix!r}", status=404)
+        raise NotFound(f"no API key with prefix {prefix!r}")
     if key.revoked_at is None:
         key.revoked_at = timezone.now()
         key.save(update_fields=["revoked_at"])

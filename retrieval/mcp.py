@@ -34,6 +34,7 @@ from mcp.server import Server, ServerRequestContext
 from ninja import Field, Schema
 from pydantic import BaseModel, ValidationError
 
+from rag_site.api import http_status
 from rag_site.errors import ApplicationError
 from retrieval.access import Identity
 from retrieval.api import search_answer, skills_search_answer, tools_search_answer
@@ -258,7 +259,7 @@ async def _call_tool(ctx: ServerRequestContext, params: types.CallToolRequestPar
     try:
         out = await sync_to_async(tool.answer, thread_sensitive=True)(identity, payload)
     except ApplicationError as exc:
-        return _refused(exc.message, status=exc.status, details=exc.details)
+        return _refused(exc.message, status=http_status(exc), details=exc.details)
     except Exception:
         log.exception("MCP tool %s failed", tool.name)
         return _refused("internal error; the server log has the details", status=500)

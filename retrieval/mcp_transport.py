@@ -44,7 +44,8 @@ from django.utils.http import is_same_domain
 from django.views.decorators.csrf import csrf_exempt
 from mcp.server.streamable_http_manager import DEFAULT_MAX_REQUEST_BODY_SIZE, StreamableHTTPSessionManager
 
-from rag_site.errors import ApplicationError, error_headers
+from rag_site.api import http_status
+from rag_site.errors import ApplicationError, Unauthenticated, error_headers
 from retrieval.access import Identity
 from retrieval.auth import ApiKeyAuth
 from retrieval.mcp import CALLER, mcp_server
@@ -77,7 +78,7 @@ def mcp_endpoint(request: HttpRequest) -> HttpResponse:
         identity = _authenticated(request)
         body = request.body
     except ApplicationError as exc:
-        return _error(exc.message, status=exc.status, details=exc.details)
+        return _error(exc.message, status=http_status(exc), details=exc.details)
     except RequestDataTooBig:
         return _error("the request body is too large", status=413)
     token = CALLER.set(identity)
@@ -116,8 +117,8 @@ def origin_allowed(origin: str) -> bool:
 def _authenticated(request: HttpRequest) -> Identity:
     identity = _auth(request)  # parses "Bearer <key>", checks the key, counts the rate limit
     if identity is None:
-        raise ApplicationError("authentication required: send 'Authorization: Bearer <API key>' "
-                               "(manage.py rag_apikey create)", status=401)
+        raise Unauthenticated("authentication required: send 'Authorization: Bearer <API key>' "
+                               "(manage.py rag_apikey create)")
     return identity
 
 

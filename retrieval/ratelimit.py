@@ -6,7 +6,7 @@ import time
 import redis
 from django.conf import settings
 
-from rag_site.errors import ApplicationError
+from rag_site.errors import Cooldown
 
 log = logging.getLogger(__name__)
 
@@ -44,7 +44,6 @@ def rate_limit_check(*, bucket: str, limit: int) -> None:
         return
     if count > limit:
         retry_after = max(1, int((window + 1) * WINDOW_SECONDS - now + 0.999))
-        raise ApplicationError(
-            f"rate limit exceeded: {limit} requests per minute; retry in {retry_after} s",
-            status=429, details={"retry_after_seconds": retry_after},
+        raise Cooldown(
+            f"rate limit exceeded: {limit} requests per minute; retry in {retry_after} s", details={"retry_after_seconds": retry_after},
         )

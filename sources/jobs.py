@@ -18,7 +18,7 @@ from django.conf import settings
 from django.db import DatabaseError, IntegrityError, transaction
 from django.utils import timezone
 
-from rag_site.errors import ApplicationError
+from rag_site.errors import ApplicationError, Conflict, Cooldown, NotFound
 from sources import locks
 from sources.models import ACTIVE_JOB_STATUSES, IndexJob, JobStatus, WorkspaceRoot
 
@@ -39,19 +39,18 @@ def root_job_request(
     """
     root = WorkspaceRoot.objects.filter(pk=root_id).first()
     if root is None:
-        raise ApplicationError(f"workspace root {root_id} does not exist", status=404)
+        raise NotFound(f"workspace root {root_id} does not exist")
     if not root.enabled:
-        raise ApplicationError(f"workspace root {root.name!r} is disabled; enable it first", status=409)
+        raise Conflict(f"workspace root {root.name!r} is disabled; enable it first")
     active = IndexJob.objects.filter(root=root, status__in=ACTIVE_JOB_STATUSES).first()
     if active is not None:
         return active, False
     if not (force or ignore_cooldown) and root.last_verified_at is not None:
         elapsed = (timezone.now() - root.last_verified_at).total_seconds()
         if elapsed < root.cooldown_seconds:
-            raise ApplicationError(
+            raise Cooldown(
                 f"root {root.name!r} was verified {elapsed:.0f} s ago; its cooldown is {root.cooldown_seconds} s "
                 "(use force to re-index now)",
-                status=429,
                 details={"retry_after_seconds": round(root.cooldown_seconds - elapsed)},
             )
     try:

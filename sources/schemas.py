@@ -5,6 +5,8 @@ from ninja import Field, Schema
 
 
 class SkillOut(Schema):
+    """Read from a Skill of ``selectors.skills_visible`` (it counts the chunks)."""
+
     slug: str
     title: str
     enabled: bool
@@ -12,6 +14,15 @@ class SkillOut(Schema):
     indexed_at: datetime | None
     last_error: str
     chunks: int
+
+    @staticmethod
+    def resolve_chunks(skill) -> int:
+        return skill.chunk_count
+
+    @staticmethod
+    def resolve_title(skill) -> str:
+        # The admin's title, else the one indexing found (front matter, first heading), else the slug.
+        return skill.title or (skill.source.title if skill.source_id else "") or skill.slug
 
 
 class SkillDetailOut(SkillOut):
@@ -24,6 +35,8 @@ class ReindexIn(Schema):
 
 
 class JobOut(Schema):
+    """Read from an IndexJob (with its root loaded)."""
+
     id: int
     root_id: int
     root: str
@@ -48,6 +61,10 @@ class JobOut(Schema):
     started_at: datetime | None
     finished_at: datetime | None
 
+    @staticmethod
+    def resolve_root(job) -> str:
+        return job.root.name
+
 
 class ReindexOut(Schema):
     created: bool
@@ -61,6 +78,10 @@ class RootOut(Schema):
     enabled: bool
     last_verified_at: datetime | None
     last_job: JobOut | None
+
+    @staticmethod
+    def resolve_last_job(root):
+        return root.latest_job  # set by selectors.roots_with_latest_job
 
 
 class CheckOut(Schema):

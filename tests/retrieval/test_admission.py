@@ -4,7 +4,7 @@ import psycopg
 import pytest
 from django.db import connection
 
-from rag_site.errors import ApplicationError
+from rag_site.errors import ApplicationError, Unavailable
 from retrieval.admission import LOCK_NAMESPACE
 from retrieval.channels import Scope
 from retrieval.search import Mode, chunks_search
@@ -26,7 +26,7 @@ def test_a_long_query_waits_for_its_turn_and_a_short_one_does_not(settings):
         other_process.execute("SELECT pg_advisory_lock(%s, 0)", [LOCK_NAMESPACE])  # a long query running elsewhere
         with pytest.raises(ApplicationError) as refused:
             chunks_search(query=long_query, mode=Mode.LEXICAL, scope=Scope())
-        assert refused.value.status == 503 and "more than 5 words waited 300 ms" in refused.value.message
+        assert isinstance(refused.value, Unavailable) and "more than 5 words waited 300 ms" in refused.value.message
         assert chunks_search(query="otter sleeping", mode=Mode.LEXICAL, scope=Scope())  # short: no turn to wait for
         other_process.execute("SELECT pg_advisory_unlock(%s, 0)", [LOCK_NAMESPACE])
     hits = chunks_search(query=long_query, mode=Mode.LEXICAL, scope=Scope())

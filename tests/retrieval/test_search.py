@@ -66,11 +66,11 @@ def test_a_model_that_cannot_load_is_skipped_with_a_warning(skills):
 def test_a_query_fails_plainly_when_its_only_channel_fails(skills):
     missing = EmbeddingModel.objects.create(provider="local", name="/nowhere/no-such-model", dimensions=8)
     Source.objects.filter(kind=Source.Kind.SKILL).update(embedding_model=missing)
-    from rag_site.errors import ApplicationError
+    from rag_site.errors import ApplicationError, Unavailable
 
     with pytest.raises(ApplicationError) as failure:
         chunks_search(query="pg_dump backups", mode=Mode.VECTOR)
-    assert failure.value.status == 503 and "no-such-model" in failure.value.message
+    assert isinstance(failure.value, Unavailable) and "no-such-model" in failure.value.message
     assert keys(chunks_search(query="pg_dump backups", mode=Mode.HYBRID))[0] == "skill:deploy"
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from django.db.models import Count
 
-from rag_site.errors import ApplicationError
+from rag_site.errors import ApplicationError, Cooldown
 from retrieval.channels import Scope
 from retrieval.search import Mode, chunks_search
 from sources import jobs, roots
@@ -179,7 +179,7 @@ def test_a_second_request_gets_the_active_job_and_the_cooldown_is_enforced(root)
     WorkspaceRoot.objects.filter(pk=root.pk).update(cooldown_seconds=300)
     with pytest.raises(ApplicationError, match="cooldown is 300 s") as refused:
         jobs.root_job_request(root_id=root.pk)
-    assert refused.value.status == 429
+    assert isinstance(refused.value, Cooldown)
     assert jobs.root_job_request(root_id=root.pk, force=True)[1]
 
 
