@@ -48,6 +48,14 @@ def broker_ping() -> str:
     return ""
 
 
+def queue_length() -> int | None:
+    """Tasks waiting in Celery's default queue (a Redis list named "celery"); None when the broker cannot be read."""
+    try:
+        return int(redis_client().llen("celery"))
+    except redis.RedisError:
+        return None
+
+
 def heartbeat_record(name: str, *, ttl: float = _TTL) -> None:
     try:
         redis_client().set(PREFIX + name, 1, px=int(ttl * 1000))

@@ -162,7 +162,20 @@ def job_progress(job: IndexJob, **counters: int) -> None:
     job.errors = job.errors[:MAX_ERRORS_KEPT]
     mine = IndexJob.objects.filter(pk=job.pk, status=JobStatus.RUNNING, worker=job.worker)
     if not mine.update(heartbeat_at=job.heartbeat_at, errors=job.errors, **_counters(job)):
-        raise ApplicationError(f"index job {job.pk} is no longer this worker's ({job.worker}): it was handed on or finished")
+        raise ApplicationError(f"index job {job.pk} is no longer this worker's ({job.worker}): it was cancelled, "
+                               "handed on or finished")
+
+
+def job_cancel(*, job_id: int, by: str) -> bool:
+    """Cancel a queued or running job; False when it had already ended.
+
+    A running job stops at its next heartbeat (after the current embedding
+    batch): its worker finds the job no longer its own. What it stored so far
+    stays, and the next job continues from there (fingerprints decide).
+    """
+    return bool(IndexJob.objects.filter(pk=job_id, status__in=ACTIVE_JOB_STATUSES).update(
+        status=JobStatus.CANCELLED, message=f"cancelled by {by}", finished_at=timezone.now(),
+    ))
 
 
 def job_finish(*, job_id: int, status: str, message: str = "", job: IndexJob | None = None, only_queued: bool = False) -> None:
@@ -180,7 +193,7 @@ def job_finish(*, job_id: int, status: str, message: str = "", job: IndexJob | N
 
 
 _COUNTERS = ("files_total", "files_seen", "files_changed", "files_unchanged", "files_skipped", "files_failed",
-             "files_deleted", "chunks_embedded", "chunks_deleted")
+             "files_deleted", "chunks_queued", "chunks_embedded", "chunks_deleted")
 
 
 def _counters(job: IndexJob) -> dict[str, int]:

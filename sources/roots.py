@@ -69,6 +69,18 @@ def root_path_recheck(*, root: WorkspaceRoot) -> str:
         ) from None
 
 
+def glob_problem(glob: str) -> str | None:
+    """Why a segment's glob could never match a file (None when it is usable)."""
+    if not glob:
+        return "A segment needs a glob, e.g. docs/** or src/api/*.py."
+    if glob.startswith("#") or glob.startswith("!"):
+        return "A segment's glob claims files: it cannot be a comment (#) or a negation (!)."
+    spec = pathspec.GitIgnoreSpec.from_lines([glob])
+    if not spec.patterns or spec.patterns[0].regex is None:
+        return f"{glob!r} is not a valid glob (an unclosed [ or a stray backslash?)."
+    return None
+
+
 def root_sources(root: WorkspaceRoot):
     """The root's sources: its default segment (root:<id>) and each segment's (root:<id>:segment:<id>)."""
     return Source.objects.filter(Q(key=f"root:{root.pk}") | Q(key__startswith=f"root:{root.pk}:segment:"))
@@ -303,6 +315,7 @@ class _Run:
             return True
         chunks = chunk_text(text, entry.path, max_chars=self.config.max_chars, overlap=self.config.overlap)
         self.job.files_changed += 1
+        self.job.chunks_queued += len(chunks)
         self._store(Document(
             source=plan.source, generation=plan.generation, path=entry.path, chunks=chunks, model=plan.model,
             content_hash=digest, fingerprint=self._fingerprint(digest, plan), size=entry.size, mtime_ns=entry.mtime_ns,

@@ -28,23 +28,30 @@ def _ensure(name: str, task: str, minutes: int, *, enabled: bool, description: s
     PeriodicTask.objects.create(name=name, task=task, interval=interval, enabled=enabled, description=description)
 
 
+_ROOT_TASK = "sources.tasks.root_reverify_task"
+
+
+def _root_schedules(root_id: int):
+    from django_celery_beat.models import PeriodicTask
+
+    # Found by task and argument, not by name: the name follows the root's, which can change.
+    return PeriodicTask.objects.filter(task=_ROOT_TASK, args=f"[{root_id}]")
+
+
 def root_schedule_sync(*, root) -> None:
-    """One editable periodic task per root, following its re-verify interval."""
+    """One editable periodic task per root, named after it, following its re-verify interval."""
     from django_celery_beat.models import IntervalSchedule, PeriodicTask
 
-    name = f"Re-verify root {root.pk}"
+    schedules = _root_schedules(root.pk)
     if root.reverify_minutes == 0 or not root.enabled:
-        PeriodicTask.objects.filter(name=name).update(enabled=False)
+        schedules.update(enabled=False)
         return
     interval, _ = IntervalSchedule.objects.get_or_create(every=root.reverify_minutes, period=IntervalSchedule.MINUTES)
-    PeriodicTask.objects.update_or_create(
-        name=name,
-        defaults={"task": "sources.tasks.root_reverify_task", "args": f"[{root.pk}]", "interval": interval, "enabled": True,
-                  "description": f"Re-verifies workspace root {root.name!r}: only changed files are embedded."},
-    )
+    fields = {"name": f"Re-verify root {root.name}"[:200], "interval": interval, "enabled": True,
+              "description": f"Re-verifies workspace root {root.name!r}: only changed files are embedded."}
+    if not schedules.update(**fields):
+        PeriodicTask.objects.create(task=_ROOT_TASK, args=f"[{root.pk}]", **fields)
 
 
 def root_schedule_delete(*, root_id: int) -> None:
-    from django_celery_beat.models import PeriodicTask
-
-    PeriodicTask.objects.filter(name=f"Re-verify root {root_id}").delete()
+    _root_schedules(root_id).delete()

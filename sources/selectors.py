@@ -1,10 +1,25 @@
 """Read queries behind the sources API and the MCP tools: what a caller may see, loaded in one query each."""
 
-from django.db.models import Count, QuerySet
+from django.db.models import Count, F, Max, Q, QuerySet, Sum
 
 from rag_site.errors import NotFound
 from retrieval.access import Identity, scope_for
-from sources.models import IndexJob, Skill, Source, WorkspaceRoot
+from sources.health import health_check
+from sources.heartbeats import queue_length
+from sources.models import (
+    ACTIVE_JOB_STATUSES,
+    Chunk,
+    EmbeddingModel,
+    IndexedFile,
+    IndexJob,
+    IndexStatus,
+    JobStatus,
+    Skill,
+    Source,
+    Tool,
+    WorkspaceRoot,
+)
+from sources.roots import root_sources
 
 
 def skills_visible(identity: Identity) -> QuerySet[Skill]:
@@ -45,3 +60,35 @@ def job_get(job_id: int) -> IndexJob:
     if job is None:
         raise NotFound(f"index job {job_id} does not exist")
     return job
+
+
+FILES_SHOWN = 200
+
+
+def root_files_summary(*, root: WorkspaceRoot) -> dict:
+    """What a root produced: per indexed file its chunks, model, when and hash; and the skipped files of its last job."""
+    sources = root_sources(root)
+    files = IndexedFile.objects.filter(source__in=sources, generation=F("source__active_generation"))
+    totals = files.aggregate(files=Count("pk"), chunks=Sum("chunk_count"), last=Max("indexed_at"))
+    shown = list(files.select_related("embedding_model", "source").order_by("path")[:FILES_SHOWN])
+    last = root.jobs.first()
+    return {"files": shown, "total_files": totals["files"] or 0, "total_chunks": totals["chunks"] or 0,
+            "last_indexed": totals["last"], "more": max((totals["files"] or 0) - len(shown), 0),
+            "skipped": last.errors if last else [], "last_job": last}
+
+
+def index_overview() -> dict:
+    """The whole index at a glance, for the admin: sources, chunks, models, failures, queue, workers and beat."""
+    kinds = {row["kind"]: row for row in Source.objects.exclude(kind=Source.Kind.DATASET).values("kind").annotate(
+        sources=Count("pk", distinct=True), enabled=Count("pk", filter=Q(enabled=True), distinct=True))}
+    chunks = dict(Chunk.objects.filter(generation=F("source__active_generation")).exclude(source__kind=Source.Kind.DATASET)
+                  .values_list("source__kind").annotate(n=Count("pk")))
+    rows = [{"kind": label, "sources": kinds.get(kind, {}).get("sources", 0), "enabled": kinds.get(kind, {}).get("enabled", 0),
+             "chunks": chunks.get(kind, 0)} for kind, label in Source.Kind.choices if kind != Source.Kind.DATASET]
+    models = list(EmbeddingModel.objects.annotate(vectors=Count("chunks")).order_by("-vectors"))
+    failing = [*Skill.objects.filter(index_status=IndexStatus.FAILED).order_by("slug"),
+               *Tool.objects.filter(index_status=IndexStatus.FAILED).order_by("key")]
+    failed_jobs = list(IndexJob.objects.filter(status=JobStatus.FAILED).select_related("root").order_by("-created_at")[:10])
+    running = list(IndexJob.objects.filter(status__in=ACTIVE_JOB_STATUSES).select_related("root"))
+    return {"kinds": rows, "models": models, "failing": failing, "failed_jobs": failed_jobs, "running": running,
+            "health": health_check(), "queue": queue_length()}

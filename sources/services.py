@@ -99,3 +99,15 @@ def skill_delete_source(*, skill_id: int) -> None:
     first indexing, which sets it.
     """
     Source.objects.filter(skill__pk=skill_id).delete()
+
+
+def skill_preview(body: str) -> dict:
+    """How ``body`` would be chunked now (no embedding, nothing stored): for the admin's preview."""
+    config = IngestSettings.current()
+    size = len(body.encode("utf-8", "surrogatepass"))
+    if size > settings.RAG_MAX_SKILL_BYTES:
+        return {"error": f"The body is {size:,} bytes; the limit is RAG_MAX_SKILL_BYTES={settings.RAG_MAX_SKILL_BYTES:,}."}
+    parsed = markdown_chunk(body, max_chars=config.max_chars)
+    if parsed.front_matter.error:
+        return {"error": parsed.front_matter.error}
+    return {"chunks": parsed.chunks, "metadata": parsed.front_matter.data, "max_chars": config.max_chars}

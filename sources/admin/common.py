@@ -1,5 +1,6 @@
 """What the admin pages of skills, tools and roots share: index status badges and the broker warning."""
 
+from django import forms
 from django.contrib import messages
 from django.utils.html import format_html
 
@@ -42,3 +43,26 @@ def index_status_badge(item) -> str:
     if (item.index_status == IndexStatus.FAILED or waiting) and item.last_error:
         return format_html('<b style="color:{}">{}</b>: {}', colour, label, item.last_error[:200])
     return format_html('<b style="color:{}">{}</b>', colour, label)
+
+
+class UnixNewlinesForm:
+    """A form mixin: text typed in the admin is stored with \\n line endings.
+
+    Browsers send textarea text with \\r\\n; stored as is, bots would receive
+    it and line counts, hashes and citations would disagree with the same
+    text written to a file.
+    """
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        for field in self.fields.values():
+            if isinstance(field, forms.CharField):  # before any clean_<field> sees the text
+                field.to_python = _unix_newlines(field.to_python)
+
+
+def _unix_newlines(to_python):
+    def convert(value):
+        value = to_python(value)
+        return value.replace("\r\n", "\n").replace("\r", "\n") if isinstance(value, str) else value
+
+    return convert

@@ -2,13 +2,17 @@
 
 from django import forms
 from django.contrib import admin, messages
+from django.http import HttpResponse, HttpResponseNotAllowed, HttpResponseNotFound, HttpResponseRedirect
+from django.template.loader import render_to_string
+from django.urls import path, reverse
 from django.utils.html import format_html
 
 from rag_site.errors import ApplicationError
-from sources import tasks
-from sources.admin.common import BrokerWarningMixin, index_status_badge
-from sources.models import IndexJob, JobStatus, Segment, Tool, WorkspaceRoot
-from sources.roots import root_files_reread, root_path_validate
+from sources import jobs, tasks
+from sources.admin.common import BrokerWarningMixin, UnixNewlinesForm, index_status_badge
+from sources.models import ACTIVE_JOB_STATUSES, IndexJob, JobStatus, Segment, Tool, WorkspaceRoot
+from sources.roots import glob_problem, root_files_reread, root_path_validate
+from sources.selectors import root_files_summary
 from sources.tools import tool_parameters_validate
 
 _JOB_COLOURS = {
@@ -22,12 +26,12 @@ def job_badge(job: IndexJob | None) -> str:
         return "never indexed"
     label = job.get_status_display()
     if job.status == JobStatus.RUNNING and job.files_total:
-        label += f" {job.progress:.0%} ({job.files_seen}/{job.files_total} files)"
+        label += f" {job.progress:.0%} ({job.chunks_embedded:,} chunks embedded, {job.files_seen:,}/{job.files_total:,} files read)"
     detail = f": {job.message[:160]}" if job.message and job.status != JobStatus.RUNNING else ""
     return format_html('<b style="color:{}">{}</b>{}', _JOB_COLOURS.get(job.status, "#5b6570"), label, detail)
 
 
-class RootForm(forms.ModelForm):
+class RootForm(UnixNewlinesForm, forms.ModelForm):
     class Meta:
         model = WorkspaceRoot
         fields = "__all__"
@@ -44,8 +48,21 @@ class RootForm(forms.ModelForm):
             raise forms.ValidationError(exc.message[0].upper() + exc.message[1:] + ".") from None
 
 
+class SegmentForm(UnixNewlinesForm, forms.ModelForm):
+    class Meta:
+        model = Segment
+        fields = ["name", "path_glob", "embedding_model_name", "similarity_threshold", "channels"]
+
+    def clean_path_glob(self) -> str:
+        glob = self.cleaned_data["path_glob"].strip()
+        if problem := glob_problem(glob):
+            raise forms.ValidationError(problem)
+        return glob
+
+
 class SegmentInline(admin.TabularInline):
     model = Segment
+    form = SegmentForm
     extra = 0
     fields = ["name", "path_glob", "embedding_model_name", "similarity_threshold", "channels"]
 
@@ -54,24 +71,83 @@ class SegmentInline(admin.TabularInline):
 class WorkspaceRootAdmin(BrokerWarningMixin, admin.ModelAdmin):
     form = RootForm
     inlines = [SegmentInline]
-    list_display = ["name", "path", "enabled", "scope", "last_job", "last_verified_at"]
+    list_display = ["name", "path", "enabled", "scope", "last_job", "last_verified_at", "reindex_button"]
     list_filter = ["enabled"]
     search_fields = ["name", "path"]
-    readonly_fields = ["last_verified_at", "last_job"]
+    readonly_fields = ["last_verified_at", "last_job", "jobs_link", "files_table"]
     actions = ["reindex", "reindex_force"]
+    fieldsets = [
+        (None, {"fields": ["name", "path", "enabled", "include_globs", "exclude_dirs", "deny_patterns", "index_hidden",
+                           "scan_secrets", "max_file_bytes", "embedding_model_name", "similarity_threshold"]}),
+        ("Who can see it", {"fields": ["bot_id", "client_id", "channels"],
+                            "description": "Empty = shared. Changes apply to search as soon as you save; nothing is re-embedded."}),
+        ("Schedule", {"fields": ["cooldown_seconds", "reverify_minutes", "last_verified_at"]}),
+        ("What is indexed", {"fields": ["last_job", "jobs_link", "files_table"]}),
+    ]
 
     @admin.display(description="Scope")
     def scope(self, root: WorkspaceRoot) -> str:
         return root.scope_label
+
+    def get_urls(self):
+        reindex = path("<int:root_id>/reindex/", self.admin_site.admin_view(self.reindex_view), name="sources_workspaceroot_reindex")
+        return [reindex, *super().get_urls()]
 
     def save_model(self, request, obj, form, change) -> None:
         super().save_model(request, obj, form, change)
         if change and "scan_secrets" in form.changed_data and obj.scan_secrets:
             root_files_reread(root=obj)  # files indexed while the scan was off are scanned by the next job
 
+    def response_add(self, request, obj, post_url_continue=None):
+        # After the segments are saved too: the first job sees them.
+        if obj.enabled:
+            self._request_job(request, obj, force=False)
+        return super().response_add(request, obj, post_url_continue)
+
     @admin.display(description="Last index job")
     def last_job(self, root: WorkspaceRoot) -> str:
-        return job_badge(root.jobs.first())
+        job = root.jobs.first()
+        if job is None:
+            return job_badge(job)
+        return format_html('<a href="{}">{}</a>', reverse("admin:sources_indexjob_change", args=[job.pk]), job_badge(job))
+
+    @admin.display(description="")
+    def reindex_button(self, root: WorkspaceRoot) -> str:
+        # A button of the list's own form (forms do not nest), posting its CSRF token to this root's URL.
+        return format_html('<button type="submit" class="button" formmethod="post" formaction="{}" '
+                           'aria-label="Re-index {}">Re-index</button>',
+                           reverse("admin:sources_workspaceroot_reindex", args=[root.pk]), root.name)
+
+    @admin.display(description="Index jobs")
+    def jobs_link(self, root: WorkspaceRoot) -> str:
+        if root.pk is None:
+            return "—"
+        url = reverse("admin:sources_indexjob_changelist") + f"?root__id__exact={root.pk}"
+        return format_html('<a href="{}">{} job(s)</a>', url, root.jobs.count())
+
+    @admin.display(description="Files")
+    def files_table(self, root: WorkspaceRoot) -> str:
+        if root.pk is None:
+            return "Saved roots are indexed at once; their files show here."
+        return render_to_string("admin/sources/root_files.html", root_files_summary(root=root))
+
+    def reindex_view(self, request, root_id: int):
+        if request.method != "POST" or not self.has_change_permission(request):
+            return HttpResponseNotAllowed(["POST"])
+        root = WorkspaceRoot.objects.filter(pk=root_id).first()
+        if root is not None:
+            self._request_job(request, root, force=request.POST.get("force") == "1")
+        return HttpResponseRedirect(request.POST.get("next") or reverse("admin:sources_workspaceroot_changelist"))
+
+    def _request_job(self, request, root: WorkspaceRoot, *, force: bool) -> None:
+        try:
+            job, created = tasks.root_reindex_request(root_id=root.pk, force=force, trigger="admin", ignore_cooldown=True)
+        except ApplicationError as exc:
+            self.message_user(request, f"{root.name}: {exc.message}", messages.WARNING)
+            return
+        verb = "indexing started as" if created else "already queued or running as"
+        link = format_html('<a href="{}">job {}</a>', reverse("admin:sources_indexjob_change", args=[job.pk]), job.pk)
+        self.message_user(request, format_html("{}: {} {}.", root.name, verb, link), messages.SUCCESS)
 
     def _reindex(self, request, queryset, *, force: bool) -> None:
         for root in queryset:
@@ -94,22 +170,75 @@ class WorkspaceRootAdmin(BrokerWarningMixin, admin.ModelAdmin):
 
 @admin.register(IndexJob)
 class IndexJobAdmin(admin.ModelAdmin):
-    list_display = ["id", "root", "state", "trigger", "attempt", "files_changed", "files_skipped", "chunks_embedded", "created_at", "finished_at"]
-    list_filter = ["status", "trigger"]
-    list_select_related = ["root"]
+    """Jobs are records: read-only, with live progress while they run and a Cancel button."""
 
-    def get_readonly_fields(self, request, obj=None):
-        return [field.name for field in IndexJob._meta.fields] + ["state"]
+    list_display = ["id", "root", "state", "trigger", "attempt", "files_changed", "files_skipped", "chunks_embedded", "created_at", "finished_at"]
+    list_filter = ["status", "trigger", "root"]
+    list_select_related = ["root"]
+    fields = ["root_link", "live", "trigger", "force", "attempt", "worker", "created_at", "started_at", "heartbeat_at",
+              "finished_at", "problems"]
+    readonly_fields = fields
+
+    class Media:
+        js = ["vendor/htmx/htmx.min.js"]
+
+    def get_urls(self):
+        return [
+            path("<int:job_id>/live/", self.admin_site.admin_view(self.live_view), name="sources_indexjob_live"),
+            path("<int:job_id>/cancel/", self.admin_site.admin_view(self.cancel_view), name="sources_indexjob_cancel"),
+            *super().get_urls(),
+        ]
+
+    def has_add_permission(self, request) -> bool:
+        return False  # jobs are started from a root (its page, its list) or the API
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False  # a record of what happened: viewed, never edited
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False
 
     @admin.display(description="Status")
     def state(self, job: IndexJob) -> str:
         return job_badge(job)
 
-    def has_add_permission(self, request) -> bool:
-        return False  # jobs are started from a root's actions or the API
+    @admin.display(description="Root")
+    def root_link(self, job: IndexJob) -> str:
+        return format_html('<a href="{}">{}</a>', reverse("admin:sources_workspaceroot_change", args=[job.root_id]), job.root.name)
+
+    @admin.display(description="Progress")
+    def live(self, job: IndexJob) -> str:
+        return render_to_string("admin/sources/job_live.html", _live_context(job))
+
+    @admin.display(description="Problems")
+    def problems(self, job: IndexJob) -> str:
+        if not job.errors:
+            return "None: every file was read (or skipped because it is excluded)."
+        return render_to_string("admin/sources/job_problems.html", {"job": job, "rows": job.errors})
+
+    def live_view(self, request, job_id: int):
+        job = IndexJob.objects.select_related("root").filter(pk=job_id).first()
+        if job is None or not self.has_view_permission(request, job):
+            return HttpResponseNotFound("no such job")
+        return HttpResponse(render_to_string("admin/sources/job_live.html", _live_context(job), request=request))
+
+    def cancel_view(self, request, job_id: int):
+        if request.method != "POST" or not self.has_view_permission(request):
+            return HttpResponseNotAllowed(["POST"])
+        if jobs.job_cancel(job_id=job_id, by=request.user.get_username()):
+            self.message_user(request, f"Job {job_id} cancelled: a running job stops after its current batch.", messages.SUCCESS)
+        else:
+            self.message_user(request, f"Job {job_id} had already ended.", messages.WARNING)
+        return HttpResponseRedirect(reverse("admin:sources_indexjob_change", args=[job_id]))
 
 
-class ToolForm(forms.ModelForm):
+def _live_context(job: IndexJob) -> dict:
+    return {"job": job, "active": job.status in ACTIVE_JOB_STATUSES, "percent": round(job.progress * 100),
+            "badge": job_badge(job), "cancel_url": reverse("admin:sources_indexjob_cancel", args=[job.pk]),
+            "live_url": reverse("admin:sources_indexjob_live", args=[job.pk])}
+
+
+class ToolForm(UnixNewlinesForm, forms.ModelForm):
     class Meta:
         model = Tool
         fields = ["name", "server", "description", "parameters", "enabled", "bot_id", "client_id", "channels"]

@@ -4,14 +4,19 @@ from django import forms
 from django.conf import settings
 from django.contrib import admin, messages
 from django.db.models import Count
+from django.http import HttpResponse, HttpResponseNotAllowed
+from django.template.loader import render_to_string
+from django.urls import path, reverse
+from django.utils.html import format_html
 
 from sources import tasks
-from sources.admin.common import BrokerWarningMixin, index_status_badge
+from sources.admin.common import BrokerWarningMixin, UnixNewlinesForm, index_status_badge
 from sources.chunking import front_matter_split
+from sources.services import skill_preview
 from sources.models import Chunk, EmbeddingModel, Skill, Source
 
 
-class SkillForm(forms.ModelForm):
+class SkillForm(UnixNewlinesForm, forms.ModelForm):
     class Meta:
         model = Skill
         fields = ["slug", "title", "enabled", "body", "bot_id", "client_id", "channels"]
@@ -34,17 +39,40 @@ class SkillAdmin(BrokerWarningMixin, admin.ModelAdmin):
     list_filter = ["index_status", "enabled"]
     search_fields = ["slug", "title", "body"]
     prepopulated_fields = {"slug": ["title"]}
-    readonly_fields = ["status", "last_error", "indexed_at", "metadata", "content_hash"]
+    readonly_fields = ["status", "last_error", "indexed_at", "metadata", "content_hash", "preview"]
     actions = ["reindex", "reindex_force"]
     fieldsets = [
-        (None, {"fields": ["slug", "title", "enabled", "body"]}),
+        (None, {"fields": ["slug", "title", "enabled", "body", "preview"]}),
         ("Who can see it", {"fields": ["bot_id", "client_id", "channels"],
                             "description": "Empty = shared. Changes apply to search as soon as you save; nothing is re-embedded."}),
         ("Indexing", {"fields": ["status", "last_error", "indexed_at", "metadata", "content_hash"]}),
     ]
 
+    class Media:
+        js = ["vendor/htmx/htmx.min.js"]
+
+    def get_urls(self):
+        preview = path("preview/", self.admin_site.admin_view(self.preview_view), name="sources_skill_preview")
+        return [preview, *super().get_urls()]
+
     def get_queryset(self, request):
         return super().get_queryset(request).select_related("source").annotate(chunk_total=Count("source__chunks"))
+
+    @admin.display(description="Chunking preview")
+    def preview(self, skill: Skill) -> str:
+        return format_html(
+            '<button type="button" class="button" hx-post="{}" hx-include="#id_body, [name=csrfmiddlewaretoken]" hx-target="#chunk-preview" '
+            'hx-swap="innerHTML">Preview chunking</button> <span class="help">How the body above will be split and cited, '
+            'before you save it.</span><div id="chunk-preview" aria-live="polite"></div>',
+            reverse("admin:sources_skill_preview"),
+        )
+
+    def preview_view(self, request):
+        """The chunks the body in the form would become, with the current chunker settings; nothing is saved."""
+        if request.method != "POST" or not (self.has_add_permission(request) or self.has_change_permission(request)):
+            return HttpResponseNotAllowed(["POST"])
+        body = request.POST.get("body", "").replace("\r\n", "\n").replace("\r", "\n")
+        return HttpResponse(render_to_string("admin/sources/skill_preview.html", skill_preview(body), request=request))
 
     @admin.display(description="Title")
     def display_title(self, skill: Skill) -> str:
@@ -80,11 +108,15 @@ class SkillAdmin(BrokerWarningMixin, admin.ModelAdmin):
 
 @admin.register(Chunk)
 class ChunkAdmin(admin.ModelAdmin):
-    list_display = ["__str__", "context_prefix", "start_line", "end_line", "embedding_model", "chunking_version"]
+    list_display = ["__str__", "where", "context_prefix", "symbol", "embedding_model", "chunking_version"]
     list_filter = ["source__kind", "embedding_model", "chunking_version"]
     search_fields = ["content", "context_prefix", "source__key"]
     list_select_related = ["source", "embedding_model"]
     exclude = ["embedding"]
+
+    @admin.display(description="Cites", ordering="path")
+    def where(self, chunk: Chunk) -> str:
+        return chunk.citation  # path:start-end for files, skill:<slug>:start-end for skills
 
     def has_add_permission(self, request) -> bool:
         return False  # chunks are written by indexing only

@@ -1,0 +1,146 @@
+"""The admins' console: roots index on save, jobs are read-only records with live progress, what was indexed is visible."""
+
+from pathlib import Path
+
+import pytest
+from django.urls import reverse
+
+from sources import jobs, roots, services
+from sources.admin.roots import SegmentForm
+from sources.models import IndexJob, JobStatus, Skill, WorkspaceRoot
+from tests.conftest import index_root
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def repo(tmp_path, settings):
+    settings.RAG_ROOT_BASE_DIRS = [str(tmp_path)]
+    directory = tmp_path / "repo"
+    directory.mkdir()
+    (directory / "guide.md").write_text("# Guide\n\nHow to ship the narwhal.\n")
+    (directory / "app.py").write_text("def ship():\n    return 'narwhal'\n")
+    (directory / "blob.py").write_bytes(b"\x7fELF\x00\x00\x01")
+    return directory
+
+
+def root_form(repo: Path, **changes) -> dict:
+    """The add form of a root as the admin posts it (defaults included, no segments)."""
+    fields = {"name": "repo", "path": str(repo), "enabled": "on", "include_globs": "*.py *.md", "exclude_dirs": ".git",
+              "deny_patterns": "", "scan_secrets": "on", "max_file_bytes": "500000", "embedding_model_name": "",
+              "similarity_threshold": "", "bot_id": "", "client_id": "", "channels": "", "cooldown_seconds": "300",
+              "reverify_minutes": "30", "segments-TOTAL_FORMS": "0", "segments-INITIAL_FORMS": "0"}
+    return {**fields, **changes}
+
+
+def test_a_root_saved_in_the_admin_is_queued_for_its_first_index_at_once(admin_client, repo):
+    response = admin_client.post("/admin/sources/workspaceroot/add/", root_form(repo), follow=True)
+    root = WorkspaceRoot.objects.get(name="repo")
+    (job,) = IndexJob.objects.filter(root=root)
+    assert (job.status, job.trigger) == (JobStatus.QUEUED, "admin")
+    assert f"epo: indexing started as <a href=\"/admin/sources/indexjob/{job.pk}/change/\">job {job.pk}</a>" in response.content.decode()
+
+
+def test_each_root_row_has_a_re_index_button_that_posts(admin_client, repo):
+    root = WorkspaceRoot.objects.create(name="repo", path=str(repo))
+    url = reverse("admin:sources_workspaceroot_reindex", args=[root.pk])
+    listing = admin_client.get("/admin/sources/workspaceroot/").content.decode()
+    assert f'formaction="{url}"' in listing and 'aria-label="Re-index repo"' in listing
+    assert admin_client.get(url).status_code == 405
+    assert admin_client.post(url).status_code == 302
+    assert IndexJob.objects.filter(root=root, status=JobStatus.QUEUED).count() == 1
+    admin_client.post(url)  # a second press finds the queued job
+    assert IndexJob.objects.filter(root=root).count() == 1
+
+
+def test_a_job_page_is_a_read_only_record_with_its_problems_as_a_table_and_links(admin_client, repo):
+    root = WorkspaceRoot.objects.create(name="repo", path=str(repo))
+    job = index_root(root)
+    page = admin_client.get(f"/admin/sources/indexjob/{job.pk}/change/").content.decode()
+    assert 'name="_save"' not in page and "/delete/" not in page  # no Save, no Delete
+    assert f'<a href="/admin/sources/workspaceroot/{root.pk}/change/">repo</a>' in page
+    assert "<td><code>blob.py</code></td><td>binary file (NUL bytes)</td>" in page
+    assert '<progress max="100" value="100"' in page and "hx-trigger" not in page  # finished: no polling
+    root_page = admin_client.get(f"/admin/sources/workspaceroot/{root.pk}/change/").content.decode()
+    assert f'href="/admin/sources/indexjob/?root__id__exact={root.pk}">1 job(s)</a>' in root_page
+    assert "<td><code>app.py</code></td><td>1</td><td>all-MiniLM-L6-v2</td>" in root_page  # chunks per file
+    assert "<td><code>blob.py</code></td><td>binary file (NUL bytes)</td>" in root_page  # skipped, with the reason
+
+
+def test_a_running_job_polls_for_its_progress_and_can_be_cancelled_mid_run(admin_client, repo):
+    root = WorkspaceRoot.objects.create(name="repo", path=str(repo))
+    job, _ = jobs.root_job_request(root_id=root.pk, trigger="test")
+    live = admin_client.get(reverse("admin:sources_indexjob_live", args=[job.pk])).content.decode()
+    assert 'hx-trigger="every 2s"' in live and "Cancel this job" in live
+    running = jobs.job_start(job_id=job.pk)
+    response = admin_client.post(reverse("admin:sources_indexjob_cancel", args=[job.pk]))
+    assert response.status_code == 302
+    roots.root_index(job=running)  # the worker's next heartbeat finds the job cancelled and stops
+    job.refresh_from_db()
+    assert job.status == JobStatus.CANCELLED and job.message == "cancelled by admin" and job.chunks_embedded == 0
+    assert jobs.root_job_request(root_id=root.pk, trigger="test")[1]  # the root is free for the next job
+    live = admin_client.get(reverse("admin:sources_indexjob_live", args=[job.pk])).content.decode()
+    assert "hx-trigger" not in live and "Cancel this job" not in live
+
+
+def test_progress_counts_chunks_embedded_not_files_read():
+    job = IndexJob(status=JobStatus.RUNNING, files_total=100, files_seen=50, chunks_queued=400, chunks_embedded=100)
+    assert job.progress == 0.125  # half the files read found 400 chunks: about 800 in all, 100 embedded
+    job.files_seen, job.chunks_embedded = 100, 200
+    assert job.progress == 0.5
+    assert IndexJob(status=JobStatus.RUNNING, files_total=10, files_seen=4).progress == 0.4  # nothing to embed: reading is the work
+
+
+def test_a_segment_glob_that_can_never_match_is_refused():
+    form = SegmentForm(data={"name": "docs", "path_glob": "[unclosed", "embedding_model_name": "", "channels": ""})
+    assert not form.is_valid() and "is not a valid glob" in form.errors["path_glob"][0]
+    assert SegmentForm(data={"name": "docs", "path_glob": "docs/**", "channels": ""}).is_valid()
+
+
+def test_text_typed_in_the_admin_is_stored_with_unix_newlines(admin_client):
+    body = "# Deploy\r\n\r\nShip it.\r\n"
+    response = admin_client.post("/admin/sources/skill/add/", {"slug": "deploy", "title": "", "enabled": "on", "body": body,
+                                                                "bot_id": "", "client_id": "", "channels": ""})
+    assert response.status_code == 302
+    assert Skill.objects.get(slug="deploy").body == "# Deploy\n\nShip it."  # (Django strips the ends, as before)
+
+
+def test_the_chunking_preview_shows_sections_and_lines_before_saving(admin_client):
+    url = reverse("admin:sources_skill_preview")
+    page = admin_client.get("/admin/sources/skill/add/").content.decode()
+    assert f'hx-post="{url}"' in page and "Preview chunking" in page
+    preview = admin_client.post(url, {"body": "# Deploy\r\n\r\nShip it.\r\n\r\n## Roll back\r\n\r\nRevert the tag.\r\n"})
+    html = preview.content.decode()
+    assert "2 chunk(s)" in html and "<td>1-3</td><td># Deploy</td>" in html and "<td>5-7</td><td># Deploy &gt; ## Roll back</td>" in html
+    assert not Skill.objects.exists()  # nothing saved
+    broken = admin_client.post(url, {"body": "---\nname: [unclosed\n---\n# X\n"}).content.decode()
+    assert 'class="errornote"' in broken
+
+
+def test_the_chunk_list_shows_what_each_chunk_cites(admin_client):
+    services.skill_index(skill_id=Skill.objects.create(slug="deploy", body="# Deploy\n\nShip it.\n").pk)
+    assert "skill:deploy:1-3" in admin_client.get("/admin/sources/chunk/").content.decode()
+
+
+def test_a_roots_schedule_is_named_after_it_and_follows_a_rename(repo):
+    from django_celery_beat.models import PeriodicTask
+
+    root = WorkspaceRoot.objects.create(name="repo", path=str(repo))
+    assert PeriodicTask.objects.get(args=f"[{root.pk}]").name == "Re-verify root repo"
+    root.name = "main repo"
+    root.save()
+    assert list(PeriodicTask.objects.filter(args=f"[{root.pk}]").values_list("name", flat=True)) == ["Re-verify root main repo"]
+    root.delete()
+    assert not PeriodicTask.objects.filter(args=f"[{root.pk}]").exists()
+
+
+def test_the_index_overview_counts_every_kind_and_lists_what_fails(admin_client):
+    services.skill_index(skill_id=Skill.objects.create(slug="deploy", body="# Deploy\n\nShip it.\n").pk)
+    broken = Skill.objects.create(slug="broken", body="# B\n")
+    services.skill_index_failed(skill_id=broken.pk, reason="the model could not be loaded")
+    index = admin_client.get("/admin/").content.decode()
+    assert 'href="/admin/overview/"' in index
+    page = admin_client.get("/admin/overview/").content.decode()
+    assert "<td>Skill</td><td>2</td><td>2</td><td>1</td>" in page
+    assert "the model could not be loaded" in page and "Tasks waiting" in page
+    assert "all-MiniLM-L6-v2" in page
