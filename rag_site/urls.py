@@ -3,7 +3,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import path
 
 from rag_site.api import api
-from retrieval import views
+from retrieval import viewer, views
 from retrieval.mcp_transport import mcp_endpoint
 from sources.admin.overview import overview_view
 
@@ -12,6 +12,8 @@ admin.site.site_title = "rag-site admin"
 
 urlpatterns = [
     path("", views.search_page, name="search"),
+    path("view/skill/<slug:slug>", viewer.view_skill, name="view-skill"),
+    path("view/file/<str:root>/<path:path>", viewer.view_file, name="view-file"),
     path("accounts/login/", auth_views.LoginView.as_view(redirect_authenticated_user=True), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/overview/", admin.site.admin_view(overview_view), name="admin-overview"),

@@ -28,7 +28,7 @@ from django.db import connection
 
 from rag_site.errors import ApplicationError, InvalidInput, NotFound, Unavailable
 from retrieval.access import Identity, scope_for
-from retrieval.channels import Scope
+from retrieval.scope import Scope
 from retrieval.schemas import GrepIn, GrepMatchOut, GrepOut, ReadOut
 from sources import walk
 from sources.chunking import language_for
@@ -122,8 +122,9 @@ def files_visible(
     order whatever the database's locale).
     """
     where, params = scope.source_sql()
-    file_filter, file_params = ("AND f.path = %s", [path]) if path is not None else ("", [])
-    root_filter, root_params = ("AND (r.name = %s OR r.id = %s)", [root, _as_id(root)]) if root is not None else ("", [])
+    file_filter = "AND f.path = %(path)s" if path is not None else ""
+    root_filter = "AND (r.name = %(root)s OR r.id = %(root_id)s)" if root is not None else ""
+    params.update(path=path, root=root, root_id=_as_id(root) if root is not None else None)
     sql = f"""
         SELECT r.id, r.name, r.path, r.max_file_bytes, r.scan_secrets,
                f.path, f.size, f.mtime_ns, f.content_hash, f.indexed_at
@@ -134,7 +135,7 @@ def files_visible(
         ORDER BY r.name COLLATE "C", f.path COLLATE "C"
     """
     with connection.cursor() as cursor:
-        cursor.execute(sql, [*file_params, *params, *root_params])
+        cursor.execute(sql, params)
         rows = cursor.fetchall()
     roots: dict[int, VisibleRoot] = {}
     files: dict[tuple[int, str], VisibleFile] = {}
@@ -154,15 +155,26 @@ def read_answer(
     if problem := path_problem(path):
         raise ApplicationError(f"refused: {problem}", details={"field": "path"})
     if start < 1 or (end is not None and end < start):
-        raise InvalidInput(f"lines {start}-{end} are not a range: start is 1 or more, end not before start", details={"field": "end" if start >= 1 else "start"})
+        raise InvalidInput(f"lines {start}-{end} are not a range: start is 1 or more, end not before start",
+                           details={"field": "end" if start >= 1 else "start"})
+    file, current = file_current(identity, root=root, path=path, bot_id=bot_id, client_id=client_id, channels=channels)
+    return _lines_out(file, current, start=start, end=end)
+
+
+def file_current(
+    identity: Identity, *, root: str, path: str,
+    bot_id: str | None = None, client_id: str | None = None, channels: Iterable[str] | None = None,
+) -> tuple[VisibleFile, CurrentText]:
+    """One indexed file the caller may see, and its whole text as on disk now (read_range and the viewer)."""
+    if problem := path_problem(path):
+        raise ApplicationError(f"refused: {problem}", details={"field": "path"})
     scope = scope_for(identity, bot_id=bot_id, client_id=client_id, channels=channels, kinds=[Source.Kind.FILE])
     roots, files = files_visible(scope=scope, root=root, path=path)
     chosen = _root_chosen(roots, root)
     file = next((f for f in files if f.root.id == chosen.id), None)
     if file is None:
         raise NotFound(f"file {path!r} not found in root {chosen.name!r} (only indexed files can be read)")
-    current = _current_or_error(file)
-    return _lines_out(file, current, start=start, end=end)
+    return file, _current_or_error(file)
 
 
 def grep_answer(identity: Identity, payload: GrepIn) -> GrepOut:

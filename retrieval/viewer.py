@@ -1,0 +1,73 @@
+"""The viewer: a whole skill or file as it is now, highlighted, with line anchors for citations.
+
+``/view/skill/<slug>#L12-L20`` and ``/view/file/<root>/<path>#L12-L40``: the
+search page links every hit's citation here. Scope applies exactly as in
+the API (a file or skill the person may not see is "not found", like one
+that does not exist); files are read with indexing's own safety checks.
+"""
+
+import functools
+
+from django.contrib.auth.views import redirect_to_login
+from django.shortcuts import render
+from pygments import highlight
+from pygments.formatters import HtmlFormatter
+from pygments.lexers import MarkdownLexer, TextLexer, get_lexer_for_filename
+from pygments.util import ClassNotFound
+
+from rag_site.errors import ApplicationError, NotFound
+from retrieval.access import identity_for_user
+from retrieval.files import file_current, file_lines
+from sources.selectors import skill_readable
+
+# Light by default, dark when the system asks for it; both scoped to the code block.
+_STYLES = (("default", ""), ("monokai", "@media (prefers-color-scheme: dark) {"))
+
+
+def view_skill(request, slug: str):
+    if not request.user.is_authenticated:
+        return redirect_to_login(request.get_full_path())
+    try:
+        skill = skill_readable(identity_for_user(request.user), slug)
+    except NotFound as exc:
+        return _not_found(request, exc)
+    return _page(request, title=skill.title or (skill.source.title if skill.source_id else "") or slug,
+                 subtitle="skill", text=skill.body, lexer=MarkdownLexer(), cite=f"skill:{slug}")
+
+
+def view_file(request, root: str, path: str):
+    if not request.user.is_authenticated:
+        return redirect_to_login(request.get_full_path())
+    try:
+        file, current = file_current(identity_for_user(request.user), root=root, path=path)
+    except ApplicationError as exc:
+        return _not_found(request, exc)
+    try:
+        lexer = get_lexer_for_filename(path, stripnl=False)
+    except ClassNotFound:
+        lexer = TextLexer()
+    stale = (current.size, current.mtime_ns) != (file.size, file.mtime_ns)
+    return _page(request, title=path, subtitle=f"{file.root.name} · {lexer.name}", text=current.text, lexer=lexer,
+                 cite=path, stale=stale)
+
+
+def _page(request, *, title: str, subtitle: str, text: str, lexer, cite: str, stale: bool = False):
+    lexer.stripnl = False  # line numbers must be the file's own
+    code = highlight(text, lexer, HtmlFormatter(linenos="inline", linespans="L", wrapcode=True))
+    return render(request, "retrieval/view.html", {
+        "title": title, "subtitle": subtitle, "code": code, "cite": cite, "lines": len(file_lines(text)),
+        "stale": stale, "highlight_css": _highlight_css(),
+    })
+
+
+def _not_found(request, exc: ApplicationError):
+    return render(request, "retrieval/view.html", {"title": "Not found", "error": exc.message}, status=404)
+
+
+@functools.cache
+def _highlight_css() -> str:
+    parts = []
+    for style, media in _STYLES:
+        rules = HtmlFormatter(style=style).get_style_defs(".highlight")
+        parts.append(f"{media}\n{rules}\n}}" if media else rules)
+    return "\n".join(parts)
