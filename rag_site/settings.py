@@ -174,6 +174,9 @@ CELERY_TIMEZONE = TIME_ZONE
 # --- Retrieval --------------------------------------------------------------
 RAG_EMBEDDING_MODEL = env_str("RAG_EMBEDDING_MODEL", "all-MiniLM-L6-v2")
 RAG_EMBEDDING_DEVICE = env_str("RAG_EMBEDDING_DEVICE", "cpu")
+# Web processes load the query models, the tokenizer and the reranker at start, in a background
+# thread (retrieval/warmup.py), so no person pays the first load.
+RAG_WARMUP = env_bool("RAG_WARMUP", True)
 RAG_EMBED_BATCH_SIZE = env_int("RAG_EMBED_BATCH_SIZE", 64, minimum=1, maximum=4096)
 # Intra-op threads of the local models per process; 0 = torch's default (one
 # per core). Web processes default to 1 (rag_site/wsgi.py): measured 8x the

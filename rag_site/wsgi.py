@@ -8,3 +8,10 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "rag_site.settings")
 os.environ.setdefault("RAG_TORCH_THREADS", "1")
 
 application = get_wsgi_application()
+
+from django.conf import settings  # noqa: E402 - configured by get_wsgi_application
+
+if settings.RAG_WARMUP:
+    from retrieval.warmup import warm_up_in_background  # noqa: E402
+
+    warm_up_in_background()
