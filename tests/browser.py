@@ -1,0 +1,46 @@
+"""Headless Chromium for the browser tests (Debian's package, never a download), and the axe-core check."""
+
+import contextlib
+import shutil
+from pathlib import Path
+
+import pytest
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+AXE = Path(__file__).resolve().parent.parent / "node_modules" / "axe-core" / "axe.min.js"
+needs_chromium = pytest.mark.skipif(not shutil.which("chromium"),
+                                    reason="Debian's chromium is not installed (make test installs it as root)")
+
+
+@contextlib.contextmanager
+def chromium(**context):
+    """A fresh browser context (``context``: e.g. viewport, color_scheme) in headless Chromium."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"]
+        )
+        try:
+            yield browser.new_context(**context)
+        finally:
+            browser.close()
+
+
+def sign_in(page, base_url: str, username: str, password: str, *, admin: bool = False) -> None:
+    page.goto(base_url + ("/admin/login/" if admin else "/accounts/login/"))
+    page.fill("#id_username", username)
+    page.fill("#id_password", password)
+    page.click("[type=submit]")
+    page.wait_for_load_state()
+
+
+def axe_violations(page, *, impacts=("serious", "critical")) -> list[str]:
+    """axe-core's WCAG 2 A/AA findings on the page as it is now, of the given impacts, as readable lines."""
+    page.add_script_tag(path=str(AXE))
+    result = page.evaluate("""async () => {
+        const r = await axe.run(document, {runOnly: {type: "tag", values: ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]}});
+        return r.violations.map(v => ({id: v.id, impact: v.impact, help: v.help,
+                                       nodes: v.nodes.slice(0, 3).map(n => n.target.join(" "))}));
+    }""")
+    return [f"{v['impact']} {v['id']}: {v['help']} at {', '.join(v['nodes'])}" for v in result if v["impact"] in impacts]

@@ -1,0 +1,76 @@
+"""The admins' console in headless Chromium: a real job's progress bar moves live; the chunking preview; axe."""
+
+import time
+
+import pytest
+
+from sources import tasks
+from sources.models import IndexJob, JobStatus, WorkspaceRoot
+from tests.browser import axe_violations, chromium, needs_chromium, sign_in
+from tests.conftest import running_worker
+from tests.tree import tree_make
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.django_db(transaction=True), needs_chromium]
+PASSWORD = "a-long-test-password"
+
+
+@pytest.fixture
+def boss(django_user_model):
+    return django_user_model.objects.create_superuser("boss", password=PASSWORD)
+
+
+def test_a_real_jobs_progress_bar_moves_on_its_page_without_a_reload(live_server, boss, tmp_path, settings):
+    settings.RAG_ROOT_BASE_DIRS = [str(tmp_path)]
+    tree_make(tmp_path / "big", files=900)
+    root = WorkspaceRoot.objects.create(name="big", path=str(tmp_path / "big"))
+    # Small batches: the job beats (and saves its counters) every 2 s while it embeds.
+    with running_worker("admin-live", RAG_EMBED_BATCH_SIZE="16", RAG_INDEX_FLUSH_CHUNKS="64"):
+        job, created = tasks.root_reindex_request(root_id=root.pk, trigger="test")  # no ORM once Playwright's loop runs
+        assert created
+        with chromium() as browser:
+            _watch_progress(browser, live_server.url, job.pk)
+    assert IndexJob.objects.get(pk=job.pk).status == JobStatus.SUCCEEDED
+
+
+def _watch_progress(browser, base_url: str, job_id: int) -> None:
+    page = browser.new_page()
+    sign_in(page, base_url, "boss", PASSWORD, admin=True)
+    page.goto(f"{base_url}/admin/sources/indexjob/{job_id}/change/")
+    page.evaluate("window.loadedOnce = true")  # gone if the page reloads
+    seen = []
+    deadline = time.monotonic() + 600
+    while time.monotonic() < deadline:
+        value = int(page.locator("progress").get_attribute("value"))
+        if not seen or value != seen[-1]:
+            seen.append(value)
+        if value == 100:
+            break
+        page.wait_for_timeout(500)
+    assert seen[-1] == 100, seen
+    assert len([v for v in seen if 0 < v < 100]) >= 2, seen  # it moved while the job ran
+    page.wait_for_selector("text=Succeeded")
+    assert page.evaluate("window.loadedOnce") is True  # HTMX swapped the fragment; no reload
+    assert page.locator("text=Cancel this job").count() == 0  # finished: nothing to cancel
+
+
+def test_the_chunking_preview_shows_the_sections_before_saving(live_server, boss):
+    with chromium() as browser:
+        page = browser.new_page()
+        sign_in(page, live_server.url, "boss", PASSWORD, admin=True)
+        page.goto(f"{live_server.url}/admin/sources/skill/add/")
+        page.fill("#id_body", "# Deploy\n\nShip it.\n\n## Roll back\n\nRevert the tag.\n")
+        page.click("text=Preview chunking")
+        rows = page.locator("#chunk-preview tbody tr")
+        rows.first.wait_for()
+        assert rows.count() == 2
+        assert "# Deploy > ## Roll back" in rows.nth(1).inner_text()
+        assert page.url.endswith("/admin/sources/skill/add/")  # nothing saved, same page
+
+
+def test_the_admin_overview_has_no_serious_accessibility_violations(live_server, boss):
+    with chromium() as browser:
+        page = browser.new_page()
+        sign_in(page, live_server.url, "boss", PASSWORD, admin=True)
+        page.goto(f"{live_server.url}/admin/overview/")
+        assert page.locator("h1").inner_text() == "Index overview"
+        assert axe_violations(page) == []
