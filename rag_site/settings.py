@@ -343,3 +343,26 @@ RAG_BIND = env_str("RAG_BIND", "127.0.0.1:8000")
 RAG_WEB_WORKERS = env_int("RAG_WEB_WORKERS", 2, minimum=1)
 RAG_WEB_THREADS = env_int("RAG_WEB_THREADS", 4, minimum=1)
 RAG_WORKER_CONCURRENCY = env_int("RAG_WORKER_CONCURRENCY", 1, minimum=1)
+
+# --- Language model (optional) ----------------------------------------------
+# Any OpenAI-compatible API (OpenAI, vLLM, llama.cpp's server, Ollama), used
+# through rag_site/llm.py. Unset base URL: no feature calls a language model.
+RAG_LLM_BASE_URL = env_url("RAG_LLM_BASE_URL", schemes=("http", "https")) or ""
+RAG_LLM_API_KEY = env_str("RAG_LLM_API_KEY", "")  # or RAG_LLM_API_KEY_FILE; never logged
+RAG_LLM_MODEL = env_str("RAG_LLM_MODEL", "")
+RAG_LLM_FALLBACK_MODELS = env_list("RAG_LLM_FALLBACK_MODELS", [])
+if (RAG_LLM_MODEL or RAG_LLM_FALLBACK_MODELS) and not RAG_LLM_BASE_URL:
+    raise ImproperlyConfigured("RAG_LLM_MODEL or RAG_LLM_FALLBACK_MODELS is set but RAG_LLM_BASE_URL is empty: name the API's base URL")
+RAG_LLM_TIMEOUT = env_float("RAG_LLM_TIMEOUT", 60.0, minimum=0.1, maximum=3600.0)
+# Retries after a model's first failure (rate limits, timeouts, lost
+# connections, 500/502/503/504), each after a full-jitter wait drawn from
+# [0, initial * 2^retry] (at most 120 s); a 429's Retry-After is waited as given.
+# The seed's defaults: 3 retries, 2 s, and 90 s for rate limits.
+RAG_LLM_MAX_RETRIES = env_int("RAG_LLM_MAX_RETRIES", 3, minimum=0, maximum=10)
+RAG_LLM_RETRY_INITIAL_WAIT = env_float("RAG_LLM_RETRY_INITIAL_WAIT", 2.0, minimum=0.0, maximum=120.0)
+RAG_LLM_RATE_LIMIT_INITIAL_WAIT = env_float("RAG_LLM_RATE_LIMIT_INITIAL_WAIT", 90.0, minimum=0.0, maximum=120.0)
+# A model that failed its retries is skipped this long by every process (the
+# breaker lives in Redis), then tried once before it is trusted again.
+RAG_LLM_FALLBACK_COOLDOWN_SECONDS = env_float("RAG_LLM_FALLBACK_COOLDOWN_SECONDS", 300.0, minimum=0.0)
+# httpx logs every request at INFO: one line per chunk description would drown the log.
+LOGGING["loggers"]["httpx"] = {"level": "WARNING"}
