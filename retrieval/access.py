@@ -14,8 +14,8 @@ from django.conf import settings
 from django.db.models import Q
 
 from rag_site.errors import Forbidden
-from retrieval.channels import Scope
 from retrieval.models import AccessGrant, ApiKey
+from retrieval.scope import Scope
 from sources.models import words
 
 

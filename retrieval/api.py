@@ -10,8 +10,8 @@ from retrieval.files import grep_answer, read_answer
 from retrieval.schemas import (
     API_ERRORS, ContextIn, ContextOut, ErrorOut, HitOut, ScopeIn, SearchIn, SearchOut, SkillHitOut, SkillSearchIn, SkillSearchOut, ToolHitOut, ToolSearchIn, ToolSearchOut,
 )
-from retrieval.channels import Scope
 from retrieval.schemas import GrepIn, GrepOut, ReadIn, ReadOut
+from retrieval.scope import Scope
 from retrieval.search import ChannelScore, Hit, Mode, chunks_search, hits_tools
 from sources.models import Skill, Source, Tool
 

@@ -20,8 +20,9 @@ from django.conf import settings
 from django.db import connection, transaction
 
 from retrieval import lexical
-from retrieval.channels import Scope, vector_candidates
-from retrieval.lexical import BM25_B, BM25_K1, FIELD_WEIGHTS, lexical_candidates
+from retrieval.lexical import BM25_B, BM25_K1, FIELD_WEIGHTS, TABLES, lexeme_params, lexical_candidates
+from retrieval.scope import Scope
+from retrieval.vector import vector_candidates
 from sources.embedding import embedder_for
 from sources.models import EmbeddingModel
 
@@ -77,32 +78,32 @@ _REFERENCE_ROWS = """
         FROM ({lexemes}) AS words
     )
     SELECT c.id, length(c.search_vector), u.lexeme, u.weights
-    FROM sources_chunk c JOIN sources_source s ON s.id = c.source_id, q, unnest(c.search_vector) AS u
+    FROM {chunk} c JOIN {source} s ON s.id = c.source_id, q, unnest(c.search_vector) AS u
     WHERE c.search_vector @@ q.query AND {where} AND u.lexeme = ANY(q.terms)
 """
 
 # The visible collection's size and length, and every chunk's count (N), from the chunks themselves.
 _COLLECTION = """
-    SELECT count(*), coalesce(sum(length(c.search_vector)), 0), (SELECT count(*) FROM sources_chunk)
-    FROM sources_chunk c JOIN sources_source s ON s.id = c.source_id WHERE {where}
+    SELECT count(*), coalesce(sum(length(c.search_vector)), 0), (SELECT count(*) FROM {chunk})
+    FROM {chunk} c JOIN {source} s ON s.id = c.source_id WHERE {where}
 """
 
 
 def reference_collection(*, scope: Scope) -> tuple[int, int, int]:
     """Chunks in scope, their total length, and chunks in all: counted once per run (a scan of the scope)."""
-    where, params = scope.sql_named()
+    where, params = scope.chunk_sql()
     with connection.cursor() as cursor:
-        cursor.execute(_COLLECTION.format(where=where), params)
+        cursor.execute(_COLLECTION.format(where=where, **TABLES), params)
         return cursor.fetchone()
 
 
 def bm25_reference(*, query: str, scope: Scope, collection: tuple[int, int, int] | None = None) -> dict[int, float]:
     """BM25 of every chunk in scope that holds one of the query's lexemes (empty: the query has none)."""
     query = " ".join(query.split()[: settings.RAG_LEXICAL_MAX_WORDS])  # the channel's word cap
-    where, params = scope.sql_named()
-    params["query"] = query
+    where, params = scope.chunk_sql()
+    params.update(lexeme_params(query))
     with connection.cursor() as cursor:
-        cursor.execute(_REFERENCE_ROWS.format(lexemes=lexical._QUERY_LEXEMES, where=where), params)
+        cursor.execute(_REFERENCE_ROWS.format(lexemes=lexical._QUERY_LEXEMES, where=where, **TABLES), params)
         rows = cursor.fetchall()
     visible, total_length, n = collection or reference_collection(scope=scope)
     lengths: dict[int, int] = {}

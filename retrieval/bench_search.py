@@ -24,8 +24,8 @@ from retrieval import bench_accuracy
 from retrieval.access import identity_for_key, scope_for
 from retrieval.bench_load import Stream, clients_run, database_url_for, percentile_ms, samples_summary, web_server
 from retrieval.bench_queries import WORST_CASE, QueryKind, queries_of, query_stream
-from retrieval.channels import Scope
 from retrieval.keys import api_key_authenticate, api_key_create
+from retrieval.scope import Scope
 from retrieval.search import Mode
 from sources.bench_corpus import BENCH_BOT, bench_corpus_ensure
 

@@ -10,7 +10,7 @@ from django.conf import settings
 
 from rag_site.errors import ApplicationError
 from retrieval.assembly import Span, assemble
-from retrieval.channels import Scope
+from retrieval.scope import Scope
 from retrieval.context import context_pieces, context_search
 from retrieval.metrics import evaluate, token_overlap_rank, tokens
 from retrieval.search import Mode, chunks_search

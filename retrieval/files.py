@@ -28,8 +28,8 @@ from django.db import connection
 
 from rag_site.errors import ApplicationError, InvalidInput, NotFound, Unavailable
 from retrieval.access import Identity, scope_for
-from retrieval.scope import Scope
 from retrieval.schemas import GrepIn, GrepMatchOut, GrepOut, ReadOut
+from retrieval.scope import Scope
 from sources import walk
 from sources.chunking import language_for
 from sources.models import IndexedFile, Source, WorkspaceRoot

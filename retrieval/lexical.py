@@ -25,12 +25,14 @@ import math
 import re
 from dataclasses import dataclass
 
-from django.conf import settings
 from django.db import connection
 
-from retrieval.channels import Candidate, Scope
+from retrieval.candidates import Candidate
 from retrieval.choices import LexicalRanking
-from sources.models import IDENTIFIER_CAMEL, IDENTIFIER_SEPARATORS
+from retrieval.config import LexicalConfig
+from retrieval.models import LexicalPosting, LexicalSourceStats, LexicalTerm
+from retrieval.scope import Scope
+from sources.models import IDENTIFIER_CAMEL, IDENTIFIER_SEPARATORS, Chunk, Source
 
 # Robertson's textbook constants; k1=0.9, b=0.4 (Anserini's MS MARCO values)
 # measured 0.740 against 0.737 on msmarco-5k but lost 0.045 hit@5 on click.
@@ -63,13 +65,24 @@ MAX_TERMS = 63
 # stored vector splits them (sources.models), OR-ed together. Matching any
 # word, not all (websearch_to_tsquery ANDs them), is what lets a
 # natural-language question find anything; the ranking rewards matching more.
-_QUERY_LEXEMES = f"""
+_QUERY_LEXEMES = """
     SELECT DISTINCT lexeme FROM unnest(tsvector_to_array(
         to_tsvector('english', %(query)s)
-        || to_tsvector('english', translate(regexp_replace(%(query)s, '{IDENTIFIER_CAMEL[0]}', E'{IDENTIFIER_CAMEL[1].replace(chr(92), chr(92) * 2)}', 'g'),
-                                            '{IDENTIFIER_SEPARATORS}', '{" " * len(IDENTIFIER_SEPARATORS)}'))
+        || to_tsvector('english', translate(regexp_replace(%(query)s, %(identifier_camel)s, %(identifier_camel_to)s, 'g'),
+                                            %(identifier_separators)s, %(identifier_spaces)s))
     )) AS lexeme
 """
+
+
+def lexeme_params(query: str) -> dict:
+    """``_QUERY_LEXEMES``'s parameters: the query and the identifier pattern the stored vectors were split with."""
+    return {"query": query, "identifier_camel": IDENTIFIER_CAMEL[0], "identifier_camel_to": IDENTIFIER_CAMEL[1],
+            "identifier_separators": IDENTIFIER_SEPARATORS, "identifier_spaces": " " * len(IDENTIFIER_SEPARATORS)}
+
+
+# The tables the SQL below reads, by the names their models give them.
+TABLES = {"chunk": Chunk._meta.db_table, "source": Source._meta.db_table, "posting": LexicalPosting._meta.db_table,
+          "term": LexicalTerm._meta.db_table, "lexical_source": LexicalSourceStats._meta.db_table}
 
 
 # "quoted phrases" and -excluded words are web search syntax: such a query
@@ -77,7 +90,7 @@ _QUERY_LEXEMES = f"""
 # stays BM25 over all its words.
 _OPERATORS = re.compile(r'"[^"]+"|(?:^|\s)-\w')
 
-_VISIBLE = "SELECT s.id, s.active_generation AS generation FROM sources_source s WHERE {where}"
+_VISIBLE = "SELECT s.id, s.active_generation AS generation FROM {source} s WHERE {where}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,8 +132,15 @@ class TermRead:
         return self.by_source or self.depth >= self.term.df
 
 
+def lexical_query(query: str, *, config: LexicalConfig) -> str:
+    """The words the channel reads: each adds a list to read, so past ``max_words`` the rest of a long query is
+    left to the vector channel."""
+    return " ".join(query.split()[: config.max_words])
+
+
 def lexical_candidates(
     *, query: str, scope: Scope, limit: int, ranking: LexicalRanking | None = None, warnings: list[str] | None = None,
+    config: LexicalConfig | None = None, collection: Collection | None = None,
 ) -> list[Candidate]:
     """The best ``limit`` chunks for the query's words, inside the scope.
 
@@ -130,19 +150,22 @@ def lexical_candidates(
     "->" or "to be or not to be") falls back to a case-insensitive substring
     match on the newest RAG_LEXICAL_SUBSTRING_SCAN chunks in scope, ranked by
     the number of occurrences (a note in ``warnings`` says when more exist).
+
+    ``collection``: ``collection_statistics`` of ``lexical_query(query)``
+    when the caller read them already (the search does, in its first round trip).
     """
-    ranking = ranking or settings.RAG_LEXICAL_RANKING
-    # Each word adds a list to read: past RAG_LEXICAL_MAX_WORDS the rest of
-    # a long query is left to the vector channel.
-    query = " ".join(query.split()[: settings.RAG_LEXICAL_MAX_WORDS])
-    collection = collection_statistics(query=query, scope=scope)
+    config = config or LexicalConfig.from_settings()
+    ranking = ranking or config.ranking
+    query = lexical_query(query, config=config)
+    collection = collection or collection_statistics(query=query, scope=scope)
     if collection.words == 0:
-        return _substring(query=query, scope=scope, limit=limit, collection=collection, warnings=warnings)
+        return _substring(query=query, scope=scope, limit=limit, collection=collection, warnings=warnings,
+                          scan=config.substring_scan)
     if ranking == LexicalRanking.TS_RANK:
         return _ts_rank(query=query, scope=scope, limit=limit)
     if not collection.terms or not collection.chunks:
         return []
-    reads = read_plan(collection, limit=limit, budget=settings.RAG_LEXICAL_POSTINGS)
+    reads = read_plan(collection, limit=limit, budget=config.postings)
     return _bm25(query=query, limit=limit, collection=collection, reads=reads)
 
 
@@ -150,25 +173,39 @@ _COLLECTION = """
     WITH vis AS MATERIALIZED ({visible}),
     coll AS (
         SELECT count(*) AS sources, coalesce(sum(l.chunks), 0) AS chunks, coalesce(sum(l.total_dl), 0) AS total,
-               (SELECT coalesce(sum(a.chunks), 0) FROM retrieval_lexical_source a) AS indexed
-        FROM vis LEFT JOIN retrieval_lexical_source l ON l.source_id = vis.id AND l.generation = vis.generation
+               (SELECT coalesce(sum(a.chunks), 0) FROM {lexical_source} a) AS indexed
+        FROM vis LEFT JOIN {lexical_source} l ON l.source_id = vis.id AND l.generation = vis.generation
     )
     SELECT coll.sources, coll.chunks, coll.total, coll.indexed,
            (SELECT array_agg(id ORDER BY id) FROM vis), (SELECT array_agg(generation ORDER BY id) FROM vis), w.lexeme,
-           (SELECT coalesce(sum(t.df), 0) FROM retrieval_term t JOIN vis ON t.source_id = vis.id AND t.generation = vis.generation
+           (SELECT coalesce(sum(t.df), 0) FROM {term} t JOIN vis ON t.source_id = vis.id AND t.generation = vis.generation
             WHERE t.lexeme = w.lexeme),
-           (SELECT coalesce(sum(t.df), 0) FROM retrieval_term t WHERE t.lexeme = w.lexeme)
+           (SELECT coalesce(sum(t.df), 0) FROM {term} t WHERE t.lexeme = w.lexeme)
     FROM coll LEFT JOIN ({lexemes}) AS w ON TRUE
 """
 
 
 def collection_statistics(*, query: str, scope: Scope) -> Collection:
     """One round trip: the visible collection's size and length, and each query word's document frequencies."""
-    where, params = scope.source_sql_named()
-    params["query"] = query
+    sql, params = collection_sql(query=query, scope=scope)
     with connection.cursor() as cursor:
-        cursor.execute(_COLLECTION.format(visible=_VISIBLE.format(where=where), lexemes=_QUERY_LEXEMES), params)
-        rows = cursor.fetchall()
+        cursor.execute(sql, params)
+        return collection_read(cursor.fetchall())
+
+
+# The columns of collection_sql's rows, which collection_read reads.
+COLLECTION_COLUMNS = 9
+
+
+def collection_sql(*, query: str, scope: Scope) -> tuple[str, dict]:
+    """``collection_statistics``' query, to run on its own or inside a larger one."""
+    where, params = scope.source_sql()
+    visible = _VISIBLE.format(where=where, **TABLES)
+    return _COLLECTION.format(visible=visible, lexemes=_QUERY_LEXEMES, **TABLES), {**params, **lexeme_params(query)}
+
+
+def collection_read(rows: list[tuple]) -> Collection:
+    """A Collection from ``collection_sql``'s rows (there is always one)."""
     sources, chunks, total, indexed, source_ids, generations = rows[0][:6]
     words = [row for row in rows if row[6] is not None]
     terms = tuple(Term(lexeme=row[6], df=int(row[7]), df_all=int(row[8])) for row in words if row[7] > 0)
@@ -202,15 +239,16 @@ def read_plan(collection: Collection, *, limit: int, budget: int) -> list[TermRe
 def _bm25(*, query: str, limit: int, collection: Collection, reads: list[TermRead]) -> list[Candidate]:
     params: dict = {"source_ids": list(collection.source_ids), "generations": list(collection.generations)}
     lists = []
+    posting = TABLES["posting"]
     for number, read in enumerate(reads, start=1):
         params[f"w{number}"] = read.term.lexeme
         if read.by_source:
             lists.append(f"""(SELECT p.chunk_id, p.source_id, p.generation, p.tf, p.dl, {number} AS term
-                FROM vis JOIN retrieval_posting p
+                FROM vis JOIN {posting} p
                   ON p.source_id = vis.id AND p.generation = vis.generation AND p.lexeme = %(w{number})s)""")
         else:
             lists.append(f"""(SELECT p.chunk_id, p.source_id, p.generation, p.tf, p.dl, {number} AS term
-                FROM retrieval_posting p
+                FROM {posting} p
                 WHERE p.lexeme = %(w{number})s AND p.source_id = ANY(%(source_ids)s::bigint[])
                   AND p.generation = ANY(%(generations)s::int[])
                 ORDER BY p.impact DESC LIMIT {int(read.depth)})""")
@@ -222,15 +260,22 @@ def _bm25(*, query: str, limit: int, collection: Collection, reads: list[TermRea
         rescore=_rescored(limit, len(incomplete)), limit=limit, k1=BM25_K1, b=BM25_B,
     )
     sql = _BM25.format(
+        **TABLES,
         lists="\n UNION ALL ".join(lists),
-        operators=_OPERATOR_FILTER if operators else "",
+        operators=_OPERATOR_FILTER.format(**TABLES) if operators else "",
         score=_TERM_SCORE.format(tf="h.tf", dl="h.dl", term="h.term"),
         missing_score=_TERM_SCORE.format(tf="p.tf", dl="p.dl", term="x.term"),
     )
+    return _candidates(sql, params)
+
+
+def _candidates(sql: str, params: dict) -> list[Candidate]:
+    """Rows of (chunk id, score, source id, path), best first."""
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         rows = cursor.fetchall()
-    return [Candidate(chunk_id=row[0], rank=rank, score=float(row[1])) for rank, row in enumerate(rows, start=1)]
+    return [Candidate(chunk_id=chunk_id, rank=rank, score=float(score), source_id=source_id, path=path)
+            for rank, (chunk_id, score, source_id, path) in enumerate(rows, start=1)]
 
 
 def _rescored(limit: int, incomplete: int) -> int:
@@ -260,7 +305,7 @@ _TERM_SCORE = ("(%(idf)s::float8[])[{term}] * {tf} * (%(k1)s::float8 + 1)"
 
 
 # Phrases and exclusions: checked on the candidates' stored vectors.
-_OPERATOR_FILTER = """JOIN sources_chunk c ON c.id = scored.chunk_id
+_OPERATOR_FILTER = """JOIN {chunk} c ON c.id = scored.chunk_id
     AND c.search_vector @@ websearch_to_tsquery('english', %(query)s)"""
 
 # vis: the visible sources and generations found by the first round trip.
@@ -289,7 +334,7 @@ _BM25 = """
         SELECT top.chunk_id, sum({missing_score}) AS score
         FROM top CROSS JOIN unnest(%(incomplete)s::int[]) AS x(term)
         CROSS JOIN LATERAL (
-            SELECT p.tf, p.dl FROM retrieval_posting p
+            SELECT p.tf, p.dl FROM {posting} p
             WHERE p.source_id = top.source_id AND p.generation = top.generation
               AND p.lexeme = (%(words)s::text[])[x.term] AND p.chunk_id = top.chunk_id
             LIMIT 1  -- kept a probe by key per pair: flattened, the planner joined whole posting lists
@@ -297,29 +342,30 @@ _BM25 = """
         WHERE top.seen & (1::bigint << (x.term - 1)) = 0
         GROUP BY top.chunk_id
     )
-    SELECT top.chunk_id, top.score + coalesce(missing.score, 0) AS score
-    FROM top LEFT JOIN missing USING (chunk_id)
-    ORDER BY score DESC, top.chunk_id
-    LIMIT %(limit)s
+    SELECT best.chunk_id, best.score, c.source_id, c.path
+    FROM (
+        SELECT top.chunk_id, top.score + coalesce(missing.score, 0) AS score
+        FROM top LEFT JOIN missing USING (chunk_id)
+        ORDER BY score DESC, top.chunk_id
+        LIMIT %(limit)s
+    ) AS best JOIN {chunk} c ON c.id = best.chunk_id
+    ORDER BY best.score DESC, best.chunk_id
 """
 
 
 def _ts_rank(*, query: str, scope: Scope, limit: int) -> list[Candidate]:
     """PostgreSQL's ts_rank over every chunk in scope holding a query word (exhaustive; a comparison, not the default)."""
-    where, params = scope.sql_named()
-    params.update(query=query, limit=limit, operators=bool(_OPERATORS.search(query)))
-    with connection.cursor() as cursor:
-        cursor.execute(_TS_RANK.format(lexemes=_QUERY_LEXEMES, where=where), params)
-        rows = cursor.fetchall()
-    return [Candidate(chunk_id=row[0], rank=rank, score=float(row[1])) for rank, row in enumerate(rows, start=1)]
+    where, params = scope.chunk_sql()
+    params.update(lexeme_params(query), limit=limit, operators=bool(_OPERATORS.search(query)))
+    return _candidates(_TS_RANK.format(lexemes=_QUERY_LEXEMES, where=where, **TABLES), params)
 
 
 _TS_RANK = """
     WITH q AS (
         SELECT string_agg(quote_literal(lexeme), ' | ')::tsquery AS query FROM ({lexemes}) AS words
     )
-    SELECT c.id, ts_rank(c.search_vector, q.query, 1) AS score
-    FROM sources_chunk c JOIN sources_source s ON s.id = c.source_id, q
+    SELECT c.id, ts_rank(c.search_vector, q.query, 1) AS score, c.source_id, c.path
+    FROM {chunk} c JOIN {source} s ON s.id = c.source_id, q
     WHERE c.search_vector @@ q.query AND {where}
       AND (NOT %(operators)s OR c.search_vector @@ websearch_to_tsquery('english', %(query)s))
     ORDER BY score DESC, c.id
@@ -327,24 +373,24 @@ _TS_RANK = """
 """
 
 
-def _substring(*, query: str, scope: Scope, limit: int, collection: Collection, warnings: list[str] | None) -> list[Candidate]:
-    """Chunks holding the text as typed, among the newest RAG_LEXICAL_SUBSTRING_SCAN in scope (bounded, never a full scan)."""
-    scan = settings.RAG_LEXICAL_SUBSTRING_SCAN
-    where, params = scope.sql_named()
+def _substring(
+    *, query: str, scope: Scope, limit: int, collection: Collection, warnings: list[str] | None, scan: int,
+) -> list[Candidate]:
+    """Chunks holding the text as typed, among the newest ``scan`` in scope (bounded, never a full scan)."""
+    where, params = scope.chunk_sql()
     params.update(query=query, limit=limit, scan=scan)
-    with connection.cursor() as cursor:
-        cursor.execute(_SUBSTRING.format(where=where), params)
-        rows = cursor.fetchall()
+    found = _candidates(_SUBSTRING.format(where=where, **TABLES), params)
     if collection.chunks > scan and warnings is not None:
         warnings.append(f"lexical: the query has no indexable word, so it was matched as text in the newest {scan:,} "
                         f"of {collection.chunks:,} chunks (RAG_LEXICAL_SUBSTRING_SCAN)")
-    return [Candidate(chunk_id=row[0], rank=rank, score=float(row[1])) for rank, row in enumerate(rows, start=1)]
+    return found
 
 
 _SUBSTRING = """
-    SELECT id, (length(content) - length(replace(lower(content), lower(%(query)s), ''))) / length(%(query)s) AS score
+    SELECT id, (length(content) - length(replace(lower(content), lower(%(query)s), ''))) / length(%(query)s) AS score,
+           source_id, path
     FROM (
-        SELECT c.id, c.content FROM sources_chunk c JOIN sources_source s ON s.id = c.source_id
+        SELECT c.id, c.content, c.source_id, c.path FROM {chunk} c JOIN {source} s ON s.id = c.source_id
         WHERE {where} ORDER BY c.id DESC LIMIT %(scan)s
     ) AS newest
     WHERE strpos(lower(content), lower(%(query)s)) > 0

@@ -1,27 +1,37 @@
-"""Hybrid search over chunks: lexical and vector candidates, thresholded,
-fused, optionally grouped, reranked and diversified. Every hit explains
-where its rank came from."""
+"""Hybrid search over chunks, as a pipeline of data: candidate lists from the
+channels, thresholded, fused, optionally grouped; the pool's rows loaded once;
+optionally reranked and diversified. Every hit explains where its rank came from.
+
+Database round trips: the session's first (settings, models, lexical
+statistics), the lexical BM25, one vector query per visible model, the
+session's last (settings put back), the pool's rows. In a caller's
+transaction each channel adds a savepoint.
+"""
 
 import enum
 import logging
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 
 from django.conf import settings
 from django.db import OperationalError, connection, transaction
 from psycopg.errors import QueryCanceled
 
-from rag_site.errors import ApplicationError
+from rag_site.errors import ApplicationError, Unavailable
 from retrieval.admission import search_admitted
-from retrieval.channels import Candidate, Scope, vector_candidates, visible_models
-from retrieval.choices import FusionMethod
-from retrieval.fusion import convex_fuse, rrf_fuse
-from retrieval.lexical import lexical_candidates
+from retrieval.candidates import LEXICAL, Candidate, CandidateList, Channel, ChannelKind, Scored, best_per_source, fused, thresholded
+from retrieval.config import SearchConfig
+from retrieval.lexical import lexical_candidates, lexical_query
 from retrieval.mmr import mmr_order
 from retrieval.rerank import cross_encoder_for, rerank as rerank_head
+from retrieval.scope import Scope
+from retrieval.session import search_session
+from retrieval.vector import vector_rows
 from sources.embedding import EmbeddingError, embedder_for
 from sources.models import Chunk, EmbeddingModel, Source, Tool
 
@@ -45,6 +55,14 @@ class Mode(enum.StrEnum):
             raise ApplicationError(
                 f"unknown search mode {value!r}; valid modes: {', '.join(m.value for m in cls)}"
             ) from None
+
+    @property
+    def lexical(self) -> bool:
+        return self in (Mode.HYBRID, Mode.LEXICAL)
+
+    @property
+    def vector(self) -> bool:
+        return self in (Mode.HYBRID, Mode.VECTOR)
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,24 +88,32 @@ class Hit:
         return self.chunk.citation
 
 
-def hits_tools(hits: list[Hit]) -> dict[int, Tool]:
+def hits_tools(hits: Iterable[Hit]) -> dict[int, Tool]:
     """The tools behind tool hits, by source id, in one query."""
     ids = {h.chunk.source_id for h in hits if h.chunk.source.kind == Source.Kind.TOOL}
     return {tool.source_id: tool for tool in Tool.objects.filter(source_id__in=ids)} if ids else {}
 
 
-class Hits(list):
-    """The hits, best first; ``warnings``: what was skipped and why; ``timings``: see ``STAGES``."""
+@dataclass(frozen=True, slots=True)
+class SearchResult(Sequence):
+    """The hits, best first (a result is the sequence of its hits); ``warnings``: what was skipped and why;
+    ``timings``: see ``STAGES``."""
 
-    def __init__(self, hits=(), warnings: list[str] | None = None, timings: dict[str, float] | None = None) -> None:
-        super().__init__(hits)
-        self.warnings = warnings or []
-        self.timings = timings or {}
+    hits: tuple[Hit, ...] = ()
+    warnings: list[str] = field(default_factory=list)
+    timings: dict[str, float] = field(default_factory=dict)
+
+    def __getitem__(self, index):
+        return self.hits[index]
+
+    def __len__(self) -> int:
+        return len(self.hits)
 
 
 # Where a search's time went, in milliseconds (the API sends them as a
 # Server-Timing header; `rag_bench search` reports them). Each is a few
-# perf_counter() calls. lexical and vector: their SQL (vector excludes the
+# perf_counter() calls. lexical and vector: their SQL (lexical includes the
+# session's first round trip, which reads its statistics; vector excludes the
 # wait for the query embedding); embed: the model call, which runs beside
 # the lexical SQL; embed_wait: how long the vector channel still had to wait
 # for it; search: the whole of chunks_search. Several models add up.
@@ -96,8 +122,8 @@ STAGES = ("embed", "embed_wait", "lexical", "vector", "search")
 
 def chunks_search(
     *, query: str, k: int | None = None, mode: Mode = Mode.HYBRID, scope: Scope = Scope(), mmr: bool = False,
-    mmr_lambda: float | None = None, rerank: bool | None = None, group: bool = False,
-) -> Hits:
+    mmr_lambda: float | None = None, rerank: bool | None = None, group: bool = False, config: SearchConfig | None = None,
+) -> SearchResult:
     """The ``k`` best chunks for ``query``, each explaining its ranks.
 
     Vector matches below their source kind's similarity threshold are dropped
@@ -105,98 +131,90 @@ def chunks_search(
     per source (one hit per skill, tool or file). ``rerank`` (default
     RAG_RERANK_ENABLED) reorders the fused head with the cross-encoder; ``mmr``
     then trades relevance for diversity (``mmr_lambda``, default RAG_MMR_LAMBDA).
-    A channel or model that fails is skipped with a warning; the query fails
-    only when every channel does.
+    ``config``: default ``SearchConfig.from_settings()``. A channel or model
+    that fails is skipped with a warning; the query fails only when every
+    channel does.
     """
     started = time.perf_counter()
+    config = config or SearchConfig.from_settings()
     query = query.strip()
+    k = k or config.default_k
+    _check(query=query, k=k, mmr_lambda=mmr_lambda)
+    limit = max(config.candidates, k)
+    warnings: list[str] = []
+    timings: dict[str, float] = {}
+
+    with search_admitted(query):  # a long query waits for one of few slots (retrieval/admission.py)
+        lists = _candidate_lists(query=query, mode=mode, scope=scope, limit=limit, config=config, warnings=warnings,
+                                 timings=timings)
+    lists = thresholded(lists)
+    order = fused(lists, method=config.fusion, lexical_weight=config.lexical_weight, rrf_k=config.rrf_k)
+    if group:
+        order = best_per_source(order)
+    pool = order[:limit]
+    reranking = config.rerank.enabled if rerank is None else rerank
+    rows = _rows(pool if reranking or mmr else pool[:k], embeddings=mmr)
+    ranked = [(item.chunk_id, item.score) for item in pool]
+    reranked: dict[int, float] = {}
+    if reranking:
+        ranked, reranked = _reranked(query, ranked, rows, config=config, warnings=warnings)
+    if mmr:
+        ranked = mmr_order(ranked, _vectors(ranked, rows), lambda_=config.mmr_lambda if mmr_lambda is None else mmr_lambda, k=k)
+    hits = _explained(ranked[:k], rows, lists=lists, fused=order if len(lists) > 1 else [], reranked=reranked)
+    _timed_add(timings, "search", time.perf_counter() - started)
+    return SearchResult(hits=hits, warnings=warnings, timings=timings)
+
+
+def _check(*, query: str, k: int, mmr_lambda: float | None) -> None:
     if not query:
         raise ApplicationError("the query is empty")
-    k = k or settings.RAG_SEARCH_DEFAULT_K
     # The API caps k at RAG_SEARCH_MAX_K; the eval command asks for 100.
     if k < 1:
         raise ApplicationError(f"k must be at least 1, got {k}")
     if mmr_lambda is not None and not 0.0 <= mmr_lambda <= 1.0:
         raise ApplicationError(f"mmr_lambda must be between 0 and 1, got {mmr_lambda}")
-    limit = max(settings.RAG_SEARCH_CANDIDATES, k)
-    warnings: list[str] = []
-    timings: dict[str, float] = {}
-
-    with search_admitted(query):  # a long query waits for one of few slots (retrieval/admission.py)
-        channels = _channels(query=query, mode=mode, scope=scope, limit=limit, warnings=warnings, timings=timings)
-    channels = _thresholded(channels)
-    fusing = len(channels) > 1  # lexical + vector, or several models' vector lists
-    if fusing:
-        fused = _fuse(channels)
-    else:  # one list: its own order and scores
-        fused = [(c.chunk_id, c.score) for found in channels.values() for c in found]
-    if group:
-        fused = _best_per_source(fused)
-    pool = fused[:limit]
-    order = pool
-
-    reranked: dict[int, float] = {}
-    if settings.RAG_RERANK_ENABLED if rerank is None else rerank:
-        order, reranked = _rerank(query, pool, warnings)
-    if mmr:
-        order = _mmr(order, k=k, lambda_=settings.RAG_MMR_LAMBDA if mmr_lambda is None else mmr_lambda)
-    top = order[:k]
-
-    explain: dict[str, dict[int, ChannelScore]] = {}
-    for name, found in channels.items():
-        bucket = explain.setdefault(name.split(":")[0], {})  # each model's list explains itself as "vector"
-        for c in found:
-            bucket.setdefault(c.chunk_id, ChannelScore(c.rank, c.score))
-    fused_rank = {chunk_id: ChannelScore(rank, score) for rank, (chunk_id, score) in enumerate(fused, start=1)} if fusing else {}
-    rerank_rank = {chunk_id: ChannelScore(rank, score)
-                   for rank, (chunk_id, score) in enumerate(sorted(reranked.items(), key=lambda p: -p[1]), start=1)}
-    # Not the vector nor the tsvector: nothing shows them, and parsing them was a fifth of a search's time.
-    rows = Chunk.objects.select_related("source").defer("embedding", "search_vector").in_bulk([chunk_id for chunk_id, _ in top])
-    _timed_add(timings, "search", time.perf_counter() - started)
-    return Hits(
-        (Hit(chunk=rows[chunk_id], score=score, fused=fused_rank.get(chunk_id), rerank=rerank_rank.get(chunk_id),
-             channels={name: scores[chunk_id] for name, scores in explain.items() if chunk_id in scores})
-         for chunk_id, score in top if chunk_id in rows),  # a chunk deleted between the queries is left out
-        warnings,
-        timings,
-    )
 
 
-def _channels(
-    *, query: str, mode: Mode, scope: Scope, limit: int, warnings: list[str], timings: dict[str, float],
-) -> dict[str, list[Candidate]]:
+def _candidate_lists(
+    *, query: str, mode: Mode, scope: Scope, limit: int, config: SearchConfig, warnings: list[str], timings: dict[str, float],
+) -> list[CandidateList]:
     """The candidate lists: lexical, and one vector list per visible model.
 
     The query is embedded for every model in background threads while the
     lexical query runs. Each list fails alone: it is logged, named in the
     warnings and left out.
     """
-    models = visible_models(scope=scope) if mode in (Mode.HYBRID, Mode.VECTOR) else []
-    embeddings = {model.pk: _embedding_pool.submit(_embed, model, query) for model in models}
-    lists: dict[str, list[Candidate]] = {}
-    failures: list[str] = []
-    if mode in (Mode.HYBRID, Mode.LEXICAL):
-        _collect(lists, "lexical", lambda: _timed(timings, "lexical", lexical_candidates, query=query, scope=scope, limit=limit,
-                                                   warnings=warnings),
-                 failures)
+    words = lexical_query(query, config=config.lexical) if mode.lexical else None
+    with search_session(scope=scope, lexical_query=words, vector=mode.vector, limit=limit, config=config) as opened:
+        embeddings = {model.pk: _embedding_pool.submit(_embed, model, query, device=config.device) for model in opened.models}
+        lists: list[CandidateList] = []
+        failures: list[str] = []
+        if mode.lexical:
+            _timed_add(timings, "lexical", opened.seconds)
+            _collect(lists, LEXICAL, lambda: _timed(timings, "lexical", lexical_candidates, query=query, scope=scope,
+                                                     limit=limit, warnings=warnings, config=config.lexical,
+                                                     collection=opened.collection),
+                     failures, config=config)
 
-    def vector_list(model: EmbeddingModel) -> list[Candidate]:
-        vector, seconds = _timed(timings, "embed_wait", embeddings[model.pk].result)
-        _timed_add(timings, "embed", seconds)
-        return _timed(timings, "vector", vector_candidates, vector=vector, model=model, scope=scope, limit=limit)
+        def vector_list(model: EmbeddingModel) -> list[Candidate]:
+            vector, seconds = _timed(timings, "embed_wait", embeddings[model.pk].result)
+            _timed_add(timings, "embed", seconds)
+            return _timed(timings, "vector", vector_rows, vector=vector, model=model, scope=scope, limit=limit,
+                          thresholds=config.thresholds)
 
-    for model in models:
-        _collect(lists, f"vector:{model.pk}", lambda model=model: vector_list(model), failures)
+        for model in opened.models:
+            _collect(lists, Channel(ChannelKind.VECTOR, model.pk), lambda model=model: vector_list(model), failures,
+                     config=config)
     warnings.extend(failures)
     if failures and not lists:
         # Every list failed (a model that would not load, SQL cancelled by the
         # statement timeout, a database error): the service cannot answer now,
         # and the details say why. Never a 500: the caller sent nothing wrong.
-        raise ApplicationError(f"search failed: {failures[0]}", status=503, details=failures)
+        raise Unavailable(f"search failed: {failures[0]}", details=failures)
     return lists
 
 
-def _embed(model: EmbeddingModel, query: str):
+def _embed(model: EmbeddingModel, query: str, *, device: str | None = None):
     """The query's vector and the seconds the model took (the pool thread times it; the caller records it).
 
     Repeated queries (a bot asking again, a page refreshed, typing back) come
@@ -206,7 +224,7 @@ def _embed(model: EmbeddingModel, query: str):
     vector = _query_vectors.get(key)
     if vector is not None:
         return vector, 0.0
-    embedder = embedder_for(provider=model.provider, name=model.name, device=settings.RAG_EMBEDDING_DEVICE)
+    embedder = embedder_for(provider=model.provider, name=model.name, device=device or settings.RAG_EMBEDDING_DEVICE)
     started = time.perf_counter()
     vector = embedder.embed([query])[0]
     vector.setflags(write=False)  # shared by every request that asks the same
@@ -251,17 +269,14 @@ def _timed_add(timings: dict[str, float], stage: str, seconds: float) -> None:
     timings[stage] = timings.get(stage, 0.0) + seconds * 1000.0
 
 
-def _collect(lists: dict[str, list[Candidate]], name: str, run, failures: list[str]) -> None:
+def _collect(lists: list[CandidateList], channel: Channel, run, failures: list[str], *, config: SearchConfig) -> None:
+    name = channel.name
     try:
-        # A savepoint: a failed query must not poison the caller's transaction.
-        # Its statements are bounded: a channel that takes too long is
-        # cancelled by PostgreSQL and skipped like any failing channel.
-        with transaction.atomic(), connection.cursor() as cursor:
-            cursor.execute("SELECT current_setting('statement_timeout'), set_config('statement_timeout', %s, true)",
-                           [f"{settings.RAG_SEARCH_STATEMENT_TIMEOUT_MS}ms"])
-            previous = cursor.fetchone()[0]
-            lists[name] = run()
-            cursor.execute("SELECT set_config('statement_timeout', %s, true)", [previous])
+        # In a caller's transaction (a long query's admission, a test), a
+        # savepoint: a failed query must not poison it. In autocommit a failed
+        # statement leaves nothing behind.
+        with transaction.atomic() if connection.in_atomic_block else nullcontext():
+            lists.append(CandidateList(channel, tuple(run())))
     except EmbeddingError as exc:
         log.warning("search skipped %s: %s", name, exc)
         failures.append(f"{name} skipped: {exc}")
@@ -269,7 +284,7 @@ def _collect(lists: dict[str, list[Candidate]], name: str, run, failures: list[s
         if isinstance(exc.__cause__, QueryCanceled):
             log.warning("search channel %s timed out", name)
             failures.append(f"{name} skipped: it took longer than RAG_SEARCH_STATEMENT_TIMEOUT_MS "
-                            f"({settings.RAG_SEARCH_STATEMENT_TIMEOUT_MS} ms)")
+                            f"({config.statement_timeout_ms} ms)")
         else:
             log.exception("search channel %s failed", name)
             failures.append(f"{name} skipped: {exc}")
@@ -278,61 +293,54 @@ def _collect(lists: dict[str, list[Candidate]], name: str, run, failures: list[s
         failures.append(f"{name} skipped: {exc}")
 
 
-def _thresholded(channels: dict[str, list[Candidate]]) -> dict[str, list[Candidate]]:
-    """Vector matches below their threshold, unless lexical found them too (keyword relevance rescues them)."""
-    lexical = {c.chunk_id for c in channels.get("lexical", [])}
-    kept = {}
-    for name, found in channels.items():
-        if name.startswith("vector"):
-            found = [c for c in found if c.score >= c.threshold or c.chunk_id in lexical]
-            found = [Candidate(c.chunk_id, rank, c.score, c.threshold) for rank, c in enumerate(found, start=1)]
-        kept[name] = found
-    return kept
+def _rows(pool: list[Scored], *, embeddings: bool) -> dict[int, Chunk]:
+    """The chunks the later steps and the hits need, with their sources, in one query (a chunk deleted since
+    the channels read it is missing)."""
+    # The tsvector never, the vector only for MMR: nothing else reads them, and parsing them was a fifth of a search's time.
+    deferred = ("search_vector",) if embeddings else ("search_vector", "embedding")
+    return Chunk.objects.select_related("source").defer(*deferred).in_bulk([item.chunk_id for item in pool]) if pool else {}
 
 
-def _fuse(channels: dict[str, list[Candidate]]) -> list[tuple[int, float]]:
-    weights = {"lexical": settings.RAG_FUSION_LEXICAL_WEIGHT, "vector": 1.0}
-    if settings.RAG_FUSION in (FusionMethod.CONVEX, FusionMethod.MINMAX):
-        scored = {name: [(c.chunk_id, c.score) for c in found] for name, found in channels.items()}
-        return convex_fuse(scored, weights=weights, minmax=settings.RAG_FUSION == FusionMethod.MINMAX)
-    return rrf_fuse({name: [c.chunk_id for c in found] for name, found in channels.items()}, k=settings.RAG_RRF_K, weights=weights)
-
-
-def _best_per_source(fused: list[tuple[int, float]]) -> list[tuple[int, float]]:
-    # A root's segment is one source of many files: its files group apart.
-    sources = {pk: (source_id, path) for pk, source_id, path in
-               Chunk.objects.filter(pk__in=[chunk_id for chunk_id, _ in fused]).values_list("pk", "source_id", "path")}
-    seen: set[tuple[int, str]] = set()
-    best = []
-    for chunk_id, score in fused:
-        source = sources.get(chunk_id)
-        if source is not None and source not in seen:
-            seen.add(source)
-            best.append((chunk_id, score))
-    return best
-
-
-def _rerank(query: str, pool: list[tuple[int, float]], warnings: list[str]) -> tuple[list[tuple[int, float]], dict[int, float]]:
-    """The pool's first RAG_RERANK_MAX_CHUNKS in cross-encoder order, or the fused order with a warning.
+def _reranked(
+    query: str, ranked: list[tuple[int, float]], rows: dict[int, Chunk], *, config: SearchConfig, warnings: list[str],
+) -> tuple[list[tuple[int, float]], dict[int, float]]:
+    """The first RAG_RERANK_MAX_CHUNKS in cross-encoder order and their scores, or the order as it was with a warning.
 
     As in the seeds, reranked results are capped there: the cap bounds the
     model's cost, and unscored chunks would have no comparable score.
     """
-    name = settings.RAG_RERANK_MODEL
-    texts = dict(Chunk.objects.filter(pk__in=[chunk_id for chunk_id, _ in pool]).values_list("pk", "content"))
+    name = config.rerank.model
     result = rerank_head(
-        query, [(chunk_id, texts.get(chunk_id, "")) for chunk_id, _ in pool],
-        scorer=cross_encoder_for(name, device=settings.RAG_EMBEDDING_DEVICE) if name else None,
-        max_chunks=settings.RAG_RERANK_MAX_CHUNKS, min_chars=settings.RAG_RERANK_MIN_CHARS,
-        score_threshold=settings.RAG_RERANK_SCORE_THRESHOLD,
+        query, [(chunk_id, rows[chunk_id].content if chunk_id in rows else "") for chunk_id, _ in ranked],
+        scorer=cross_encoder_for(name, device=config.device) if name else None,
+        max_chunks=config.rerank.max_chunks, min_chars=config.rerank.min_chars, score_threshold=config.rerank.score_threshold,
     )
     if result.skipped:
         warnings.append(f"rerank skipped: {result.skipped}")
-        return pool, {}
+        return ranked, {}
     return result.order, result.scores
 
 
-def _mmr(pool: list[tuple[int, float]], *, k: int, lambda_: float) -> list[tuple[int, float]]:
-    # One query for the pool's vectors; MMR itself is a pure function.
-    vectors = dict(Chunk.objects.filter(pk__in=[chunk_id for chunk_id, _ in pool]).values_list("pk", "embedding"))
-    return mmr_order(pool, {pk: v for pk, v in vectors.items() if v is not None}, lambda_=lambda_, k=k)
+def _vectors(ranked: list[tuple[int, float]], rows: dict[int, Chunk]) -> dict:
+    return {chunk_id: rows[chunk_id].embedding for chunk_id, _ in ranked
+            if chunk_id in rows and rows[chunk_id].embedding is not None}
+
+
+def _explained(
+    top: list[tuple[int, float]], rows: dict[int, Chunk], *, lists: list[CandidateList], fused: list[Scored],
+    reranked: dict[int, float],
+) -> tuple[Hit, ...]:
+    """The hits, each with its rank and score in every list that had it, in the fused order and in the reranked one."""
+    channels: dict[str, dict[int, ChannelScore]] = {}
+    for found in lists:
+        scores = channels.setdefault(found.channel.kind.value, {})  # each model's list explains itself as "vector"
+        for c in found.candidates:
+            scores.setdefault(c.chunk_id, ChannelScore(c.rank, c.score))
+    fused_rank = {item.chunk_id: ChannelScore(rank, item.score) for rank, item in enumerate(fused, start=1)}
+    rerank_rank = {chunk_id: ChannelScore(rank, score)
+                   for rank, (chunk_id, score) in enumerate(sorted(reranked.items(), key=lambda p: -p[1]), start=1)}
+    return tuple(
+        Hit(chunk=rows[chunk_id], score=score, fused=fused_rank.get(chunk_id), rerank=rerank_rank.get(chunk_id),
+            channels={name: scores[chunk_id] for name, scores in channels.items() if chunk_id in scores})
+        for chunk_id, score in top if chunk_id in rows  # a chunk deleted since the channels read it is left out
+    )

@@ -9,7 +9,7 @@ from django.db import connection
 from django.test import Client
 
 from rag_site.errors import ApplicationError, Unavailable
-from retrieval.channels import Scope
+from retrieval.scope import Scope
 from retrieval.search import Mode, chunks_search
 from sources import services
 from sources.models import IndexStatus, Skill

@@ -6,7 +6,7 @@ from django.db import connection
 
 from rag_site.errors import ApplicationError, Unavailable
 from retrieval.admission import LOCK_NAMESPACE
-from retrieval.channels import Scope
+from retrieval.scope import Scope
 from retrieval.search import Mode, chunks_search
 from sources import services
 from tests.factories import SkillFactory

@@ -1,8 +1,8 @@
 import pytest
 
-from retrieval.channels import Scope
 from retrieval.choices import LexicalRanking
 from retrieval.lexical import lexical_candidates
+from retrieval.scope import Scope
 from sources import services
 from sources.models import Chunk
 from tests.factories import SkillFactory
@@ -65,3 +65,37 @@ def test_quoted_phrases_and_exclusions_are_honoured():
     assert set(found("salted water boil")) == {"pasta", "sea"}
     assert found('"salted water"') == ["pasta"]
     assert found("boil water -pasta") == ["sea"]
+
+
+def literals(expression, function: str) -> set[tuple]:
+    """The Value arguments of every ``function`` call in ``expression``."""
+    from django.db.models import Func, Value
+
+    found = set()
+    if isinstance(expression, Func) and expression.extra.get("function", expression.function) == function:
+        found.add(tuple(e.value for e in expression.get_source_expressions() if isinstance(e, Value)))
+    for inner in getattr(expression, "get_source_expressions", list)():  # F has none
+        found |= literals(inner, function)
+    return found
+
+
+def test_the_query_splits_identifiers_as_the_migrated_column_does():
+    # The migration keeps its own literals; the query's SQL takes its pattern from the constants.
+    from django.db import connection
+    from django.db.migrations.loader import MigrationLoader
+
+    from retrieval.lexical import lexeme_params
+    from sources.models import IDENTIFIER_CAMEL, IDENTIFIER_SEPARATORS
+
+    migrated = MigrationLoader(connection).project_state().apps.get_model("sources", "Chunk")
+    expression = migrated._meta.get_field("search_vector").expression
+    assert literals(expression, "regexp_replace") == {(*IDENTIFIER_CAMEL, "g")}
+    assert literals(expression, "translate") == {(IDENTIFIER_SEPARATORS, " " * len(IDENTIFIER_SEPARATORS))}
+    params = lexeme_params("x")
+    assert (params["identifier_camel"], params["identifier_camel_to"]) == IDENTIFIER_CAMEL
+    assert (params["identifier_separators"], params["identifier_spaces"]) == (IDENTIFIER_SEPARATORS, " " * len(IDENTIFIER_SEPARATORS))
+
+
+def test_an_identifier_in_the_query_finds_its_words():
+    skill("naming", "# Naming\n\nThe run query helper of chunk search.\n")
+    assert found("ChunkSearch.run_query") == ["naming"]

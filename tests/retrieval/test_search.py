@@ -2,7 +2,7 @@ import json
 
 import pytest
 
-from retrieval.channels import Scope
+from retrieval.scope import Scope
 from retrieval.search import Mode, chunks_search
 from sources import services
 from sources.models import EmbeddingModel, Source
@@ -28,7 +28,7 @@ def keys(hits) -> list[str]:
 
 def test_a_vector_match_below_the_threshold_is_dropped_unless_lexical_finds_it(skills, settings):
     settings.RAG_SIMILARITY_THRESHOLD_SKILL = 0.99  # no chunk is that similar
-    assert chunks_search(query="boil pasta", mode=Mode.VECTOR) == []
+    assert not chunks_search(query="boil pasta", mode=Mode.VECTOR)
     hits = chunks_search(query="boil pasta", mode=Mode.HYBRID)
     assert keys(hits) == ["skill:cooking"]  # the keyword match rescues it
     assert hits[0].channels["vector"].score < 0.99
@@ -88,7 +88,7 @@ def test_the_skill_index_lists_each_skill_once(key_client, skills):
 def test_search_scope_still_applies_to_the_rescued_keyword_matches(skills, settings):
     settings.RAG_SIMILARITY_THRESHOLD_SKILL = 0.99
     Source.objects.filter(key="skill:cooking").update(bot_id="bot-a")
-    assert chunks_search(query="boil pasta", scope=Scope(bot_ids=("bot-b",))) == []
+    assert not chunks_search(query="boil pasta", scope=Scope(bot_ids=("bot-b",)))
     assert keys(chunks_search(query="boil pasta", scope=Scope(bot_ids=("bot-a",)))) == ["skill:cooking"]
 
 

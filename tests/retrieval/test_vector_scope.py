@@ -2,7 +2,8 @@ import numpy as np
 import pytest
 from django.db import connection
 
-from retrieval.channels import Scope, vector_candidates
+from retrieval.scope import Scope
+from retrieval.vector import vector_candidates
 from sources.models import Chunk, EmbeddingModel, Source
 from sources.ingest import embedding_model_index_ensure
 

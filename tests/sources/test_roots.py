@@ -8,7 +8,7 @@ import pytest
 from django.db.models import Count
 
 from rag_site.errors import ApplicationError, Cooldown
-from retrieval.channels import Scope
+from retrieval.scope import Scope
 from retrieval.search import Mode, chunks_search
 from sources import jobs, roots
 from sources.chunking import chunk_text

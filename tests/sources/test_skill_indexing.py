@@ -128,7 +128,7 @@ def test_a_disabled_skill_is_not_searchable():
     assert chunks_search(query="pg_dump backups", mode=Mode.LEXICAL)
     Skill.objects.filter(pk=skill.pk).update(enabled=False)
     services.skill_index(skill_id=skill.pk)
-    assert chunks_search(query="pg_dump backups", mode=Mode.LEXICAL) == []
+    assert not chunks_search(query="pg_dump backups", mode=Mode.LEXICAL)
 
 
 def test_a_disabled_skill_is_listed_but_its_body_is_not_served(key_client):

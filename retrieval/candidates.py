@@ -1,0 +1,99 @@
+"""Candidate lists and the pure steps between the channels and the pool: threshold, fuse, group.
+
+No database here: each candidate carries what these steps need (its
+source and path), so they run over plain data.
+"""
+
+import enum
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from retrieval.choices import FusionMethod
+from retrieval.fusion import convex_fuse, rrf_fuse
+
+
+class ChannelKind(enum.StrEnum):
+    LEXICAL = "lexical"
+    VECTOR = "vector"
+
+
+@dataclass(frozen=True, slots=True)
+class Channel:
+    """Where a candidate list came from: the lexical channel, or the vector channel of one model."""
+
+    kind: ChannelKind
+    model_id: int | None = None
+
+    @property
+    def name(self) -> str:
+        """"lexical" or "vector:<model id>": how warnings name it, and fusion's key (its weight goes by kind)."""
+        return self.kind.value if self.model_id is None else f"{self.kind.value}:{self.model_id}"
+
+
+LEXICAL = Channel(ChannelKind.LEXICAL)
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    chunk_id: int
+    rank: int
+    score: float
+    source_id: int = 0
+    path: str = ""  # a root's segment is one source of many files: grouping tells them apart by path
+    threshold: float = 0.0  # vector candidates: their source's similarity threshold
+
+
+@dataclass(frozen=True, slots=True)
+class CandidateList:
+    channel: Channel
+    candidates: tuple[Candidate, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Scored:
+    """A fused candidate: its score in the fused order, and the source and path it groups by."""
+
+    chunk_id: int
+    score: float
+    source_id: int
+    path: str
+
+
+def thresholded(lists: list[CandidateList]) -> list[CandidateList]:
+    """Vector matches below their threshold dropped, unless lexical found them too (keyword relevance rescues them)."""
+    lexical = {c.chunk_id for found in lists if found.channel.kind == ChannelKind.LEXICAL for c in found.candidates}
+    kept = []
+    for found in lists:
+        if found.channel.kind == ChannelKind.VECTOR:
+            passing = [c for c in found.candidates if c.score >= c.threshold or c.chunk_id in lexical]
+            found = CandidateList(found.channel, tuple(Candidate(c.chunk_id, rank, c.score, c.source_id, c.path, c.threshold)
+                                                       for rank, c in enumerate(passing, start=1)))
+        kept.append(found)
+    return kept
+
+
+def fused(lists: list[CandidateList], *, method: FusionMethod, lexical_weight: float, rrf_k: int) -> list[Scored]:
+    """One order for several lists (lexical + vector, or several models' vector lists); one list keeps its own."""
+    where = {c.chunk_id: (c.source_id, c.path) for found in lists for c in found.candidates}
+    if len(lists) <= 1:
+        pairs = [(c.chunk_id, c.score) for found in lists for c in found.candidates]
+    else:
+        weights = {ChannelKind.LEXICAL.value: lexical_weight, ChannelKind.VECTOR.value: 1.0}
+        if method in (FusionMethod.CONVEX, FusionMethod.MINMAX):
+            pairs = convex_fuse({found.channel.name: [(c.chunk_id, c.score) for c in found.candidates] for found in lists},
+                                weights=weights, minmax=method == FusionMethod.MINMAX)
+        else:
+            pairs = rrf_fuse({found.channel.name: [c.chunk_id for c in found.candidates] for found in lists},
+                             k=rrf_k, weights=weights)
+    return [Scored(chunk_id, score, *where[chunk_id]) for chunk_id, score in pairs]
+
+
+def best_per_source(order: Iterable[Scored]) -> list[Scored]:
+    """The best chunk of each source (of each file, for a root's segment), in order."""
+    seen: set[tuple[int, str]] = set()
+    best = []
+    for item in order:
+        if (item.source_id, item.path) not in seen:
+            seen.add((item.source_id, item.path))
+            best.append(item)
+    return best
