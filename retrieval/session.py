@@ -34,8 +34,8 @@ _MODEL_FIELDS = ("id", "provider", "name", "dimensions", "normalized")
 _OPEN = """
     WITH previous AS MATERIALIZED (
         SELECT current_setting('statement_timeout') AS statement_timeout,
-               current_setting('hnsw.ef_search', true) AS ef_search,
-               current_setting('hnsw.iterative_scan', true) AS iterative_scan,
+               NULLIF(current_setting('hnsw.ef_search', true), '') AS ef_search,
+               NULLIF(current_setting('hnsw.iterative_scan', true), '') AS iterative_scan,
                set_config('statement_timeout', %(statement_timeout)s, false){hnsw}
     )
     SELECT previous.statement_timeout, previous.ef_search, previous.iterative_scan, {models} AS models{lexical_columns}
@@ -46,6 +46,8 @@ _MODELS = """(SELECT coalesce(json_agg(json_build_object({fields}) ORDER BY m.id
 
 _RESTORE_TIMEOUT = "set_config('statement_timeout', %(statement_timeout)s, false)"
 # A NULL value resets a setting: the HNSW ones were unset when pgvector had not run in this session yet.
+# Read back, such a reset placeholder is '' (NULLIF above): restoring '' once pgvector has loaded in the
+# session is refused ('invalid value for parameter "hnsw.ef_search"'), restoring NULL is not.
 _RESTORE_HNSW = ("set_config('hnsw.ef_search', %(ef_search)s, false), "
                  "set_config('hnsw.iterative_scan', %(iterative_scan)s, false)")
 

@@ -61,6 +61,24 @@ def test_the_search_puts_its_settings_back(skills):
         assert session_settings() == before
 
 
+@pytest.mark.django_db(transaction=True)
+def test_searches_follow_each_other_in_a_new_session_before_and_after_pgvector_loads(skills):
+    """A fresh connection's first searches: a setting reset before pgvector loaded must restore cleanly after.
+
+    As on a new server: the first search sees no model yet (no vector query
+    runs, so pgvector stays unloaded and the HNSW settings are placeholders),
+    the next one does.
+    """
+    from retrieval.scope import Scope
+
+    connection.close()  # a new PostgreSQL session
+    nothing = Scope(source_ids=(2**31 - 1,))
+    for _ in range(2):
+        assert not chunks_search(query="restore a backup", scope=nothing)
+    for mode in (Mode.HYBRID, Mode.LEXICAL, Mode.HYBRID, Mode.VECTOR, Mode.HYBRID):
+        assert chunks_search(query="restore a backup", mode=mode)
+
+
 @pytest.mark.django_db
 def test_in_a_callers_transaction_each_channel_adds_a_savepoint(skills, django_assert_num_queries):
     chunks_search(query="boil pasta")
