@@ -65,7 +65,7 @@ MAX_TERMS = 63
 # stored vector splits them (sources.models), OR-ed together. Matching any
 # word, not all (websearch_to_tsquery ANDs them), is what lets a
 # natural-language question find anything; the ranking rewards matching more.
-_QUERY_LEXEMES = """
+QUERY_LEXEMES = """
     SELECT DISTINCT lexeme FROM unnest(tsvector_to_array(
         to_tsvector('english', %(query)s)
         || to_tsvector('english', translate(regexp_replace(%(query)s, %(identifier_camel)s, %(identifier_camel_to)s, 'g'),
@@ -75,7 +75,7 @@ _QUERY_LEXEMES = """
 
 
 def lexeme_params(query: str) -> dict:
-    """``_QUERY_LEXEMES``'s parameters: the query and the identifier pattern the stored vectors were split with."""
+    """``QUERY_LEXEMES``'s parameters: the query and the identifier pattern the stored vectors were split with."""
     return {"query": query, "identifier_camel": IDENTIFIER_CAMEL[0], "identifier_camel_to": IDENTIFIER_CAMEL[1],
             "identifier_separators": IDENTIFIER_SEPARATORS, "identifier_spaces": " " * len(IDENTIFIER_SEPARATORS)}
 
@@ -201,7 +201,7 @@ def collection_sql(*, query: str, scope: Scope) -> tuple[str, dict]:
     """``collection_statistics``' query, to run on its own or inside a larger one."""
     where, params = scope.source_sql()
     visible = _VISIBLE.format(where=where, **TABLES)
-    return _COLLECTION.format(visible=visible, lexemes=_QUERY_LEXEMES, **TABLES), {**params, **lexeme_params(query)}
+    return _COLLECTION.format(visible=visible, lexemes=QUERY_LEXEMES, **TABLES), {**params, **lexeme_params(query)}
 
 
 def collection_read(rows: list[tuple]) -> Collection:
@@ -357,7 +357,7 @@ def _ts_rank(*, query: str, scope: Scope, limit: int) -> list[Candidate]:
     """PostgreSQL's ts_rank over every chunk in scope holding a query word (exhaustive; a comparison, not the default)."""
     where, params = scope.chunk_sql()
     params.update(lexeme_params(query), limit=limit, operators=bool(_OPERATORS.search(query)))
-    return _candidates(_TS_RANK.format(lexemes=_QUERY_LEXEMES, where=where, **TABLES), params)
+    return _candidates(_TS_RANK.format(lexemes=QUERY_LEXEMES, where=where, **TABLES), params)
 
 
 _TS_RANK = """

@@ -1,32 +1,153 @@
+"""The team's search page: results as you type (HTMX), filters kept in the URL, "show more" without a reload."""
+
+import dataclasses
+import hashlib
+import time
+from urllib.parse import urlencode
+
 from django.conf import settings
 from django.contrib.auth.views import redirect_to_login
+from django.core.cache import cache
+from django.db.models import Count, Q
 from django.shortcuts import render
+from django.urls import reverse
 from django_htmx.http import HttpResponseClientRedirect
 
 from rag_site.errors import ApplicationError
 from retrieval.access import identity_for_user, scope_for
-from retrieval.search import chunks_search
-from sources.models import IndexStatus, Skill
+from retrieval.highlight import matching_words, snippet
+from retrieval.search import Hit, Mode, chunks_search
+from sources.models import Chunk, IndexedFile, IndexStatus, Skill, Source, Tool, WorkspaceRoot
+
+PAGE_SIZE = 10
+KINDS = (("", "Everything"), (Source.Kind.SKILL, "Skills"), (Source.Kind.FILE, "Files"), (Source.Kind.TOOL, "Tools"))
+MODES = (("hybrid", "Hybrid"), ("lexical", "Words"), ("vector", "Meaning"))
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Filters:
+    """What the page's form asks for; every field lives in the URL, so a search can be shared."""
+
+    query: str = ""
+    kind: str = ""
+    root: str = ""  # a root's id
+    language: str = ""
+    mode: str = "hybrid"
+    page: int = 1
+
+    @classmethod
+    def from_request(cls, request) -> "Filters":
+        get = request.GET
+        kind = get.get("kind", "")
+        mode = get.get("mode", "hybrid")
+        try:
+            page = min(max(int(get.get("page", "1")), 1), settings.RAG_SEARCH_MAX_K // PAGE_SIZE)
+        except ValueError:
+            page = 1
+        return cls(query=get.get("q", "").strip()[:2000], kind=kind if kind in dict(KINDS) else "",
+                   root=get.get("root", "") if get.get("root", "").isdigit() else "",
+                   language=get.get("language", "")[:32], mode=mode if mode in dict(MODES) else "hybrid", page=page)
+
+    def url(self, **changes) -> str:
+        """The page's URL for these filters (with ``changes``), without the defaults."""
+        values = dataclasses.asdict(dataclasses.replace(self, **changes))
+        names = {"query": "q"}
+        defaults = dataclasses.asdict(Filters())
+        pairs = [(names.get(k, k), v) for k, v in values.items() if v != defaults[k]]
+        return reverse("search") + ("?" + urlencode(pairs) if pairs else "")
 
 
 def search_page(request):
-    """The search page, for signed-in people; HTMX requests get only the #results partial."""
+    """The search page, for signed-in people; HTMX requests get only the part they replace."""
     if not request.user.is_authenticated:
         login = redirect_to_login(request.get_full_path())
         # An HTMX swap would follow a redirect and put the login page inside #results.
         return HttpResponseClientRedirect(login.url) if request.htmx else login
+    filters = Filters.from_request(request)
     scope = scope_for(identity_for_user(request.user))
-    query = request.GET.get("q", "").strip()[:2000]
-    context = {"query": query, "hits": [], "error": ""}
-    if query:
-        try:
-            context["hits"] = chunks_search(query=query, k=settings.RAG_SEARCH_DEFAULT_K, scope=scope)
-        except ApplicationError as exc:
-            context["error"] = exc.message
+    context = {"filters": filters, "kinds": KINDS, "modes": MODES, **_filter_choices(scope)}
+    if filters.query:
+        context.update(_results(filters, scope))
     else:
-        skills = Skill.objects.filter(source__in=scope.source_ids_sql(enabled_only=False))
-        context["indexed"] = skills.filter(index_status=IndexStatus.INDEXED).count()
-        context["pending"] = skills.exclude(index_status__in=[IndexStatus.INDEXED, IndexStatus.FAILED]).count()
-        context["failed"] = skills.filter(index_status=IndexStatus.FAILED).count()
-    template = "retrieval/search.html#results" if request.htmx else "retrieval/search.html"
+        context.update(_landing(scope))
+    more = request.htmx and request.GET.get("more") == "1"
+    template = ("retrieval/search.html#more" if more else "retrieval/search.html#results" if request.htmx
+                else "retrieval/search.html")
     return render(request, template, context)
+
+
+def _results(filters: Filters, scope) -> dict:
+    kind = (Source.Kind.FILE,) if filters.language else (filters.kind,) if filters.kind else scope.kinds
+    narrowed = dataclasses.replace(scope, kinds=kind,
+                                   source_ids=_root_source_ids(filters.root, scope) if filters.root else scope.source_ids)
+    if filters.root and not narrowed.source_ids:
+        return {"hits": [], "total": 0, "more": False, "more_url": "", "elapsed_ms": 0, "warnings": []}
+    k = filters.page * PAGE_SIZE
+    started = time.perf_counter()
+    try:
+        # A language narrows the fused pool (RAG_SEARCH_CANDIDATES chunks): languages are not in the indexes.
+        found = chunks_search(query=filters.query, k=max(k, settings.RAG_SEARCH_CANDIDATES) if filters.language else k,
+                              mode=Mode.parse(filters.mode), scope=narrowed)
+    except ApplicationError as exc:
+        return {"error": exc.message}
+    hits = [hit for hit in found if hit.chunk.language == filters.language] if filters.language else list(found)
+    shown = hits[(filters.page - 1) * PAGE_SIZE:k]
+    words = matching_words(filters.query, [hit.chunk.content for hit in shown])
+    elapsed_ms = round((time.perf_counter() - started) * 1000)
+    more = len(hits) > k or (len(found) == k and k < settings.RAG_SEARCH_MAX_K)
+    return {
+        "hits": [_hit_view(hit, rank, words) for rank, hit in enumerate(shown, start=(filters.page - 1) * PAGE_SIZE + 1)],
+        "total": min(len(hits), k), "more": more, "more_url": filters.url(page=filters.page + 1) + "&more=1" if more else "",
+        "elapsed_ms": elapsed_ms, "warnings": found.warnings,
+    }
+
+
+def _hit_view(hit: Hit, rank: int, words: set[str]) -> dict:
+    chunk, source = hit.chunk, hit.chunk.source
+    shown = snippet(content=chunk.content, kind=source.kind, path=chunk.path, first_line=chunk.start_line, words=words)
+    anchor = f"#L{chunk.start_line}-L{chunk.end_line}"
+    if source.kind == Source.Kind.SKILL:
+        url = reverse("view-skill", args=[source.key.removeprefix("skill:")]) + anchor
+    elif source.kind == Source.Kind.FILE:
+        root_id = source.key.split(":")[1]  # root:<id> or root:<id>:segment:<id>
+        url = reverse("view-file", args=[root_id, chunk.path]) + anchor
+    else:
+        url = ""  # a tool is its schema: nothing more to open
+    return {"hit": hit, "rank": rank, "kind": source.kind, "snippet": shown, "url": url,
+            "description": (chunk.metadata or {}).get("contextual_description", "")}
+
+
+def _root_source_ids(root_id: str, scope) -> tuple[int, ...]:
+    """The visible sources of root ``root_id`` (its default segment and its segments)."""
+    keys = Q(key=f"root:{root_id}") | Q(key__startswith=f"root:{root_id}:segment:")
+    return tuple(Source.objects.filter(keys, pk__in=scope.source_ids_sql()).values_list("pk", flat=True))
+
+
+def _filter_choices(scope) -> dict:
+    """The roots and languages the person can filter by: only what their scope can see."""
+    sources = Source.objects.filter(scope.source_filter(), kind=Source.Kind.FILE)
+    root_ids = sorted({int(key.split(":")[1]) for key in sources.values_list("key", flat=True)})
+    roots = list(WorkspaceRoot.objects.filter(pk__in=root_ids).order_by("name").values_list("pk", "name"))
+    return {"roots": roots, "languages": _languages(scope)}
+
+
+def _languages(scope) -> list[str]:
+    """The languages of the files this scope sees; a scan of their chunks, so kept a minute per scope."""
+    key = "search-languages:" + hashlib.sha256(repr(scope).encode()).hexdigest()
+    languages = cache.get(key)
+    if languages is None:
+        languages = sorted(Chunk.objects.filter(scope.chunk_filter(), source__kind=Source.Kind.FILE)
+                           .exclude(language="").values_list("language", flat=True).distinct())
+        cache.set(key, languages, timeout=60)
+    return languages
+
+
+def _landing(scope) -> dict:
+    """What the empty page says: how much of each kind is searchable, what waits, what failed."""
+    skills = Skill.objects.filter(source__in=scope.source_ids_sql(enabled_only=False))
+    states = skills.aggregate(indexed=Count("pk", filter=Q(index_status=IndexStatus.INDEXED)),
+                              failed=Count("pk", filter=Q(index_status=IndexStatus.FAILED)),
+                              pending=Count("pk", filter=~Q(index_status__in=[IndexStatus.INDEXED, IndexStatus.FAILED])))
+    files = IndexedFile.objects.filter(source__in=scope.source_ids_sql(), source__kind=Source.Kind.FILE)
+    tools = Tool.objects.filter(source__in=scope.source_ids_sql(), index_status=IndexStatus.INDEXED)
+    return {**states, "files": files.count(), "tools": tools.count()}

@@ -32,7 +32,7 @@ def test_htmx_requests_get_only_the_results_partial(client, person):
 
 def test_no_match_explains_itself(client, person):
     partial = client.get("/", {"q": "zzzqqq"}, headers={"HX-Request": "true"}).content.decode()
-    assert "No matches" in partial
+    assert "No results" in partial and "Nothing matches “zzzqqq”" in partial
 
 
 def test_htmx_is_served_locally(client):
@@ -51,5 +51,85 @@ def test_file_hits_show_path_symbol_and_lines(client, person, tmp_path, settings
     job, _ = jobs.root_job_request(root_id=root.pk)
     roots.root_index(job=jobs.job_start(job_id=job.pk))
     partial = client.get("/", {"q": "refund invoice"}, headers={"HX-Request": "true"}).content.decode()
-    assert "billing.py · <code>refund_invoice</code>" in partial
-    assert "billing.py:4-5" in partial
+    assert f'<a class="open" href="/view/file/{root.pk}/billing.py#L4-L5">billing.py</a>' in partial
+    assert "<code>refund_invoice</code>" in partial and "<code>billing.py:4-5</code>" in partial
+    # Highlighted code with the file's own line numbers, the query's words marked (also inside the identifier).
+    assert '<pre class="linenos" aria-hidden="true">4\n5</pre>' in partial
+    assert '<span class="nf"><mark>refund</mark>_<mark>invoice</mark></span>' in partial
+
+
+@pytest.fixture
+def mixed(tmp_path, settings):
+    """Skills, a private skill, files in two roots (one private) and a tool: every kind the page shows."""
+    from sources import tools
+    from sources.models import Tool, WorkspaceRoot
+    from tests.conftest import index_root
+
+    settings.RAG_ROOT_BASE_DIRS = [str(tmp_path)]
+    for name, bot in (("app", ""), ("vault", "alpha")):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "deploy.py").write_text(f"def deploy_{name}():\n    '''Deploy the release.'''\n    return 1\n")
+        (tmp_path / name / "notes.md").write_text(f"# Notes\n\nDeploy {name} on Fridays.\n")
+        index_root(WorkspaceRoot.objects.create(name=name, path=str(tmp_path / name), bot_id=bot))
+    body = "# Deploy\n\nRun `make deploy` <script>alert(1)</script> ![x](https://example.com/x.png)\n\n```bash\nmake deploy\n```\n"
+    services.skill_index(skill_id=SkillFactory(slug="deploy", body=body).pk)
+    services.skill_index(skill_id=SkillFactory(slug="secret-deploy", body="# Deploy secrets\n\nDeploy the vault.\n", bot_id="alpha").pk)
+    tools.tool_index(tool_id=Tool.objects.create(name="deploy_release", description="Deploy a release.").pk)
+    return {root.name: root for root in WorkspaceRoot.objects.all()}
+
+
+def test_the_landing_page_counts_every_kind_the_person_can_search(client, person, mixed):
+    page = client.get("/").content.decode()
+    assert "Searchable now: 1 skill, 2 files and 1 tool." in page  # the private root and skill are not counted
+
+
+def test_filters_live_in_the_url_and_only_offer_what_the_person_can_see(client, person, mixed):
+    page = client.get("/", {"q": "deploy", "kind": "file", "root": mixed["app"].pk, "mode": "lexical"}).content.decode()
+    assert f'<option value="{mixed["app"].pk}" selected>app</option>' in page
+    assert "vault" not in page and "secret-deploy" not in page  # the private root is neither offered nor found
+    assert '<option value="file" selected>Files</option>' in page and '<option value="lexical" selected>Words</option>' in page
+    assert page.count('class="hit"') == 2 and "/view/file/" in page and "/view/skill/" not in page
+    python = client.get("/", {"q": "deploy", "language": "python"}, headers={"HX-Request": "true"}).content.decode()
+    assert python.count('class="hit"') == 1 and "deploy.py" in python and "notes.md" not in python
+    hidden = client.get("/", {"q": "deploy", "root": mixed["vault"].pk}, headers={"HX-Request": "true"}).content.decode()
+    assert "No results" in hidden  # asking for a root one cannot see finds nothing, like a root that does not exist
+
+
+def test_skills_render_as_safe_markdown_with_the_query_marked(client, person, mixed):
+    partial = client.get("/", {"q": "make deploy", "kind": "skill"}, headers={"HX-Request": "true"}).content.decode()
+    assert "<h1><mark>Deploy</mark></h1>" in partial
+    assert '<pre><code class="language-bash"><mark>make</mark> <mark>deploy</mark>' in partial
+    assert "<script>" not in partial and "&lt;script&gt;" in partial  # raw HTML is shown, never run
+    assert "<img" not in partial  # no image: nothing loads from elsewhere (the markdown stays a link)
+    assert '<a class="open" href="/view/skill/deploy#L1-L7">' in partial
+
+
+def test_show_more_returns_only_the_next_results_and_the_next_button(client, person, mixed, settings):
+    from retrieval import views
+
+    first = client.get("/", {"q": "deploy"}, headers={"HX-Request": "true"}).content.decode()
+    assert first.count('class="hit"') == 4 and "Show more" not in first  # 4 visible hits, fewer than a page
+    views.PAGE_SIZE, saved = 2, views.PAGE_SIZE
+    try:
+        first = client.get("/", {"q": "deploy"}, headers={"HX-Request": "true"}).content.decode()
+        assert first.count('class="hit"') == 2 and 'hx-get="/?q=deploy&amp;page=2&amp;more=1"' in first
+        more = client.get("/", {"q": "deploy", "page": "2", "more": "1"}, headers={"HX-Request": "true"}).content.decode()
+        assert 'id="results"' not in more and more.count('class="hit"') == 2 and 'value="3"' in more
+    finally:
+        views.PAGE_SIZE = saved
+
+
+def test_a_failed_search_says_so_instead_of_showing_old_results(client, person, mixed):
+    from sources.models import EmbeddingModel, Source
+
+    missing = EmbeddingModel.objects.create(provider="local", name="/nowhere/no-such-model", dimensions=8)
+    Source.objects.update(embedding_model=missing)
+    partial = client.get("/", {"q": "deploy", "mode": "vector"}, headers={"HX-Request": "true"}).content.decode()
+    assert 'role="alert"' in partial and "The search failed" in partial and 'class="hit"' not in partial
+
+
+def test_each_hit_explains_its_score_on_demand(client, person, mixed):
+    partial = client.get("/", {"q": "deploy release"}, headers={"HX-Request": "true"}).content.decode()
+    assert '<details class="why"><summary>Why #1</summary>' in partial
+    assert "<dt>Words (BM25)</dt><dd>rank " in partial and "<dt>Meaning (vectors)</dt>" in partial
+    assert " ms</span>" in partial and "result" in partial

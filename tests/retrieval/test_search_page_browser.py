@@ -23,9 +23,97 @@ def test_results_update_as_you_type_after_signing_in(live_server, django_user_mo
         page.fill("#id_password", "a-long-test-password")
         page.click("button[type=submit]")
         expect(page.locator(".who")).to_have_text("reader")
-        expect(page.locator("#results")).to_contain_text("1 skill indexed")
+        expect(page.locator("#results")).to_contain_text("Searchable now: 1 skill, 0 files and 0 tools")
         page.locator("input[name=q]").press_sequentially("renew tls certificates", delay=20)
-        expect(page.locator("#results .hit .path").first).to_have_text("# Operations > ## Rotating certificates")
+        expect(page.locator("#results .hit .path").first).to_contain_text("# Operations > ## Rotating certificates")
         # HTMX swapped the fragment and pushed the URL; no full reload happened.
         assert "q=renew%20tls%20certificates" in page.url
         assert page.evaluate("typeof htmx") == "object"
+
+
+PASSWORD = "a-long-test-password"
+
+
+@pytest.fixture
+def corpus(tmp_path, settings, django_user_model):
+    """A person, a skill and a root of code: what the page's tests search."""
+    from sources.models import WorkspaceRoot
+    from tests.conftest import index_root
+
+    django_user_model.objects.create_user("reader", password=PASSWORD)
+    settings.RAG_ROOT_BASE_DIRS = [str(tmp_path)]
+    (tmp_path / "repo").mkdir()
+    lines = [f"def refund_step_{n}(invoice):\n    return invoice.total - {n}\n\n" for n in range(40)]
+    (tmp_path / "repo" / "billing.py").write_text("".join(lines))
+    for n in range(12):
+        (tmp_path / "repo" / f"refunds_{n}.md").write_text(f"# Refunds {n}\n\nHow refunds of kind {n} are paid back.\n")
+    root = WorkspaceRoot.objects.create(name="repo", path=str(tmp_path / "repo"))
+    index_root(root)
+    body = "# Operations\n\n## Rotating certificates\n\nRenew the TLS certificates with certbot every sixty days.\n"
+    services.skill_index(skill_id=SkillFactory(slug="ops", body=body).pk)
+    return root
+
+
+def test_search_as_you_type_marks_words_opens_the_viewer_and_keeps_filters_in_the_url(live_server, corpus):
+    from playwright.sync_api import expect
+
+    from tests.browser import sign_in
+
+    with chromium() as browser:
+        page = browser.new_page()
+        sign_in(page, live_server.url, "reader", PASSWORD)
+        expect(page.locator("#results")).to_contain_text("1 skill, 13 files and 0 tools")
+        before = page.evaluate("history.length")
+        page.locator("#q").press_sequentially("renew certificates", delay=20)
+        expect(page.locator("#results .hit mark", has_text="Renew").first).to_be_visible()
+        assert page.evaluate("history.length") == before  # typing replaced the URL; it did not stack entries
+        assert "q=renew" in page.url
+        # The filters are part of the URL: a shared link shows the same search.
+        page.select_option("select[name=kind]", "file")
+        expect(page.locator("#results")).to_contain_text("No results")  # no file is about certificates
+        assert "kind=file" in page.url and "q=renew+certificates" in page.url.replace("%20", "+")
+        page.goto(page.url)
+        expect(page.locator("select[name=kind]")).to_have_value("file")
+        # Show more appends the next page in place.
+        page.fill("#q", "refunds paid back")
+        page.press("#q", "Enter")
+        expect(page.locator("#results .hit")).to_have_count(10)
+        first = page.locator("#results .hit .open").first.inner_text()
+        page.click("text=Show more results")
+        expect(page.locator("#results .hit")).to_have_count(20)  # appended in place, the first ten unchanged
+        assert page.locator("#results .hit .open").first.inner_text() == first
+        assert page.locator("#results .hit").nth(10).get_attribute("value") == "11"
+        # Keyboard: / focuses the box, arrows move through hits, Enter opens the viewer at the cited lines.
+        page.fill("#q", "refund_step_30")
+        page.press("#q", "Enter")
+        expect(page.locator("#results .hit").first).to_contain_text("billing.py")
+        page.locator("body").click()
+        page.keyboard.press("/")
+        assert page.evaluate("document.activeElement.id") == "q"
+        page.keyboard.press("ArrowDown")
+        assert page.evaluate("document.activeElement.className") == "open"
+        page.keyboard.press("Enter")
+        page.wait_for_url("**/view/file/**")
+        marked = page.locator(".viewer .marked")
+        expect(marked.first).to_contain_text("refund_step_30")
+        assert page.locator("#citation").inner_text().startswith("billing.py:")
+
+
+def test_the_search_page_and_the_viewer_fit_a_phone_and_pass_axe(live_server, corpus):
+    from playwright.sync_api import expect
+
+    from tests.browser import axe_violations, sign_in
+
+    for scheme in ("light", "dark"):
+        with chromium(viewport={"width": 390, "height": 844}, color_scheme=scheme) as browser:
+            page = browser.new_page()
+            sign_in(page, live_server.url, "reader", PASSWORD)
+            page.locator("#q").press_sequentially("refund invoice total", delay=10)
+            expect(page.locator("#results .hit").first).to_be_visible()
+            assert page.evaluate("document.documentElement.scrollWidth") <= 390  # no sideways scrolling
+            assert page.locator("#results").count() == 1 and page.locator("[aria-live]").count() == 1
+            assert axe_violations(page) == [], scheme
+            page.locator("#results .hit .open").first.click()
+            page.wait_for_url("**/view/file/**")
+            assert axe_violations(page) == [], scheme
+            assert page.evaluate("document.documentElement.scrollWidth") <= 390
