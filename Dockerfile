@@ -18,6 +18,7 @@ COPY pyproject.toml README.md manage.py ./
 COPY rag_site ./rag_site
 COPY sources ./sources
 COPY retrieval ./retrieval
+COPY measure ./measure
 COPY templates ./templates
 COPY static ./static
 RUN pip install --no-cache-dir -e .

@@ -103,7 +103,7 @@ def bm25_reference(*, query: str, scope: Scope, collection: tuple[int, int, int]
     where, params = scope.chunk_sql()
     params.update(lexeme_params(query))
     with connection.cursor() as cursor:
-        cursor.execute(_REFERENCE_ROWS.format(lexemes=lexical._QUERY_LEXEMES, where=where, **TABLES), params)
+        cursor.execute(_REFERENCE_ROWS.format(lexemes=lexical.QUERY_LEXEMES, where=where, **TABLES), params)
         rows = cursor.fetchall()
     visible, total_length, n = collection or reference_collection(scope=scope)
     lengths: dict[int, int] = {}

@@ -18,8 +18,8 @@ from urllib.parse import quote, urlsplit, urlunsplit
 
 import numpy as np
 
+from measure.bench_queries import QueryKind
 from rag_site.supervisor import process_stop
-from retrieval.bench_queries import QueryKind
 from retrieval.search import STAGES
 
 REQUEST_TIMEOUT = 60.0  # seconds; far above the statement timeout, so a slow answer is measured, not dropped
@@ -178,7 +178,7 @@ def database_url_for(url: str, name: str) -> str:
 @contextlib.contextmanager
 def web_server(*, database_url: str, log_path: Path) -> Iterator[str]:
     """gunicorn as `make run` starts it (rag_run.web_command), on a free port, against ``database_url``; yields its URL."""
-    from sources.management.commands.rag_run import web_command
+    from rag_site.management.commands.rag_run import web_command
 
     port = free_port()
     log_path.parent.mkdir(parents=True, exist_ok=True)

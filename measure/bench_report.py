@@ -1,6 +1,6 @@
 """`rag_bench search`'s report as text tables (the command prints JSON with --json). Pure Python."""
 
-from retrieval.bench_queries import QueryKind
+from measure.bench_queries import QueryKind
 
 
 def report_lines(report: dict) -> list[str]:

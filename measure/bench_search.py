@@ -1,12 +1,12 @@
 """`rag_bench search`: the real search service, over HTTP, on a corpus of N chunks.
 
-Steps: build or reuse the corpus (sources/bench_corpus.py); start gunicorn
+Steps: build or reuse the corpus (measure/bench_corpus.py); start gunicorn
 the way `make run` does, on a free port, against the same database (or use
 a running server); warm it up (each web worker loads the model on its first
 query); for every mode and client count, closed-loop clients send the
-seeded query mix (retrieval/bench_queries.py) for S seconds; then, in this
+seeded query mix (measure/bench_queries.py) for S seconds; then, in this
 process, HNSW recall and lexical agreement against exact search
-(retrieval/bench_accuracy.py), and optionally the contention run.
+(measure/bench_accuracy.py), and optionally the contention run.
 """
 
 import os
@@ -19,15 +19,15 @@ from itertools import cycle
 from django.conf import settings
 from django.db import connection
 
+from measure import bench_accuracy
+from measure.bench_corpus import BENCH_BOT, bench_corpus_ensure
+from measure.bench_load import Stream, clients_run, database_url_for, percentile_ms, samples_summary, web_server
+from measure.bench_queries import WORST_CASE, QueryKind, queries_of, query_stream
 from rag_site.errors import ApplicationError
-from retrieval import bench_accuracy
 from retrieval.access import identity_for_key, scope_for
-from retrieval.bench_load import Stream, clients_run, database_url_for, percentile_ms, samples_summary, web_server
-from retrieval.bench_queries import WORST_CASE, QueryKind, queries_of, query_stream
 from retrieval.keys import api_key_authenticate, api_key_create
 from retrieval.scope import Scope
 from retrieval.search import Mode
-from sources.bench_corpus import BENCH_BOT, bench_corpus_ensure
 
 WARMUP_SECONDS = 3.0
 CONTENTION_CLIENTS = 4  # worst-case senders beside the one normal client

@@ -8,11 +8,11 @@ from pathlib import Path
 
 from django.conf import settings
 
+from measure.metrics import evaluate, token_overlap_rank, tokens
 from rag_site.errors import ApplicationError
 from retrieval.assembly import Span, assemble
 from retrieval.scope import Scope
 from retrieval.context import context_pieces, context_search
-from retrieval.metrics import evaluate, token_overlap_rank, tokens
 from retrieval.search import Mode, chunks_search
 from retrieval.tokens import ENCODINGS, token_count
 from sources.chunking import chunk_text
@@ -232,7 +232,7 @@ def code_root_index(directory: Path):
 
 def code_evaluate(queries: list[CodeQuery], root, *, k: int = 10) -> dict[str, dict[str, float]]:
     """A hit is correct when its file is the query's and its lines overlap the query's."""
-    from retrieval.metrics import hit_metrics
+    from measure.metrics import hit_metrics
     from sources.models import Chunk
 
     source_ids = _root_source_ids(root)

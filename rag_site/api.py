@@ -4,32 +4,13 @@ from django.http import Http404
 from ninja import NinjaAPI
 from ninja.errors import AuthenticationError, HttpError, ValidationError
 
-from rag_site.errors import (
-    ApplicationError,
-    Conflict,
-    Cooldown,
-    Forbidden,
-    InvalidInput,
-    NotFound,
-    Unauthenticated,
-    Unavailable,
-    error_headers,
-)
+from rag_site.errors import ApplicationError, error_headers, http_status
 from retrieval.api import router as retrieval_router
 from sources.api import router as sources_router
 
 api = NinjaAPI(title="rag-site API", version="1", docs_url="/docs", urls_namespace="api")
 api.add_router("/v1", retrieval_router)
 api.add_router("/v1", sources_router)
-
-
-# How each kind of service error is said in HTTP (the API and /mcp); the most specific class first.
-HTTP_STATUSES = ((InvalidInput, 422), (NotFound, 404), (Conflict, 409), (Cooldown, 429), (Unavailable, 503),
-                 (Unauthenticated, 401), (Forbidden, 403), (ApplicationError, 400))
-
-
-def http_status(exc: ApplicationError) -> int:
-    return next(status for kind, status in HTTP_STATUSES if isinstance(exc, kind))
 
 
 _LOCATIONS = {"body", "query", "path", "header", "cookie", "form", "file"}

@@ -11,7 +11,7 @@ def demo_skills_load() -> list[str]:
     Never overwrites a skill an admin has edited or re-created.
     """
     created = []
-    for entry in sorted(resources.files("sources").joinpath("demo_skills").iterdir(), key=lambda e: e.name):
+    for entry in sorted(resources.files("rag_site").joinpath("demo_skills").iterdir(), key=lambda e: e.name):
         if not entry.name.endswith(".md"):
             continue
         slug = entry.name.removesuffix(".md")

@@ -1,6 +1,6 @@
 """The errors services raise, typed by what went wrong; the edges choose how to say it.
 
-Services and storage never speak HTTP: ``rag_site.api.http_status`` maps each
+Services and storage never speak HTTP: ``http_status`` below maps each
 class to a status for the API and /mcp, a job records the message as its
 failure reason, the page shows it.
 """
@@ -43,6 +43,15 @@ class Unauthenticated(ApplicationError):
 
 class Forbidden(ApplicationError):
     """Valid credentials that may not do this (403)."""
+
+
+# How each kind of service error is said in HTTP (the API and /mcp); the most specific class first.
+HTTP_STATUSES = ((InvalidInput, 422), (NotFound, 404), (Conflict, 409), (Cooldown, 429), (Unavailable, 503),
+                 (Unauthenticated, 401), (Forbidden, 403), (ApplicationError, 400))
+
+
+def http_status(exc: ApplicationError) -> int:
+    return next(status for kind, status in HTTP_STATUSES if isinstance(exc, kind))
 
 
 def error_headers(response, status: int, details: dict):

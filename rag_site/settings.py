@@ -73,6 +73,8 @@ INSTALLED_APPS = [
     "template_partials",
     "sources",
     "retrieval",
+    "rag_site",  # the project's own commands: rag_run
+    "measure",  # evaluation and benchmarks: rag_eval, rag_bench (the product never imports it)
 ]
 
 MIDDLEWARE = [
@@ -366,3 +368,22 @@ RAG_LLM_RATE_LIMIT_INITIAL_WAIT = env_float("RAG_LLM_RATE_LIMIT_INITIAL_WAIT", 9
 RAG_LLM_FALLBACK_COOLDOWN_SECONDS = env_float("RAG_LLM_FALLBACK_COOLDOWN_SECONDS", 300.0, minimum=0.0)
 # httpx logs every request at INFO: one line per chunk description would drown the log.
 LOGGING["loggers"]["httpx"] = {"level": "WARNING"}
+
+# --- Contextual retrieval (optional; needs the language model above) ---------
+# Before embedding, each chunk gets a one- or two-sentence description that
+# situates it in its document, written by RAG_CONTEXTUAL_MODEL; it is
+# prepended to the embedded text and indexed lexically. Part of every
+# document's fingerprint: turning it on or off re-embeds at the next index run.
+RAG_CONTEXTUAL_RETRIEVAL = env_bool("RAG_CONTEXTUAL_RETRIEVAL", False)
+RAG_CONTEXTUAL_MODEL = env_str("RAG_CONTEXTUAL_MODEL", "") or RAG_LLM_MODEL
+RAG_CONTEXTUAL_MAX_TOKENS = env_int("RAG_CONTEXTUAL_MAX_TOKENS", 150, minimum=16, maximum=4096)
+# Description requests in flight at once per indexing process.
+RAG_CONTEXTUAL_CONCURRENCY = env_int("RAG_CONTEXTUAL_CONCURRENCY", 5, minimum=1, maximum=64)
+if RAG_CONTEXTUAL_RETRIEVAL and not RAG_LLM_BASE_URL:
+    raise ImproperlyConfigured("RAG_CONTEXTUAL_RETRIEVAL is on but RAG_LLM_BASE_URL is empty: name the API that writes the descriptions")
+if RAG_CONTEXTUAL_RETRIEVAL and not RAG_CONTEXTUAL_MODEL:
+    raise ImproperlyConfigured("RAG_CONTEXTUAL_RETRIEVAL is on but no model is named: set RAG_CONTEXTUAL_MODEL or RAG_LLM_MODEL")
+# An API embedding model (RAG_EMBEDDING_MODEL, or a root's or segment's model
+# name, "api:<model>[@<dimensions>]") is served by the same base URL.
+if RAG_EMBEDDING_MODEL.startswith("api:") and not RAG_LLM_BASE_URL:
+    raise ImproperlyConfigured(f"RAG_EMBEDDING_MODEL is {RAG_EMBEDDING_MODEL!r} but RAG_LLM_BASE_URL is empty: name the API that serves it")

@@ -5,7 +5,7 @@ from django.urls import path
 from rag_site.api import api
 from retrieval import viewer, views
 from retrieval.mcp_transport import mcp_endpoint
-from sources.admin.overview import overview_view
+from sources.admin.overview import overview_view, try_search_view
 
 admin.site.site_header = "rag-site administration"
 admin.site.site_title = "rag-site admin"
@@ -17,6 +17,7 @@ urlpatterns = [
     path("accounts/login/", auth_views.LoginView.as_view(redirect_authenticated_user=True), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/overview/", admin.site.admin_view(overview_view), name="admin-overview"),
+    path("admin/try-search/", admin.site.admin_view(try_search_view), name="admin-try-search"),
     path("admin/", admin.site.urls),
     path("api/", api.urls),
     path("mcp", mcp_endpoint, name="mcp"),  # the MCP server (Streamable HTTP), for agents

@@ -34,18 +34,17 @@ from mcp.server import Server, ServerRequestContext
 from ninja import Field, Schema
 from pydantic import BaseModel, ValidationError
 
-from rag_site.api import http_status
-from rag_site.errors import ApplicationError
+from rag_site.errors import ApplicationError, http_status
 from retrieval.access import Identity
-from retrieval.api import search_answer, skills_search_answer, tools_search_answer
+from retrieval.answers import search_answer, skills_search_answer, tools_search_answer
 from retrieval.context import context_answer
 from retrieval.files import grep_answer, read_answer
 from retrieval.schemas import (
     ContextIn, ContextOut, GrepIn, GrepOut, ReadIn, ReadOut, SearchIn, SearchOut, SkillSearchIn, SkillSearchOut, ToolSearchIn,
     ToolSearchOut,
 )
-from sources.api import skill_detail_answer
 from sources.schemas import SkillDetailOut
+from sources.selectors import skill_detail_answer
 
 log = logging.getLogger(__name__)
 

@@ -44,8 +44,7 @@ from django.utils.http import is_same_domain
 from django.views.decorators.csrf import csrf_exempt
 from mcp.server.streamable_http_manager import DEFAULT_MAX_REQUEST_BODY_SIZE, StreamableHTTPSessionManager
 
-from rag_site.api import http_status
-from rag_site.errors import ApplicationError, Unauthenticated, error_headers
+from rag_site.errors import ApplicationError, Unauthenticated, error_headers, http_status
 from retrieval.access import Identity
 from retrieval.auth import ApiKeyAuth
 from retrieval.mcp import CALLER, mcp_server

@@ -1,12 +1,11 @@
 from ninja import Router
 from ninja.responses import Status
 
-from retrieval.access import Identity
 from retrieval.auth import HEALTH_AUTH, MANAGE_AUTH, READ_AUTH, manage_required
 from retrieval.schemas import API_ERRORS, ErrorOut
 from sources import tasks
 from sources.health import health_check
-from sources.selectors import job_get, roots_with_latest_job, skill_readable, skills_visible
+from sources.selectors import job_get, roots_with_latest_job, skill_detail_answer, skills_visible
 from sources.schemas import CheckOut, HealthOut, JobOut, ReindexIn, ReindexOut, RootOut, SkillDetailOut, SkillOut
 
 router = Router(tags=["sources"])
@@ -17,11 +16,6 @@ ERRORS = {**API_ERRORS, 404: ErrorOut}
 def skills_list(request):
     """The skills the caller may see, with their indexing status and, when indexing failed, why."""
     return list(skills_visible(request.auth))
-
-
-def skill_detail_answer(identity: Identity, slug: str) -> SkillDetailOut:
-    """What /skills/{slug} answers (the endpoint and the MCP tool ``get_skill``): see ``skill_readable``."""
-    return SkillDetailOut.from_orm(skill_readable(identity, slug))
 
 
 @router.get("/skills/{slug}", response={200: SkillDetailOut, **ERRORS}, auth=READ_AUTH)
@@ -58,11 +52,15 @@ def index_job(request, job_id: int):
 @router.get("/health", response={200: HealthOut, 503: HealthOut, 401: ErrorOut, 429: ErrorOut}, auth=HEALTH_AUTH,
             tags=["health"], exclude_none=True)
 def health(request):
-    """Database, broker, workers, beat and embedding model: 200 when the database and the broker answer, else 503.
+    """Database, broker, workers, beat, embedding model and, when one is configured, the language model
+    (``llm``): 200 when the database and the broker answer, else 503.
 
-    ``status`` is "ok" when every check passes, else "degraded". Answers
-    without credentials (load balancers): then only ``ok`` per check. With the
-    manage permission each check has ``details`` (ages, latencies, errors)."""
+    ``status`` is "ok" when every check passes, else "degraded"; ``llm`` fails
+    only when every model of its chain is cooling down in the circuit breaker.
+    Answers without credentials (load balancers): then only ``ok`` per check.
+    With the manage permission each check has ``details`` (ages, latencies,
+    errors; for ``llm`` each model's breaker state, opened-until, recent errors
+    by class, last error and latency)."""
     report = health_check()
     detailed = request.auth.can_manage
     checks = {name: CheckOut(ok=check.ok, details=check.details if detailed else None) for name, check in report.checks.items()}

@@ -1,8 +1,9 @@
-"""Health of the parts a search or an index job needs: database, broker, workers, beat, embedding model.
+"""Health of the parts a search or an index job needs: database, broker, workers, beat, embedding model, language model.
 
 Cheap enough for a load balancer to call every few seconds: one
 ``SELECT 1``, one Redis PING, a few key reads. The embedding model is
-reported, never loaded.
+reported, never loaded; the language model (when one is configured) is
+judged by its circuit breaker, never called.
 """
 
 import time
@@ -13,9 +14,11 @@ import redis
 from django.conf import settings
 from django.db import DatabaseError, connection
 
+from rag_site.breaker import BreakerState
+from rag_site.llm import LLMConfig, llm_configured, llm_status
 from sources import heartbeats
 from sources.embedding.local import model_findable
-from sources.embedding.registry import embedder_loaded
+from sources.embedding.registry import embedder_loaded, model_reference
 from sources.models import EmbeddingModel
 
 
@@ -47,6 +50,7 @@ def health_check() -> Health:
         "broker": broker,
         **_heartbeats(reachable=broker.ok),
         "embedding_model": _embedding_model(database_ok=database.ok),
+        **({"llm": _llm()} if llm_configured() else {}),
     })
 
 
@@ -93,7 +97,11 @@ def _heartbeats(*, reachable: bool) -> dict[str, Check]:
 
 def _embedding_model(*, database_ok: bool) -> Check:
     name = settings.RAG_EMBEDDING_MODEL
-    loaded = embedder_loaded(provider="local", name=name)
+    provider, model_name = model_reference(name)
+    loaded = embedder_loaded(provider=provider, name=model_name)
+    if provider == "api":
+        # Served by the language model's endpoint: its breaker (the "llm" check) tells whether it answers.
+        return Check(True, {"name": name, "loaded_here": loaded})
     known = False
     if database_ok:
         try:
@@ -104,4 +112,19 @@ def _embedding_model(*, database_ok: bool) -> Check:
     details: dict[str, Any] = {"name": name, "loaded_here": loaded}
     if not ok:
         details["error"] = f"{name!r} is neither the bundled model nor an existing path, and no worker has loaded it"
+    return Check(ok, details)
+
+
+def _llm() -> Check:
+    """Ok unless every model of the chain is open (skipped by every process); details: each model's breaker and health."""
+    statuses = llm_status()
+    chain = set(LLMConfig.from_settings().chain)
+    # Without a chat chain (embeddings only) every model called lately counts.
+    judged = [status for status in statuses if status.model in chain] or statuses
+    open_ = [status for status in judged if status.state == BreakerState.OPEN]
+    ok = not judged or len(open_) < len(judged)
+    details: dict[str, Any] = {"models": [status.as_dict() for status in statuses]}
+    if not ok:
+        details["error"] = "every model is cooling down after failures: " + "; ".join(
+            f"{status.model} ({status.reason})" if status.reason else status.model for status in open_)
     return Check(ok, details)

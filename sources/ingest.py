@@ -11,6 +11,11 @@ item into documents; everything after that is here:
   now; anything else re-chunks and re-embeds.
 - ``Batch`` collects documents across sources and files, embeds them in
   large calls per model and replaces their chunks.
+- ``documents_describe``: with RAG_CONTEXTUAL_RETRIEVAL, each chunk first
+  gets a contextual description (sources/contextual.py), kept in its
+  metadata and prepended to its embedded text; one that cannot be written
+  is counted, and its document is stored with an empty fingerprint so the
+  next run tries again (cached descriptions cost nothing then).
 - ``documents_replace`` swaps the chunks of whole documents in one
   transaction with one DELETE and one bulk INSERT: a search never sees half a
   document, and no statement runs per chunk.
@@ -21,7 +26,7 @@ item into documents; everything after that is here:
 
 import hashlib
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from django.conf import settings
@@ -30,8 +35,9 @@ from django.utils import timezone
 
 from rag_site.errors import ApplicationError
 from sources.chunking import CHUNKING_VERSION, ChunkResult
-from sources.embedding import EmbeddingError, embedder_for
-from sources.models import Chunk, EmbeddingModel, IndexedFile, IndexStatus, Source
+from sources.contextual import DescriptionRequest, contextual_identity, descriptions_get
+from sources.embedding import EmbeddingError, embedder_for, model_reference
+from sources.models import DESCRIPTION_KEY, Chunk, EmbeddingModel, IndexedFile, IndexStatus, Source
 
 
 class IndexingError(ApplicationError):
@@ -50,7 +56,7 @@ class IngestSettings:
     @classmethod
     def current(cls) -> "IngestSettings":
         return cls(max_chars=settings.RAG_CHUNK_MAX_CHARS, overlap=settings.RAG_CHUNK_OVERLAP,
-                   long_texts=settings.RAG_EMBED_LONG_TEXTS)
+                   long_texts=settings.RAG_EMBED_LONG_TEXTS, contextual=contextual_identity())
 
 
 def content_hash(text: str) -> str:
@@ -86,13 +92,24 @@ class Document:
     # Files: the stat that lets the next pass skip them unread.
     size: int = 0
     mtime_ns: int = 0
+    # The document's text, for contextual descriptions only (empty: its chunks joined).
+    text: str = ""
     vectors: np.ndarray | None = None
+    undescribed: int = 0  # chunks whose contextual description could not be written
 
 
 def embedding_model_for(name: str = "") -> EmbeddingModel:
-    """The row of a local model (default: RAG_EMBEDDING_MODEL), with its HNSW index."""
-    embedder = embedder_for(provider="local", name=name or settings.RAG_EMBEDDING_MODEL, device=settings.RAG_EMBEDDING_DEVICE)
-    spec = embedder.spec
+    """The row of a model named as a root, a segment or RAG_EMBEDDING_MODEL names it (the default), with its HNSW index.
+
+    ``api:<model>[@<dimensions>]`` is a model of the OpenAI-compatible API
+    (sources/embedding/api.py); anything else a local model's name or path.
+    A model that cannot be loaded or reached raises IndexingError.
+    """
+    provider, model_name = model_reference(name or settings.RAG_EMBEDDING_MODEL)
+    try:
+        spec = embedder_for(provider=provider, name=model_name, device=settings.RAG_EMBEDDING_DEVICE).spec
+    except EmbeddingError as exc:
+        raise IndexingError(str(exc)) from exc
     model, created = EmbeddingModel.objects.get_or_create(
         provider=spec.provider, name=spec.name, dimensions=spec.dimensions, normalized=spec.normalized
     )
@@ -123,18 +140,58 @@ def embedding_model_index_ensure(*, model: EmbeddingModel) -> None:
 
 def embed_text(chunk: ChunkResult, path: str = "") -> str:
     # Path, symbol and heading path tell the model what the text is about;
-    # the content alone often does not name its topic.
+    # the content alone often does not name its topic. The contextual
+    # description, when there is one, says it in words.
     header = " · ".join(part for part in (path, chunk.symbol, chunk.context_prefix) if part)
-    return f"{header}\n\n{chunk.content}" if header else chunk.content
+    description = chunk.metadata.get(DESCRIPTION_KEY, "")
+    body = f"{description}\n\n{chunk.content}" if description else chunk.content
+    return f"{header}\n\n{body}" if header else body
 
 
-def documents_embed(documents: Sequence[Document], *, on_batch: Callable[[], None] | None = None) -> None:
+def documents_describe(documents: Sequence[Document], *, identity: str,
+                       on_batch: Callable[[], None] | None = None) -> int:
+    """Give every chunk of ``documents`` its contextual description (cached or written now); returns how many got none.
+
+    A document with a chunk left undescribed keeps an empty fingerprint: its
+    stored chunks are not what indexing would write, so the next run does it
+    again (asking only for the descriptions still missing).
+    """
+    requests = []
+    for d in documents:
+        text = d.text or "\n".join(chunk.content for chunk in d.chunks)
+        digest = d.content_hash or content_hash(text)
+        requests.extend(DescriptionRequest(document_hash=digest, path=d.path, document=text, chunk=chunk.content)
+                        for chunk in d.chunks)
+    descriptions = iter(descriptions_get(requests, identity=identity, on_progress=on_batch))
+    undescribed = 0
+    for d in documents:
+        chunks = []
+        for chunk in d.chunks:
+            description = next(descriptions)
+            if description is None:
+                d.undescribed += 1
+                chunks.append(chunk)
+            else:
+                chunks.append(replace(chunk, metadata={**chunk.metadata, DESCRIPTION_KEY: description}))
+        d.chunks = chunks
+        if d.undescribed:
+            d.fingerprint = ""
+            undescribed += d.undescribed
+    return undescribed
+
+
+def documents_embed(documents: Sequence[Document], *, on_batch: Callable[[], None] | None = None) -> int:
     """Embed every chunk of ``documents``, in batches across documents, one call per model; sets ``vectors``.
 
-    ``on_batch`` runs after each embedding batch: a job beats its heart there,
-    so one long embedding call never looks like a dead worker. A model that
-    fails raises IndexingError with its reason.
+    With contextual retrieval on, the chunks are described first; returns
+    how many were left without a description. ``on_batch`` runs after each
+    embedding batch (and description): a job beats its heart there, so one
+    long embedding call never looks like a dead worker. A model that fails,
+    or answers with vectors of another size than its row, raises
+    IndexingError with its reason.
     """
+    identity = contextual_identity()
+    undescribed = documents_describe(documents, identity=identity, on_batch=on_batch) if identity else 0
     for model, group in _by_model(documents).items():
         texts = [embed_text(chunk, d.path) for d in group for chunk in d.chunks]
         try:
@@ -144,10 +201,15 @@ def documents_embed(documents: Sequence[Document], *, on_batch: Callable[[], Non
             )
         except EmbeddingError as exc:
             raise IndexingError(str(exc)) from exc
+        if len(texts) and vectors.shape[1] != model.dimensions:
+            # Never stored: the model's HNSW index and every query read N dimensions.
+            raise IndexingError(f"the embedding model {model} answered with {vectors.shape[1]}-dimensional vectors, "
+                                f"but its row says {model.dimensions}; nothing was stored")
         offset = 0
         for d in group:
             d.vectors = vectors[offset : offset + len(d.chunks)]
             offset += len(d.chunks)
+    return undescribed
 
 
 @transaction.atomic
@@ -206,6 +268,7 @@ class Batch:
         self.pending_chunks = 0
         self.embedded = 0
         self.deleted = 0
+        self.undescribed = 0
 
     def add(self, document: Document) -> None:
         self.pending.append(document)
@@ -217,6 +280,7 @@ class Batch:
         if not self.pending:
             return
         documents_embed(self.pending, on_batch=self.on_batch)
+        self.undescribed += sum(d.undescribed for d in self.pending)
         self.deleted += documents_replace(self.pending, track_files=self.track_files)
         self.embedded += self.pending_chunks
         self.pending, self.pending_chunks = [], 0
@@ -243,6 +307,9 @@ def item_store(item_model: type, pk: int, document: Document, **fields) -> int |
     The item's row lock serialises two workers indexing the same item.
     """
     documents_embed([document])
+    # Stored all the same: a chunk without its description still serves; the next indexing describes it.
+    note = (f"indexed, but {document.undescribed} of {len(document.chunks)} chunks have no contextual description "
+            "(the language model failed); the next indexing tries again") if document.undescribed else ""
     with transaction.atomic():
         if not item_model.objects.select_for_update().filter(pk=pk).exists():
             return None
@@ -250,7 +317,7 @@ def item_store(item_model: type, pk: int, document: Document, **fields) -> int |
         Source.objects.filter(pk=document.source.pk).update(embedding_model=document.model)
         item_model.objects.filter(pk=pk).update(
             content_hash=document.content_hash, fingerprint=document.fingerprint, indexed_at=timezone.now(),
-            index_status=IndexStatus.INDEXED, last_error="", **fields,
+            index_status=IndexStatus.INDEXED, last_error=note, **fields,
         )
     return deleted
 

@@ -193,7 +193,7 @@ def job_finish(*, job_id: int, status: str, message: str = "", job: IndexJob | N
 
 
 _COUNTERS = ("files_total", "files_seen", "files_changed", "files_unchanged", "files_skipped", "files_failed",
-             "files_deleted", "chunks_queued", "chunks_embedded", "chunks_deleted")
+             "files_deleted", "chunks_queued", "chunks_embedded", "chunks_deleted", "chunks_undescribed")
 
 
 def _counters(job: IndexJob) -> dict[str, int]:

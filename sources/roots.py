@@ -287,6 +287,9 @@ class _Run:
         job = self.job
         summary = (f"{job.files_changed} changed, {job.files_unchanged} unchanged, {job.files_skipped} skipped, "
                    f"{job.files_failed} failed, {job.files_deleted} removed; {job.chunks_embedded} chunks embedded")
+        if job.chunks_undescribed:
+            summary += (f"; {job.chunks_undescribed} without a contextual description (the language model failed; "
+                        "the next run tries again)")
         jobs.job_finish(job_id=job.pk, status=JobStatus.SUCCEEDED, message=summary, job=job)
 
     def _fingerprint(self, digest: str, plan: SegmentPlan) -> str:
@@ -319,18 +322,20 @@ class _Run:
         self._store(Document(
             source=plan.source, generation=plan.generation, path=entry.path, chunks=chunks, model=plan.model,
             content_hash=digest, fingerprint=self._fingerprint(digest, plan), size=entry.size, mtime_ns=entry.mtime_ns,
+            text=text if self.config.contextual else "",
         ))
         return True
 
     def _store(self, document: Document | None) -> None:
         """Add the document to the batch (None: store what waits now); the job counts what was written."""
-        embedded, deleted = self.batch.embedded, self.batch.deleted
+        embedded, deleted, undescribed = self.batch.embedded, self.batch.deleted, self.batch.undescribed
         if document is None:
             self.batch.flush()
         else:
             self.batch.add(document)
         self.job.chunks_embedded += self.batch.embedded - embedded
         self.job.chunks_deleted += self.batch.deleted - deleted
+        self.job.chunks_undescribed += self.batch.undescribed - undescribed
 
     def _flush(self) -> None:
         self._store(None)

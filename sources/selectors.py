@@ -1,10 +1,13 @@
 """Read queries behind the sources API and the MCP tools: what a caller may see, loaded in one query each."""
 
+from datetime import UTC, datetime
+
 from django.db.models import Count, F, Max, Q, QuerySet, Sum
 
+from rag_site.breaker import RECENT_MINUTES
 from rag_site.errors import NotFound
 from retrieval.access import Identity, scope_for
-from sources.health import health_check
+from sources.health import Health, health_check
 from sources.heartbeats import queue_length
 from sources.models import (
     ACTIVE_JOB_STATUSES,
@@ -20,6 +23,7 @@ from sources.models import (
     WorkspaceRoot,
 )
 from sources.roots import root_sources
+from sources.schemas import SkillDetailOut
 
 
 def skills_visible(identity: Identity) -> QuerySet[Skill]:
@@ -43,6 +47,11 @@ def skill_readable(identity: Identity, slug: str) -> Skill:
     if not skill.enabled:
         raise NotFound(f"skill {slug!r} is disabled: an admin turned it off")
     return skill
+
+
+def skill_detail_answer(identity: Identity, slug: str) -> SkillDetailOut:
+    """What /skills/{slug} answers (the endpoint and the MCP tool ``get_skill``): see ``skill_readable``."""
+    return SkillDetailOut.from_orm(skill_readable(identity, slug))
 
 
 def roots_with_latest_job() -> list[WorkspaceRoot]:
@@ -90,5 +99,20 @@ def index_overview() -> dict:
                *Tool.objects.filter(index_status=IndexStatus.FAILED).order_by("key")]
     failed_jobs = list(IndexJob.objects.filter(status=JobStatus.FAILED).select_related("root").order_by("-created_at")[:10])
     running = list(IndexJob.objects.filter(status__in=ACTIVE_JOB_STATUSES).select_related("root"))
+    health = health_check()
     return {"kinds": rows, "models": models, "failing": failing, "failed_jobs": failed_jobs, "running": running,
-            "health": health_check(), "queue": queue_length()}
+            "health": health, "queue": queue_length(), "llm": _llm_models(health),
+            "llm_recent_minutes": RECENT_MINUTES}
+
+
+def _llm_models(health: Health) -> list[dict] | None:
+    """Each language model's breaker and recent health, from the health check (None: no language model is configured)."""
+    check = health.checks.get("llm")
+    if check is None:
+        return None
+
+    def when(seconds: float | None) -> datetime | None:
+        return None if seconds is None else datetime.fromtimestamp(seconds, tz=UTC)
+
+    return [{**model, "opened_until": when(model["opened_until"]), "last_error_at": when(model["last_error_at"])}
+            for model in check.details["models"]]

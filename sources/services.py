@@ -41,7 +41,7 @@ def skill_index(*, skill_id: int, force: bool = False) -> IndexOutcome | None:
     digest = content_hash(skill.body)
     document = ingest.Document(
         source=source, generation=source.active_generation, path="", chunks=parsed.chunks, model=model, content_hash=digest,
-        fingerprint=fingerprint(content=digest, model=model.spec.identity, config=config),
+        fingerprint=fingerprint(content=digest, model=model.spec.identity, config=config), text=skill.body,
     )
     # The fingerprint is written only on success: equality means the stored
     # chunks already are this exact text, chunker and model.

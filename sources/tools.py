@@ -52,7 +52,7 @@ def tool_index(*, tool_id: int) -> IndexOutcome | None:
                         end_line=text.count("\n") + 1, metadata={"tool": tool.key})
     document = ingest.Document(
         source=source, generation=source.active_generation, path="", chunks=[chunk], model=model, content_hash=digest,
-        fingerprint=fingerprint(content=digest, model=model.spec.identity, config=IngestSettings.current()),
+        fingerprint=fingerprint(content=digest, model=model.spec.identity, config=IngestSettings.current()), text=text,
     )
     if document.fingerprint == tool.fingerprint:
         ingest.item_unchanged(Tool, tool_id)

@@ -13,7 +13,9 @@ import pytest
 pytestmark = pytest.mark.unit
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("rag_site", "sources", "retrieval")
+PACKAGES = ("rag_site", "sources", "retrieval", "measure")
+# The product; measurement (evaluation, benchmarks) uses it and is never used by it.
+PRODUCT = ("rag_site", "sources", "retrieval")
 
 
 def project_modules() -> dict[str, Path]:
@@ -87,6 +89,24 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     return found
 
 
+def import_chain(graph: dict[str, set[str]], start: str, target_package: str) -> list[str] | None:
+    """A chain of imports from ``start`` into ``target_package`` (directly or through other modules), or None."""
+    parent: dict[str, str | None] = {start: None}
+    queue = [start]
+    while queue:
+        node = queue.pop(0)
+        if node == target_package or node.startswith(target_package + "."):
+            chain = [node]
+            while parent[chain[-1]] is not None:
+                chain.append(parent[chain[-1]])
+            return chain[::-1]
+        for other in sorted(graph.get(node, ())):
+            if other not in parent:
+                parent[other] = node
+                queue.append(other)
+    return None
+
+
 def test_cycle_finder_sees_a_cycle_through_a_function_level_import(tmp_path):
     modules = {"a": tmp_path / "a.py", "b": tmp_path / "b.py", "c": tmp_path / "c.py"}
     modules["a"].write_text("from b import thing\n")
@@ -98,6 +118,12 @@ def test_cycle_finder_sees_a_cycle_through_a_function_level_import(tmp_path):
     assert cycles({"a": {"b"}, "b": set()}) == []
 
 
+def test_import_chain_follows_imports_through_other_modules():
+    graph = {"app.views": {"app.search"}, "app.search": {"bench.load"}, "bench.load": {"app.search"}, "app.other": set()}
+    assert import_chain(graph, "app.views", "bench") == ["app.views", "app.search", "bench.load"]
+    assert import_chain(graph, "app.other", "bench") is None
+
+
 def test_project_has_no_import_cycle():
     modules = project_modules()
     assert "sources.roots" in modules and "retrieval.search" in modules
@@ -105,3 +131,21 @@ def test_project_has_no_import_cycle():
     found = cycles(graph)
     described = ["\n  ".join(f"{m} -> {', '.join(sorted(graph[m] & set(c)))}" for m in c) for c in found]
     assert not found, "import cycles:\n  " + "\n\n  ".join(described)
+
+
+def test_the_product_never_imports_measurement():
+    modules = project_modules()
+    assert "measure.evaluation" in modules and "rag_site.management.commands.rag_run" in modules
+    graph = {name: imports_of(name, path, modules) for name, path in modules.items()}
+    product = sorted(name for name in modules if name.split(".")[0] in PRODUCT)
+    chains = [chain for name in product if (chain := import_chain(graph, name, "measure"))]
+    assert not chains, "the product imports measure:\n  " + "\n  ".join(" -> ".join(chain) for chain in chains)
+
+
+def test_only_the_ninja_api_imports_the_routers():
+    # The routers are HTTP edges: the MCP server and everything else share the answer functions, not the endpoints.
+    modules = project_modules()
+    graph = {name: imports_of(name, path, modules) for name, path in modules.items()}
+    routers = {"retrieval.api", "sources.api", "rag_site.api"}
+    importers = {name: sorted(graph[name] & routers) for name in graph if graph[name] & routers}
+    assert importers == {"rag_site.api": ["retrieval.api", "sources.api"], "rag_site.urls": ["rag_site.api"]}

@@ -1,6 +1,6 @@
-"""Embedding providers. Models load lazily, once per process."""
+"""Embedding providers: local sentence-transformers models and OpenAI-compatible APIs. Models load lazily, once per process."""
 
 from sources.embedding.base import EmbeddingError, Embedder, ModelSpec
-from sources.embedding.registry import embedder_for
+from sources.embedding.registry import embedder_for, model_reference
 
-__all__ = ["EmbeddingError", "Embedder", "ModelSpec", "embedder_for"]
+__all__ = ["EmbeddingError", "Embedder", "ModelSpec", "embedder_for", "model_reference"]

@@ -1,14 +1,23 @@
-"""One embedder per (provider, name) per process."""
+"""One embedder per (provider, name) per process, and how a model name picks its provider."""
 
 import threading
 
+from sources.embedding.api import PREFIX as API_PREFIX
+from sources.embedding.api import ApiEmbedder
 from sources.embedding.base import EmbeddingError, Embedder
 from sources.embedding.local import LocalEmbedder
 
-PROVIDERS = ("local",)
+PROVIDERS = ("local", "api")
 
 _cache: dict[tuple[str, str], Embedder] = {}
 _lock = threading.Lock()
+
+
+def model_reference(name: str) -> tuple[str, str]:
+    """A model as written in a setting or a root's field -> (provider, name): ``api:<model>[@<dims>]`` or a local name or path."""
+    if name.startswith(API_PREFIX):
+        return "api", name.removeprefix(API_PREFIX).strip()
+    return "local", name
 
 
 def embedder_for(*, provider: str, name: str, device: str = "cpu") -> Embedder:
@@ -17,7 +26,7 @@ def embedder_for(*, provider: str, name: str, device: str = "cpu") -> Embedder:
     key = (provider, name)
     with _lock:
         if key not in _cache:
-            _cache[key] = LocalEmbedder(name, device=device)
+            _cache[key] = ApiEmbedder(name) if provider == "api" else LocalEmbedder(name, device=device)
         return _cache[key]
 
 

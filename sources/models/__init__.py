@@ -4,7 +4,7 @@ One module per kind of record; everything is importable from here.
 """
 
 from sources.models.base import SCOPE_NAME, EmbeddingModel, Indexed, IndexStatus, Scoped, Source, words
-from sources.models.chunks import IDENTIFIER_CAMEL, IDENTIFIER_SEPARATORS, Chunk
+from sources.models.chunks import DESCRIPTION_KEY, IDENTIFIER_CAMEL, IDENTIFIER_SEPARATORS, Chunk, ChunkDescription
 from sources.models.roots import (
     ACTIVE_JOB_STATUSES,
     DEFAULT_EXCLUDE_DIRS,
@@ -19,7 +19,7 @@ from sources.models.skills import Skill
 from sources.models.tools import Tool
 
 __all__ = [
-    "ACTIVE_JOB_STATUSES", "DEFAULT_EXCLUDE_DIRS", "DEFAULT_INCLUDE", "IDENTIFIER_CAMEL", "IDENTIFIER_SEPARATORS",
-    "SCOPE_NAME", "Chunk", "EmbeddingModel", "IndexJob", "IndexStatus", "Indexed", "IndexedFile", "JobStatus", "Scoped",
+    "ACTIVE_JOB_STATUSES", "DEFAULT_EXCLUDE_DIRS", "DESCRIPTION_KEY", "DEFAULT_INCLUDE", "IDENTIFIER_CAMEL", "IDENTIFIER_SEPARATORS",
+    "SCOPE_NAME", "Chunk", "ChunkDescription", "EmbeddingModel", "IndexJob", "IndexStatus", "Indexed", "IndexedFile", "JobStatus", "Scoped",
     "Segment", "Skill", "Source", "Tool", "WorkspaceRoot", "words",
 ]

@@ -12,9 +12,10 @@ class EmbeddingModel(models.Model):
 
     class Provider(models.TextChoices):
         LOCAL = "local", "Local (sentence-transformers)"
+        API = "api", "OpenAI-compatible API (/embeddings)"
 
     provider = models.CharField(max_length=32, choices=Provider.choices, default=Provider.LOCAL)
-    name = models.CharField(max_length=255, help_text="Model name or local path.")
+    name = models.CharField(max_length=255, help_text="Model name or local path; an API model: <model>[@<dimensions>].")
     dimensions = models.PositiveIntegerField()
     normalized = models.BooleanField(default=True)
     created_at = models.DateTimeField(auto_now_add=True)

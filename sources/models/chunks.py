@@ -1,4 +1,4 @@
-"""The one chunk table every source indexes into."""
+"""The one chunk table every source indexes into, and the cache of contextual descriptions."""
 
 from django.contrib.postgres.indexes import GinIndex
 from django.contrib.postgres.search import SearchVector, SearchVectorField
@@ -17,11 +17,23 @@ IDENTIFIER_CAMEL = (r"([a-z0-9])([A-Z])", r"\1 \2")
 IDENTIFIER_SEPARATORS = "._/-:"
 
 
-def _identifier_words(field: str) -> Func:
+# Where a chunk's contextual description (sources/contextual.py) is kept:
+# the API and the page show it from there, and the lexical index reads it.
+DESCRIPTION_KEY = "contextual_description"
+
+
+def _identifier_words(field: str | Func) -> Func:
     pattern, replacement = IDENTIFIER_CAMEL
-    camel = Func(models.F(field), Value(pattern), Value(replacement), Value("g"), function="regexp_replace",
+    source = models.F(field) if isinstance(field, str) else field
+    camel = Func(source, Value(pattern), Value(replacement), Value("g"), function="regexp_replace",
                  output_field=models.TextField())
     return Func(camel, Value(IDENTIFIER_SEPARATORS), Value(" " * len(IDENTIFIER_SEPARATORS)), function="translate",
+                output_field=models.TextField())
+
+
+def _description() -> Func:
+    # jsonb_extract_path_text is immutable, as a generated column requires; NULL (no description) reads as "".
+    return Func(models.F("metadata"), Value(DESCRIPTION_KEY), function="jsonb_extract_path_text",
                 output_field=models.TextField())
 
 
@@ -45,11 +57,15 @@ class Chunk(models.Model):
     metadata = models.JSONField(default=dict, blank=True)
     # Weighted for the lexical channel: symbol and path (A) over headings (B)
     # over body (C); BM25 counts an A occurrence 4 times, B twice (lexical.py).
+    # The contextual description comes last, as body: without one the
+    # concatenation adds nothing, so every tsvector (and every BM25
+    # statistic) is exactly what it was before descriptions existed.
     search_vector = models.GeneratedField(
         expression=(
             SearchVector("symbol", _identifier_words("symbol"), _identifier_words("path"), config="english", weight="A")
             + SearchVector("context_prefix", config="english", weight="B")
             + SearchVector(_identifier_words("content"), config="english", weight="C")
+            + SearchVector(_identifier_words(_description()), config="english", weight="C")
         ),
         output_field=SearchVectorField(),
         db_persist=True,
@@ -69,3 +85,21 @@ class Chunk(models.Model):
     def citation(self) -> str:
         # path:start-end for files, skill:<slug>:start-end for skills.
         return f"{self.path or self.source.key}:{self.start_line}-{self.end_line}"
+
+
+class ChunkDescription(models.Model):
+    """A contextual description, cached under the hash of what it was written from (sources/contextual.py).
+
+    The key covers the document's content hash, the chunk's text and the
+    describing model's identity with the prompt's version, so an unchanged
+    chunk is never described twice: not by a re-index, not after a switch of
+    embedding model, not by another root holding the same file.
+    """
+
+    key = models.CharField(max_length=64, primary_key=True)
+    description = models.TextField()
+    model = models.CharField(max_length=255, help_text="The identity that wrote it (RAG_CONTEXTUAL_MODEL and prompt version).")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return self.key

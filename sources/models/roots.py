@@ -36,7 +36,10 @@ class WorkspaceRoot(Scoped):
                                 "GitHub, Slack, Stripe, Google or sk- API keys).",
     )
     max_file_bytes = models.PositiveIntegerField(default=500_000)
-    embedding_model_name = models.CharField(max_length=255, blank=True, help_text="Empty: RAG_EMBEDDING_MODEL.")
+    embedding_model_name = models.CharField(
+        max_length=255, blank=True, help_text="Empty: RAG_EMBEDDING_MODEL. A local model's name or path, or "
+                                              "api:<model>[@<dimensions>] for the OpenAI-compatible API at RAG_LLM_BASE_URL.",
+    )
     similarity_threshold = models.FloatField(
         null=True, blank=True, validators=[MinValueValidator(-1.0), MaxValueValidator(1.0)],
         help_text="Vector-only matches below this cosine similarity are dropped. Empty: RAG_SIMILARITY_THRESHOLD_FILE.",
@@ -60,7 +63,7 @@ class Segment(models.Model):
     root = models.ForeignKey(WorkspaceRoot, on_delete=models.CASCADE, related_name="segments")
     name = models.CharField(max_length=200)
     path_glob = models.CharField(max_length=512, help_text='Files of the root this segment claims, e.g. "docs/**" or "src/api/*.py".')
-    embedding_model_name = models.CharField(max_length=255, blank=True, help_text="Empty: the root's model.")
+    embedding_model_name = models.CharField(max_length=255, blank=True, help_text="Empty: the root's model. Named as the root's is.")
     # Each model has its own similarity scale, so a segment with its own model may need its own cut-off.
     similarity_threshold = models.FloatField(
         null=True, blank=True, validators=[MinValueValidator(-1.0), MaxValueValidator(1.0)],
@@ -124,6 +127,8 @@ class IndexJob(models.Model):
     chunks_queued = models.PositiveIntegerField(default=0, help_text="Chunks of changed files so far (embedded or waiting).")
     chunks_embedded = models.PositiveIntegerField(default=0)
     chunks_deleted = models.PositiveIntegerField(default=0)
+    chunks_undescribed = models.PositiveIntegerField(
+        default=0, help_text="Chunks stored without their contextual description (the language model failed); the next run retries them.")
     errors = models.JSONField(default=list, blank=True, help_text="The first problems: [{path, reason}].")
     worker = models.CharField(max_length=255, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)

@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from sources.bench_corpus import bench_texts, mixed_vectors
+from measure.bench_corpus import bench_texts, mixed_vectors
 
 pytestmark = pytest.mark.unit
 

@@ -1,7 +1,7 @@
 import pytest
 
-from retrieval.bench_load import Sample, database_url_for, percentile_ms, samples_summary, server_timing_parse
-from retrieval.bench_queries import QueryKind
+from measure.bench_load import Sample, database_url_for, percentile_ms, samples_summary, server_timing_parse
+from measure.bench_queries import QueryKind
 
 pytestmark = pytest.mark.unit
 

@@ -2,7 +2,7 @@ from itertools import islice
 
 import pytest
 
-from retrieval.bench_queries import LONG_CHARS, MIX, QueryKind, long_query, queries_of, query_stream
+from measure.bench_queries import LONG_CHARS, MIX, QueryKind, long_query, queries_of, query_stream
 
 pytestmark = pytest.mark.unit
 

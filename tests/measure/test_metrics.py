@@ -2,7 +2,7 @@ import math
 
 import pytest
 
-from retrieval.metrics import evaluate, mrr_at, ndcg_at, recall_at, token_overlap_rank, tokens
+from measure.metrics import evaluate, mrr_at, ndcg_at, recall_at, token_overlap_rank, tokens
 
 pytestmark = pytest.mark.unit
 

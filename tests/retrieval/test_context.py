@@ -7,7 +7,7 @@ import pytest
 
 from retrieval.tokens import token_count
 from sources import services, tools
-from sources.demo import demo_skills_load
+from rag_site.demo import demo_skills_load
 from sources.models import Chunk, Skill, Tool, WorkspaceRoot
 from tests.conftest import index_root
 

@@ -12,7 +12,7 @@ import math
 import pytest
 from django.db import connection
 
-from retrieval.bench_accuracy import bm25_reference
+from measure.bench_accuracy import bm25_reference
 from retrieval.scope import Scope
 from retrieval.lexical import BM25_B, BM25_K1, FIELD_WEIGHTS, REFERENCE_LENGTH, lexical_candidates
 from sources.models import Chunk, Source

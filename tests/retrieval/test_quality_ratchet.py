@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from retrieval.evaluation import code_evaluate, code_queries_load, code_root_index
+from measure.evaluation import code_evaluate, code_queries_load, code_root_index
 
 pytestmark = [pytest.mark.django_db, pytest.mark.slow]
 GENERATOR = Path(__file__).resolve().parents[3] / "shared" / "eval" / "make_code_eval.py"

@@ -36,7 +36,7 @@ def test_hybrid_search_finds_the_section_and_explains_itself(key_client, indexed
 @pytest.mark.parametrize(("mode", "stages"), [("hybrid", {"embed", "embed_wait", "lexical", "vector", "search"}),
                                              ("lexical", {"lexical", "search"})])
 def test_a_search_says_where_its_time_went_in_server_timing(key_client, indexed, mode, stages):
-    from retrieval.bench_load import server_timing_parse
+    from measure.bench_load import server_timing_parse
 
     timings = server_timing_parse(post(key_client, {"query": "nightly database backup", "mode": mode})["Server-Timing"])
     assert set(timings) == stages

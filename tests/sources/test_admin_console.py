@@ -144,3 +144,15 @@ def test_the_index_overview_counts_every_kind_and_lists_what_fails(admin_client)
     assert "<td>Skill</td><td>2</td><td>2</td><td>1</td>" in page
     assert "the model could not be loaded" in page and "Tasks waiting" in page
     assert "all-MiniLM-L6-v2" in page
+
+
+def test_try_a_search_as_a_chosen_caller_with_every_score_explained(admin_client):
+    services.skill_index(skill_id=Skill.objects.create(slug="deploy", body="# Deploy\n\nShip the release.\n").pk)
+    services.skill_index(skill_id=Skill.objects.create(slug="alpha-deploy", body="# Deploy alpha\n\nShip alpha.\n",
+                                                       bot_id="alpha").pk)
+    assert 'href="/admin/try-search/"' in admin_client.get("/admin/").content.decode()
+    shared = admin_client.get("/admin/try-search/", {"q": "ship the release"}).content.decode()
+    assert "skill:deploy:1-3" in shared and "skill:alpha-deploy" not in shared  # as an unknown caller: shared only
+    assert "<td>#1 (" in shared and "search " in shared  # ranks and timings shown
+    alpha = admin_client.get("/admin/try-search/", {"q": "ship alpha", "bot_id": "alpha"}).content.decode()
+    assert "skill:alpha-deploy:1-3" in alpha and "bot alpha" in alpha

@@ -62,7 +62,7 @@ def test_a_title_edit_renames_the_source_without_re_embedding_and_a_chunker_sett
 
 def test_skills_tools_files_and_datasets_share_one_fingerprint(tmp_path, settings):
     """Same text, same settings, same model: every kind of document records the same fingerprint."""
-    from retrieval.evaluation import Dataset, dataset_index
+    from measure.evaluation import Dataset, dataset_index
     from sources import tools
     from sources.models import IndexedFile, Tool, WorkspaceRoot
     from tests.conftest import index_root

@@ -5,8 +5,8 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
+from measure.bench_index import chunk_bench, index_bench
 from rag_site.errors import ApplicationError
-from sources.bench import chunk_bench, index_bench
 
 
 class Command(BaseCommand):
@@ -82,10 +82,10 @@ class Command(BaseCommand):
     def _search(self, *, as_json: bool, **options) -> None:
         from django.core.management import call_command
 
-        from retrieval.bench_report import report_lines
-        from retrieval.bench_search import SearchBenchOptions, database_is_embedded, search_bench
+        from measure.bench_corpus import bench_corpus_drop
+        from measure.bench_report import report_lines
+        from measure.bench_search import SearchBenchOptions, database_is_embedded, search_bench
         from retrieval.search import Mode
-        from sources.bench_corpus import bench_corpus_drop
 
         call_command("migrate", interactive=False, verbosity=0)
         if options["drop"]:

@@ -8,11 +8,10 @@ from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 
-from rag_site.errors import ApplicationError
-
-from retrieval.evaluation import (
+from measure.evaluation import (
     beir_load, code_context, code_evaluate, code_queries_load, code_root_index, dataset_context, dataset_evaluate, dataset_index,
 )
+from rag_site.errors import ApplicationError
 
 
 class Command(BaseCommand):

@@ -18,8 +18,8 @@ from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.core.management.base import BaseCommand
 
+from rag_site.demo import demo_skills_load
 from rag_site.supervisor import Supervisor
-from sources.demo import demo_skills_load
 
 ADMIN_USERNAME = "admin"
 

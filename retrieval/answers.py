@@ -1,0 +1,93 @@
+"""What the search endpoints answer, shared by the HTTP API (retrieval/api.py) and the MCP server (retrieval/mcp.py).
+
+Each function takes the caller's identity and the validated request schema
+and returns the response schema; the routers only add HTTP (status, headers).
+Context, read and grep answer from retrieval/context.py and retrieval/files.py.
+"""
+
+from dataclasses import dataclass
+
+from retrieval.access import Identity, scope_for
+from retrieval.schemas import (
+    HitOut, ScopeIn, SearchIn, SearchOut, SkillHitOut, SkillSearchIn, SkillSearchOut, ToolHitOut, ToolSearchIn, ToolSearchOut,
+)
+from retrieval.scope import Scope
+from retrieval.search import ChannelScore, Hit, Mode, chunks_search, hits_tools
+from sources.models import Skill, Source, Tool
+
+
+def payload_scope(identity: Identity, payload: ScopeIn, *, kinds=()) -> Scope:
+    """The caller's scope (from its credentials), narrowed by the payload's bot_id, client_id and channels."""
+    return scope_for(identity, bot_id=payload.bot_id, client_id=payload.client_id, channels=payload.channels, kinds=kinds)
+
+
+@dataclass(frozen=True, slots=True)
+class SearchAnswer:
+    out: SearchOut
+    timings: dict[str, float]  # milliseconds per stage, for the Server-Timing header
+
+
+def search_answer(identity: Identity, payload: SearchIn) -> SearchAnswer:
+    """What /search answers (the endpoint and the MCP tool ``search``)."""
+    scope = payload_scope(identity, payload, kinds=payload.sources)
+    hits = chunks_search(
+        query=payload.query, k=payload.k, mode=Mode.parse(payload.mode), scope=scope, mmr=payload.mmr,
+        mmr_lambda=payload.mmr_lambda, rerank=payload.rerank, group=payload.group,
+    )
+    tools = hits_tools(hits)
+    out = SearchOut(query=payload.query, mode=payload.mode, k=payload.k, warnings=hits.warnings,
+                    hits=[_hit_out(rank, hit, tools) for rank, hit in enumerate(hits, start=1)])
+    return SearchAnswer(out=out, timings=hits.timings)
+
+
+def skills_search_answer(identity: Identity, payload: SkillSearchIn) -> SkillSearchOut:
+    """What /skills/search answers (the endpoint and the MCP tool ``search_skills``)."""
+    scope = payload_scope(identity, payload, kinds=[Source.Kind.SKILL])
+    hits = chunks_search(query=payload.query, k=payload.k, scope=scope, group=True)
+    slugs = dict(Skill.objects.filter(source_id__in=[h.chunk.source_id for h in hits]).values_list("source_id", "slug"))
+    return SkillSearchOut(
+        query=payload.query, warnings=hits.warnings,
+        skills=[SkillHitOut(slug=slugs[h.chunk.source_id], title=h.title, score=h.score, best_section=h.chunk.context_prefix,
+                            citation=h.citation) for h in hits if h.chunk.source_id in slugs],
+    )
+
+
+def tools_search_answer(identity: Identity, payload: ToolSearchIn) -> ToolSearchOut:
+    """What /tools/search answers (the endpoint and the MCP tool ``search_tools``)."""
+    scope = payload_scope(identity, payload, kinds=[Source.Kind.TOOL])
+    hits = chunks_search(query=payload.query, k=payload.k, scope=scope, group=True)
+    tools = hits_tools(hits)
+    return ToolSearchOut(
+        query=payload.query, warnings=hits.warnings,
+        tools=[ToolHitOut(key=tools[h.chunk.source_id].key, score=h.score, openai_schema=tools[h.chunk.source_id].openai_schema)
+               for h in hits if h.chunk.source_id in tools],
+    )
+
+
+def _hit_out(rank: int, hit: Hit, tools: dict[int, Tool]) -> HitOut:
+    chunk = hit.chunk
+    tool = tools.get(chunk.source_id)
+    return HitOut(
+        chunk_id=chunk.pk,
+        source=chunk.source.kind,
+        source_key=chunk.source.key,
+        title=hit.title,
+        path=chunk.path,
+        heading_path=chunk.context_prefix,
+        start_line=chunk.start_line,
+        end_line=chunk.end_line,
+        citation=hit.citation,
+        language=chunk.language,
+        symbol=chunk.symbol,
+        content=chunk.content,
+        rank=rank,
+        score=hit.score,
+        channels={name: _explained(s) for name, s in hit.channels.items()},
+        fused=_explained(hit.fused) if hit.fused else None,
+        rerank=_explained(hit.rerank) if hit.rerank else None,
+        tool=tool.openai_schema if tool else None,
+    )
+
+
+def _explained(score: ChannelScore) -> dict:
+    return {"rank": score.rank, "score": score.score}
