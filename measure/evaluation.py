@@ -3,7 +3,7 @@ channel through the real search service, score them side by side."""
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from django.conf import settings
@@ -11,13 +11,16 @@ from django.conf import settings
 from measure.metrics import evaluate, token_overlap_rank, tokens
 from rag_site.errors import ApplicationError
 from retrieval.assembly import Span, assemble
-from retrieval.scope import Scope
+from retrieval.choices import RerankBackend
+from retrieval.config import SearchConfig
 from retrieval.context import context_pieces, context_search
+from retrieval.scope import Scope
 from retrieval.search import Mode, chunks_search
 from retrieval.tokens import ENCODINGS, token_count
 from sources.chunking import chunk_text
-from sources.models import IndexedFile, Source
+from sources.contextual import contextual_identity
 from sources.ingest import Batch, Document, IngestSettings, content_hash, embedding_model_for, fingerprint
+from sources.models import IndexedFile, Source
 
 # Documents embedded per call: big calls pad less (see RAG_INDEX_FLUSH_CHUNKS).
 _FLUSH = 1024
@@ -170,16 +173,33 @@ def _kept(span: Span) -> list[tuple[str, int, int]]:
 
 
 def search_rows() -> dict[str, dict]:
-    """The search service's configurations scored side by side; rerank only when a model is configured."""
+    """The search service's configurations scored side by side; each reranker only when it is configured.
+
+    ``fused+rerank``: the cross-encoder (RAG_RERANK_MODEL); ``fused+llm-rerank``:
+    the language model (RAG_RERANK_BACKEND=llm with RAG_LLM_*). Contextual
+    descriptions (RAG_CONTEXTUAL_RETRIEVAL) are part of indexing: every row
+    then searches the described chunks (``indexing_notes`` says so).
+    """
     rows = {
         "lexical": {"mode": Mode.LEXICAL, "rerank": False},
         "vector": {"mode": Mode.VECTOR, "rerank": False},
         "fused": {"mode": Mode.HYBRID, "rerank": False},
         "fused+mmr": {"mode": Mode.HYBRID, "rerank": False, "mmr": True},
     }
+    config = SearchConfig.from_settings()
     if settings.RAG_RERANK_MODEL:
-        rows["fused+rerank"] = {"mode": Mode.HYBRID, "rerank": True}
+        cross_encoder = replace(config, rerank=replace(config.rerank, backend=RerankBackend.CROSS_ENCODER))
+        rows["fused+rerank"] = {"mode": Mode.HYBRID, "rerank": True, "config": cross_encoder}
+    if settings.RAG_RERANK_BACKEND == RerankBackend.LLM:
+        rows["fused+llm-rerank"] = {"mode": Mode.HYBRID, "rerank": True,
+                                    "config": replace(config, rerank=replace(config.rerank, backend=RerankBackend.LLM))}
     return rows
+
+
+def indexing_notes() -> list[str]:
+    """What indexing did beyond chunking and embedding, for the report (empty: nothing)."""
+    identity = contextual_identity()
+    return [f"contextual retrieval on: every chunk described by {identity} before embedding"] if identity else []
 
 
 def _documents(query: str, scope: Scope, options: dict) -> list[str]:

@@ -12,7 +12,7 @@ import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
 from rag_site.env import env_bool, env_float, env_int, env_list, env_str, env_url
-from retrieval.choices import FusionMethod, LexicalRanking  # pure Python: safe to import from settings
+from retrieval.choices import FusionMethod, LexicalRanking, RerankBackend  # pure Python: safe to import from settings
 
 # Models come from packages or local paths, never from the hub. huggingface_hub
 # reads this once, at its first import, so it is set before anything imports it.
@@ -268,7 +268,17 @@ RAG_SIMILARITY_THRESHOLD_TOOL = env_float("RAG_SIMILARITY_THRESHOLD_TOOL", 0.35,
 # RAG_RERANK_ENABLED. A failure keeps the fused order and says why.
 RAG_RERANK_MODEL = env_str("RAG_RERANK_MODEL", "")
 RAG_RERANK_ENABLED = env_bool("RAG_RERANK_ENABLED", False)
-if RAG_RERANK_ENABLED and not RAG_RERANK_MODEL:
+# Who reranks: "cross-encoder" (RAG_RERANK_MODEL) or "llm" (the language
+# model of RAG_LLM_*, RAG_RERANK_LLM_MODEL; it names the passages to keep, best first).
+try:
+    RAG_RERANK_BACKEND = RerankBackend.parse(env_str("RAG_RERANK_BACKEND", "cross-encoder"))
+except ValueError as exc:
+    raise ImproperlyConfigured(f"RAG_RERANK_BACKEND: {exc}") from None
+RAG_RERANK_LLM_MODEL = env_str("RAG_RERANK_LLM_MODEL", "")  # empty: RAG_LLM_MODEL and its fallbacks
+RAG_RERANK_LLM_PASSAGE_CHARS = env_int("RAG_RERANK_LLM_PASSAGE_CHARS", 800, minimum=100, maximum=20000)
+# A query waits for the model: one try, bounded (the breaker skips a failing model for everyone).
+RAG_RERANK_LLM_TIMEOUT = env_float("RAG_RERANK_LLM_TIMEOUT", 20.0, minimum=0.5, maximum=600.0)
+if RAG_RERANK_ENABLED and RAG_RERANK_BACKEND == RerankBackend.CROSS_ENCODER and not RAG_RERANK_MODEL:
     raise ImproperlyConfigured("RAG_RERANK_ENABLED is on but RAG_RERANK_MODEL is empty: name a cross-encoder model")
 # The fused head that is scored (and the most hits a reranked search returns).
 RAG_RERANK_MAX_CHUNKS = env_int("RAG_RERANK_MAX_CHUNKS", 20, minimum=1, maximum=1000)
@@ -387,3 +397,7 @@ if RAG_CONTEXTUAL_RETRIEVAL and not RAG_CONTEXTUAL_MODEL:
 # name, "api:<model>[@<dimensions>]") is served by the same base URL.
 if RAG_EMBEDDING_MODEL.startswith("api:") and not RAG_LLM_BASE_URL:
     raise ImproperlyConfigured(f"RAG_EMBEDDING_MODEL is {RAG_EMBEDDING_MODEL!r} but RAG_LLM_BASE_URL is empty: name the API that serves it")
+if RAG_RERANK_BACKEND == RerankBackend.LLM and not RAG_LLM_BASE_URL:
+    raise ImproperlyConfigured("RAG_RERANK_BACKEND is llm but RAG_LLM_BASE_URL is empty: name the API that reranks")
+if RAG_RERANK_BACKEND == RerankBackend.LLM and not (RAG_RERANK_LLM_MODEL or RAG_LLM_MODEL):
+    raise ImproperlyConfigured("RAG_RERANK_BACKEND is llm but no model is named: set RAG_RERANK_LLM_MODEL or RAG_LLM_MODEL")

@@ -13,7 +13,7 @@ from retrieval.schemas import (
 )
 from retrieval.scope import Scope
 from retrieval.search import ChannelScore, Hit, Mode, chunks_search, hits_tools
-from sources.models import Skill, Source, Tool
+from sources.models import DESCRIPTION_KEY, Skill, Source, Tool
 
 
 def payload_scope(identity: Identity, payload: ScopeIn, *, kinds=()) -> Scope:
@@ -80,6 +80,7 @@ def _hit_out(rank: int, hit: Hit, tools: dict[int, Tool]) -> HitOut:
         language=chunk.language,
         symbol=chunk.symbol,
         content=chunk.content,
+        contextual_description=(chunk.metadata or {}).get(DESCRIPTION_KEY, ""),
         rank=rank,
         score=hit.score,
         channels={name: _explained(s) for name, s in hit.channels.items()},

@@ -24,3 +24,8 @@ class FusionMethod(Choice):
 class LexicalRanking(Choice):
     BM25 = "bm25"  # Okapi BM25 over the full-text candidates, computed in SQL
     TS_RANK = "ts_rank"  # PostgreSQL's ts_rank (no inverse document frequency)
+
+
+class RerankBackend(Choice):
+    CROSS_ENCODER = "cross-encoder"  # a local sentence-transformers CrossEncoder (RAG_RERANK_MODEL)
+    LLM = "llm"  # the language model (RAG_LLM_*) picks and orders the relevant passages

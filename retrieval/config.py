@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from django.conf import settings
 
-from retrieval.choices import FusionMethod, LexicalRanking
+from retrieval.choices import FusionMethod, LexicalRanking, RerankBackend
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,10 +38,14 @@ class LexicalConfig:
 @dataclass(frozen=True, slots=True)
 class RerankConfig:
     enabled: bool  # the default when a search does not say
-    model: str  # empty: none configured (a rerank asked for is skipped with a warning)
+    model: str  # the cross-encoder; empty: none configured (a rerank asked for is skipped with a warning)
     max_chunks: int
     min_chars: int
     score_threshold: float
+    backend: RerankBackend = RerankBackend.CROSS_ENCODER
+    llm_models: tuple[str, ...] = ()  # the llm backend's chain; empty: RAG_LLM_MODEL and its fallbacks
+    llm_passage_chars: int = 800
+    llm_timeout: float = 20.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,7 +76,11 @@ class SearchConfig:
             mmr_lambda=settings.RAG_MMR_LAMBDA,
             rerank=RerankConfig(enabled=settings.RAG_RERANK_ENABLED, model=settings.RAG_RERANK_MODEL,
                                 max_chunks=settings.RAG_RERANK_MAX_CHUNKS, min_chars=settings.RAG_RERANK_MIN_CHARS,
-                                score_threshold=settings.RAG_RERANK_SCORE_THRESHOLD),
+                                score_threshold=settings.RAG_RERANK_SCORE_THRESHOLD,
+                                backend=settings.RAG_RERANK_BACKEND,
+                                llm_models=(settings.RAG_RERANK_LLM_MODEL,) if settings.RAG_RERANK_LLM_MODEL else (),
+                                llm_passage_chars=settings.RAG_RERANK_LLM_PASSAGE_CHARS,
+                                llm_timeout=settings.RAG_RERANK_LLM_TIMEOUT),
             lexical=LexicalConfig.from_settings(),
             statement_timeout_ms=settings.RAG_SEARCH_STATEMENT_TIMEOUT_MS,
             hnsw_ef_search=settings.RAG_HNSW_EF_SEARCH,

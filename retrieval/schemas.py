@@ -64,11 +64,13 @@ class HitOut(Schema):
     language: str
     symbol: str
     content: str
+    contextual_description: str = Field("", description="With contextual retrieval on: the sentence or two that situate "
+                                                        "the chunk in its document (embedded and indexed with it).")
     rank: int = Field(..., description="Position in this result, from 1.")
     score: float = Field(..., description="The score the hits are ordered by: rerank score when reranked, else fused.")
     channels: dict[str, ChannelOut] = Field(..., description="Rank and score in each channel that found the chunk (lexical: BM25; vector: cosine).")
     fused: ChannelOut | None = Field(None, description="Rank and score after fusion (hybrid mode).")
-    rerank: ChannelOut | None = Field(None, description="Rank and score (0 to 1) from the cross-encoder, when it ran.")
+    rerank: ChannelOut | None = Field(None, description="Rank and score (0 to 1) from the reranker (cross-encoder or language model), when it ran.")
     tool: dict | None = Field(None, description="For tool hits: the full schema in OpenAI function format.")
 
 

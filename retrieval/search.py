@@ -23,12 +23,15 @@ from django.db import OperationalError, connection, transaction
 from psycopg.errors import QueryCanceled
 
 from rag_site.errors import ApplicationError, Unavailable
+from rag_site.llm import llm_client
 from retrieval.admission import search_admitted
 from retrieval.candidates import LEXICAL, Candidate, CandidateList, Channel, ChannelKind, Scored, best_per_source, fused, thresholded
+from retrieval.choices import RerankBackend
 from retrieval.config import SearchConfig
 from retrieval.lexical import lexical_candidates, lexical_query
 from retrieval.mmr import mmr_order
 from retrieval.rerank import cross_encoder_for, rerank as rerank_head
+from retrieval.rerank_llm import LLMScorer
 from retrieval.scope import Scope
 from retrieval.session import search_session
 from retrieval.vector import vector_rows
@@ -309,16 +312,24 @@ def _reranked(
     As in the seeds, reranked results are capped there: the cap bounds the
     model's cost, and unscored chunks would have no comparable score.
     """
-    name = config.rerank.model
     result = rerank_head(
         query, [(chunk_id, rows[chunk_id].content if chunk_id in rows else "") for chunk_id, _ in ranked],
-        scorer=cross_encoder_for(name, device=config.device) if name else None,
+        scorer=_scorer(config),
         max_chunks=config.rerank.max_chunks, min_chars=config.rerank.min_chars, score_threshold=config.rerank.score_threshold,
     )
     if result.skipped:
         warnings.append(f"rerank skipped: {result.skipped}")
         return ranked, {}
     return result.order, result.scores
+
+
+def _scorer(config: SearchConfig):
+    """The configured reranker: the cross-encoder, or the language model (one bounded try per query)."""
+    rerank = config.rerank
+    if rerank.backend == RerankBackend.LLM:
+        return LLMScorer(lambda: llm_client().with_options(max_retries=0, timeout=rerank.llm_timeout),
+                         models=rerank.llm_models, passage_chars=rerank.llm_passage_chars)
+    return cross_encoder_for(rerank.model, device=config.device) if rerank.model else None
 
 
 def _vectors(ranked: list[tuple[int, float]], rows: dict[int, Chunk]) -> dict:

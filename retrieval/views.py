@@ -17,7 +17,7 @@ from rag_site.errors import ApplicationError
 from retrieval.access import identity_for_user, scope_for
 from retrieval.highlight import matching_words, snippet
 from retrieval.search import Hit, Mode, chunks_search
-from sources.models import Chunk, IndexedFile, IndexStatus, Skill, Source, Tool, WorkspaceRoot
+from sources.models import DESCRIPTION_KEY, Chunk, IndexedFile, IndexStatus, Skill, Source, Tool, WorkspaceRoot
 
 PAGE_SIZE = 10
 KINDS = (("", "Everything"), (Source.Kind.SKILL, "Skills"), (Source.Kind.FILE, "Files"), (Source.Kind.TOOL, "Tools"))
@@ -114,7 +114,7 @@ def _hit_view(hit: Hit, rank: int, words: set[str]) -> dict:
     else:
         url = ""  # a tool is its schema: nothing more to open
     return {"hit": hit, "rank": rank, "kind": source.kind, "snippet": shown, "url": url,
-            "description": (chunk.metadata or {}).get("contextual_description", "")}
+            "description": (chunk.metadata or {}).get(DESCRIPTION_KEY, "")}
 
 
 def _root_source_ids(root_id: str, scope) -> tuple[int, ...]:

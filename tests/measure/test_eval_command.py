@@ -5,6 +5,7 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from sources.models import Source
+from tests.openai_server import openai_server  # noqa: F401 - the fixture
 
 pytestmark = pytest.mark.django_db
 
@@ -56,6 +57,28 @@ def test_a_configured_rerank_model_gets_its_own_row(dataset, settings, tiny_mode
     assert set(channels) == {"token-overlap", "lexical", "vector", "fused", "fused+mmr", "fused+rerank"}
     # An untrained model reorders, but every judged document is still in the reranked head.
     assert channels["fused+rerank"]["recall@10"] == channels["fused"]["recall@10"] == 1.0
+
+
+def test_contextual_retrieval_and_the_llm_reranker_get_their_rows_when_configured(dataset, settings, openai_server):
+    from rag_site.llm import process_breaker
+
+    settings.RAG_LLM_BASE_URL, settings.RAG_LLM_MODEL = openai_server.base_url, "eval-llm"
+    settings.RAG_CONTEXTUAL_RETRIEVAL, settings.RAG_CONTEXTUAL_MODEL = True, "eval-llm"
+    settings.RAG_RERANK_BACKEND, settings.RAG_RERANK_MIN_CHARS = "llm", 0
+    process_breaker().close("eval-llm")
+
+    def answer(model: str, body: dict) -> str:
+        prompt = body["messages"][-1]["content"]
+        return '{"ranking": [1]}' if "Passages:" in prompt else "A passage about operations work."
+
+    openai_server.on_chat(answer)
+    out = StringIO()
+    call_command("rag_eval", str(dataset), stdout=out)
+    text = out.getvalue()
+    assert "(contextual retrieval on: every chunk described by " in text and "fused+llm-rerank" in text
+    channels = run(str(dataset))["channels"]
+    assert "fused+llm-rerank" in channels and "fused+rerank" not in channels  # no cross-encoder is configured
+    assert channels["fused+llm-rerank"]["recall@10"] <= channels["fused"]["recall@10"]  # it keeps one passage per query
 
 
 def test_a_kept_dataset_embeds_nothing_on_a_rerun_and_stays_out_of_real_searches(dataset, key_client):

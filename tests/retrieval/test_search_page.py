@@ -133,3 +133,16 @@ def test_each_hit_explains_its_score_on_demand(client, person, mixed):
     assert '<details class="why"><summary>Why #1</summary>' in partial
     assert "<dt>Words (BM25)</dt><dd>rank " in partial and "<dt>Meaning (vectors)</dt>" in partial
     assert " ms</span>" in partial and "result" in partial
+
+
+def test_a_contextual_description_shows_on_the_page_and_in_api_hits(client, person, key_client):
+    import json
+
+    from sources.models import Chunk
+
+    services.skill_index(skill_id=SkillFactory(slug="deploy", body="# Deploy\n\nShip it with compose.\n").pk)
+    Chunk.objects.update(metadata={"contextual_description": "How the team ships releases to production."})
+    partial = client.get("/", {"q": "ship releases"}, headers={"HX-Request": "true"}).content.decode()
+    assert '<p class="context">How the team ships releases to production.</p>' in partial
+    hits = key_client.post("/api/v1/search", data=json.dumps({"query": "ship releases"}), content_type="application/json").json()["hits"]
+    assert hits[0]["contextual_description"] == "How the team ships releases to production."

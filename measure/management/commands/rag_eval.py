@@ -10,6 +10,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from measure.evaluation import (
     beir_load, code_context, code_evaluate, code_queries_load, code_root_index, dataset_context, dataset_evaluate, dataset_index,
+    indexing_notes,
 )
 from rag_site.errors import ApplicationError
 
@@ -56,6 +57,7 @@ class Command(BaseCommand):
             return
         self.stdout.write(f"{data.name}: {len(data.corpus)} documents, {len(data.qrels)} judged queries; "
                           f"{embedded} chunks embedded in {indexed:.1f} s")
+        self._notes()
         self._table(channels)
         self._context(context, what="a relevant passage")
 
@@ -80,8 +82,13 @@ class Command(BaseCommand):
             self.stdout.write(_dumps(report))
             return
         self.stdout.write(f"{root_dir}: {job.files_total} files, {len(queries)} queries; {job.chunks_embedded} chunks embedded")
+        self._notes()
         self._table(channels)
         self._context(context, what="the function")
+
+    def _notes(self) -> None:
+        for note in indexing_notes():
+            self.stdout.write(f"  ({note})")
 
     def _table(self, channels: dict) -> None:
         metrics = list(next(iter(channels.values())))
