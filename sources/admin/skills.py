@@ -39,13 +39,13 @@ class SkillAdmin(BrokerWarningMixin, admin.ModelAdmin):
     list_filter = ["index_status", "enabled"]
     search_fields = ["slug", "title", "body"]
     prepopulated_fields = {"slug": ["title"]}
-    readonly_fields = ["status", "last_error", "indexed_at", "metadata", "content_hash", "preview"]
+    readonly_fields = ["status", "last_error", "indexed_at", "metadata", "content_hash", "preview", "chunks_table"]
     actions = ["reindex", "reindex_force"]
     fieldsets = [
         (None, {"fields": ["slug", "title", "enabled", "body", "preview"]}),
         ("Who can see it", {"fields": ["bot_id", "client_id", "channels"],
                             "description": "Empty = shared. Changes apply to search as soon as you save; nothing is re-embedded."}),
-        ("Indexing", {"fields": ["status", "last_error", "indexed_at", "metadata", "content_hash"]}),
+        ("Indexing", {"fields": ["status", "last_error", "indexed_at", "metadata", "content_hash", "chunks_table"]}),
     ]
 
     class Media:
@@ -57,6 +57,15 @@ class SkillAdmin(BrokerWarningMixin, admin.ModelAdmin):
 
     def get_queryset(self, request):
         return super().get_queryset(request).select_related("source").annotate(chunk_total=Count("source__chunks"))
+
+    @admin.display(description="Stored chunks")
+    def chunks_table(self, skill: Skill) -> str:
+        if not skill.source_id:
+            return "None yet: the skill is indexed a few seconds after it is saved."
+        chunks = Chunk.objects.filter(source_id=skill.source_id, generation=skill.source.active_generation)
+        return render_to_string("admin/sources/skill_chunks.html", {
+            "chunks": chunks.select_related("embedding_model").order_by("chunk_index").defer("embedding", "search_vector"),
+        })
 
     @admin.display(description="Chunking preview")
     def preview(self, skill: Skill) -> str:

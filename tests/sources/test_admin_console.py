@@ -156,3 +156,11 @@ def test_try_a_search_as_a_chosen_caller_with_every_score_explained(admin_client
     assert "<td>#1 (" in shared and "search " in shared  # ranks and timings shown
     alpha = admin_client.get("/admin/try-search/", {"q": "ship alpha", "bot_id": "alpha"}).content.decode()
     assert "skill:alpha-deploy:1-3" in alpha and "bot alpha" in alpha
+
+
+def test_a_skills_page_lists_its_stored_chunks(admin_client):
+    skill = Skill.objects.create(slug="deploy", body="# Deploy\n\nShip it.\n\n## Roll back\n\nRevert the tag.\n")
+    services.skill_index(skill_id=skill.pk)
+    page = admin_client.get(f"/admin/sources/skill/{skill.pk}/change/").content.decode()
+    assert "2 chunk(s), as search reads them" in page
+    assert "<td>1</td><td>5-7</td><td># Deploy &gt; ## Roll back</td>" in page and "all-MiniLM-L6-v2" in page
