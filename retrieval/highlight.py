@@ -10,6 +10,7 @@ images: nothing loads from elsewhere), files as Pygments-highlighted code,
 tools as text.
 """
 
+import functools
 import html
 import re
 from dataclasses import dataclass
@@ -28,6 +29,8 @@ WINDOW_LINES = 10  # lines shown per hit; the viewer has the rest
 _WORD = re.compile(r"[^\W_]+")  # PostgreSQL's parser splits at underscores too
 _CAMEL = re.compile(IDENTIFIER_CAMEL[0])
 _TAG = re.compile(r"(<[^>]*>)")
+# Pygments' styles: light by default, dark when the system asks for it; both scoped to the code blocks.
+_STYLES = (("default", ""), ("monokai", "@media (prefers-color-scheme: dark) {"))
 # Raw HTML is escaped, images (a request to anywhere) are not rendered; links keep markdown-it's safe-scheme check.
 _MARKDOWN = MarkdownIt("commonmark", {"html": False}).disable("image")
 
@@ -113,3 +116,13 @@ def snippet(*, content: str, kind: str, path: str, first_line: int, words: set[s
         rendered = f'<p class="plain">{html.escape(text)}</p>'
     return Snippet(html=mark_html(rendered, words), start_line=first_line + start,
                    end_line=first_line + start + len(window) - 1, cut=len(window) < len(lines))
+
+
+@functools.cache
+def highlight_css() -> str:
+    """The highlighted code's colours, for a <style> element of the search page and the viewer."""
+    parts = []
+    for style, media in _STYLES:
+        rules = HtmlFormatter(style=style).get_style_defs(".highlight")
+        parts.append(f"{media}\n{rules}\n}}" if media else rules)
+    return "\n".join(parts)

@@ -6,8 +6,6 @@ the API (a file or skill the person may not see is "not found", like one
 that does not exist); files are read with indexing's own safety checks.
 """
 
-import functools
-
 from django.contrib.auth.views import redirect_to_login
 from django.shortcuts import render
 from pygments import highlight
@@ -18,11 +16,8 @@ from pygments.util import ClassNotFound
 from rag_site.errors import ApplicationError, NotFound
 from retrieval.access import identity_for_user
 from retrieval.files import file_current, file_lines
+from retrieval.highlight import highlight_css
 from sources.selectors import skill_readable
-
-# Light by default, dark when the system asks for it; both scoped to the code block.
-_STYLES = (("default", ""), ("monokai", "@media (prefers-color-scheme: dark) {"))
-
 
 def view_skill(request, slug: str):
     if not request.user.is_authenticated:
@@ -56,18 +51,9 @@ def _page(request, *, title: str, subtitle: str, text: str, lexer, cite: str, st
     code = highlight(text, lexer, HtmlFormatter(linenos="inline", linespans="L", wrapcode=True))
     return render(request, "retrieval/view.html", {
         "title": title, "subtitle": subtitle, "code": code, "cite": cite, "lines": len(file_lines(text)),
-        "stale": stale, "highlight_css": _highlight_css(),
+        "stale": stale, "highlight_css": highlight_css(),
     })
 
 
 def _not_found(request, exc: ApplicationError):
     return render(request, "retrieval/view.html", {"title": "Not found", "error": exc.message}, status=404)
-
-
-@functools.cache
-def _highlight_css() -> str:
-    parts = []
-    for style, media in _STYLES:
-        rules = HtmlFormatter(style=style).get_style_defs(".highlight")
-        parts.append(f"{media}\n{rules}\n}}" if media else rules)
-    return "\n".join(parts)

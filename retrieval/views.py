@@ -15,7 +15,7 @@ from django_htmx.http import HttpResponseClientRedirect
 
 from rag_site.errors import ApplicationError
 from retrieval.access import identity_for_user, scope_for
-from retrieval.highlight import matching_words, snippet
+from retrieval.highlight import highlight_css, matching_words, snippet
 from retrieval.search import Hit, Mode, chunks_search
 from sources.models import DESCRIPTION_KEY, Chunk, IndexedFile, IndexStatus, Skill, Source, Tool, WorkspaceRoot
 
@@ -65,7 +65,7 @@ def search_page(request):
         return HttpResponseClientRedirect(login.url) if request.htmx else login
     filters = Filters.from_request(request)
     scope = scope_for(identity_for_user(request.user))
-    context = {"filters": filters, "kinds": KINDS, "modes": MODES, **_filter_choices(scope)}
+    context = {"filters": filters, "kinds": KINDS, "modes": MODES, "highlight_css": highlight_css(), **_filter_choices(scope)}
     if filters.query:
         context.update(_results(filters, scope))
     else:
