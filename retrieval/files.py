@@ -220,7 +220,7 @@ def grep_matcher(*, pattern: str, regex: bool, case_sensitive: bool) -> GrepMatc
     except re2.error as exc:
         reason = exc.args[0].decode("utf-8", "replace") if exc.args and isinstance(exc.args[0], bytes) else str(exc)
         raise InvalidInput(f"invalid regex (RE2 syntax: no backreferences or lookaround): {reason}",
-                               details={"field": "pattern"}) from None
+                           details={"field": "pattern"}) from None
     return GrepMatcher(line=line.search, text=text.search if text is not None else None)
 
 
@@ -305,7 +305,7 @@ def _current_or_error(file: VisibleFile) -> CurrentText:
     root_fd = _root_open(file.root.path)
     if root_fd is None:
         raise Unavailable(f"the directory of root {file.root.name!r} cannot be opened now (moved, replaced by a "
-                               "symlink, or outside RAG_ROOT_BASE_DIRS)")
+                          "symlink, or outside RAG_ROOT_BASE_DIRS)")
     try:
         current = _current_text(root_fd, file.path, _rules(file.root))
     finally:
@@ -321,7 +321,7 @@ def _lines_out(file: VisibleFile, current: CurrentText, *, start: int, end: int 
     lines = file_lines(current.text)
     if start > len(lines):
         raise InvalidInput(f"line {start} is past the end of {file.path!r} ({len(lines)} lines)",
-                               details={"field": "start", "total_lines": len(lines)})
+                           details={"field": "start", "total_lines": len(lines)})
     cap = settings.RAG_READ_MAX_LINES
     asked = start + cap - 1 if end is None else end
     last = min(asked, start + cap - 1, len(lines))

@@ -117,7 +117,7 @@ def _authenticated(request: HttpRequest) -> Identity:
     identity = _auth(request)  # parses "Bearer <key>", checks the key, counts the rate limit
     if identity is None:
         raise Unauthenticated("authentication required: send 'Authorization: Bearer <API key>' "
-                               "(manage.py rag_apikey create)")
+                              "(manage.py rag_apikey create)")
     return identity
 
 
