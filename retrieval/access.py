@@ -95,6 +95,7 @@ def _narrowed(allowed: frozenset[str] | None, asked: list[str] | None, *, what: 
     if refused:
         may = ", ".join(sorted(allowed)) or f"shared sources only, no {what}"
         raise Forbidden(
-            f"{identity.name} may not act for {what} {', '.join(map(repr, refused))} (it may see: {may})", details={"field": f"{what}_id" if what != "channel" else "channels", "refused": refused},
+            f"{identity.name} may not act for {what} {', '.join(map(repr, refused))} (it may see: {may})",
+            details={"field": f"{what}_id" if what != "channel" else "channels", "refused": refused},
         )
     return tuple(sorted(set(asked)))

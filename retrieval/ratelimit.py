@@ -45,5 +45,6 @@ def rate_limit_check(*, bucket: str, limit: int) -> None:
     if count > limit:
         retry_after = max(1, int((window + 1) * WINDOW_SECONDS - now + 0.999))
         raise Cooldown(
-            f"rate limit exceeded: {limit} requests per minute; retry in {retry_after} s", details={"retry_after_seconds": retry_after},
+            f"rate limit exceeded: {limit} requests per minute; retry in {retry_after} s",
+            details={"retry_after_seconds": retry_after},
         )
