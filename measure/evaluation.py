@@ -147,7 +147,8 @@ def _context_coverage(queries: list[tuple[str, Callable[[list[tuple[str, int, in
     sums: dict[str, float] = {}
     texts = []
     for text, inside in queries:
-        hits, _ = context_search(query=text, scope=scope, k={kind: CONTEXT_CANDIDATES})
+        hits, warnings = context_search(query=text, scope=scope, k={kind: CONTEXT_CANDIDATES})
+        _skipped.extend(warnings[:1])
         skills, spans = context_pieces(hits, query=text)
         for budget in CONTEXT_BUDGETS:
             assembled = assemble(skills, spans, budget=budget, count=token_count)
@@ -170,6 +171,24 @@ def _kept(span: Span) -> list[tuple[str, int, int]]:
         return [(span.path, span.start_line, span.end_line)]
     first_gone, last_gone = span.omitted
     return [(span.path, span.start_line, first_gone - 1), (span.path, last_gone + 1, span.end_line)]
+
+
+# What the searches of this run skipped (a channel timed out or failed): numbers from such a run are not
+# the service's, so the command says so (``skipped_take``).
+_skipped: list[str] = []
+
+
+def _searched(**options):
+    result = chunks_search(**options)
+    _skipped.extend(result.warnings[:1])
+    return result
+
+
+def skipped_take() -> list[str]:
+    """The first warning of every search since the last call that had one (and forget them)."""
+    taken = list(_skipped)
+    _skipped.clear()
+    return taken
 
 
 def search_rows() -> dict[str, dict]:
@@ -205,7 +224,7 @@ def indexing_notes() -> list[str]:
 def _documents(query: str, scope: Scope, options: dict) -> list[str]:
     # A document ranks where its best chunk ranks.
     seen: dict[str, None] = {}
-    for hit in chunks_search(query=query, k=DEPTH, scope=scope, **options):
+    for hit in _searched(query=query, k=DEPTH, scope=scope, **options):
         seen.setdefault(hit.chunk.path, None)
     return list(seen)
 
@@ -268,7 +287,7 @@ def code_evaluate(queries: list[CodeQuery], root, *, k: int = 10) -> dict[str, d
 
     def search(options: dict) -> Callable[[CodeQuery], list[tuple[str, int, int]]]:
         return lambda q: [(h.chunk.path, h.chunk.start_line, h.chunk.end_line)
-                          for h in chunks_search(query=q.text, k=k, scope=scope, **options)]
+                          for h in _searched(query=q.text, k=k, scope=scope, **options)]
 
     channels = {"token-overlap": overlap, **{name: search(options) for name, options in search_rows().items()}}
     report = {}

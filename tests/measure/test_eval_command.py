@@ -48,6 +48,17 @@ def test_every_channel_is_scored_from_one_run(dataset):
     assert {"tokens/cl100k_base", "tokens/llama3", "tokens/qwen3"} <= set(context)
     assert all(0.5 < context[name] < 2.0 for name in context if name.startswith("tokens/"))
     assert not Source.objects.filter(kind="dataset").exists()  # removed without --keep
+    assert report["searches_skipping_work"] == []  # every search did all its work: these are the service's numbers
+
+
+def test_a_run_whose_searches_skip_work_says_its_numbers_are_not_the_services(dataset):
+    """The report path: a search's warning (here as a timed-out channel words it) reaches the person running the eval."""
+    from measure import evaluation
+
+    out, err = StringIO(), StringIO()
+    evaluation._skipped.append("vector skipped: it took longer than RAG_SEARCH_STATEMENT_TIMEOUT_MS (1500 ms)")
+    call_command("rag_eval", str(dataset), stdout=out, stderr=err)
+    assert "warning: 1 searches of this run skipped part of their work" in err.getvalue()
 
 
 def test_a_configured_rerank_model_gets_its_own_row(dataset, settings, tiny_model):

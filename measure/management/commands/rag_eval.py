@@ -10,7 +10,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from measure.evaluation import (
     beir_load, code_context, code_evaluate, code_queries_load, code_root_index, dataset_context, dataset_evaluate, dataset_index,
-    indexing_notes,
+    indexing_notes, skipped_take,
 )
 from rag_site.errors import ApplicationError
 
@@ -51,13 +51,14 @@ class Command(BaseCommand):
         report = {
             "dataset": data.name, "documents": len(data.corpus), "queries": len(data.qrels), "k": k,
             "embedded_chunks": embedded, "index_seconds": round(indexed, 1), "channels": channels, "context": context,
+            "searches_skipping_work": skipped_take(),
         }
         if json:
             self.stdout.write(_dumps(report))
             return
         self.stdout.write(f"{data.name}: {len(data.corpus)} documents, {len(data.qrels)} judged queries; "
                           f"{embedded} chunks embedded in {indexed:.1f} s")
-        self._notes()
+        self._notes(report["searches_skipping_work"])
         self._table(channels)
         self._context(context, what="a relevant passage")
 
@@ -77,18 +78,21 @@ class Command(BaseCommand):
                 root.delete()
         report = {"root": str(root_dir), "files": job.files_total, "queries": len(queries), "k": k,
                   "embedded_chunks": job.chunks_embedded, "channels": channels,
-                  "context": context}
+                  "context": context, "searches_skipping_work": skipped_take()}
         if as_json:
             self.stdout.write(_dumps(report))
             return
         self.stdout.write(f"{root_dir}: {job.files_total} files, {len(queries)} queries; {job.chunks_embedded} chunks embedded")
-        self._notes()
+        self._notes(report["searches_skipping_work"])
         self._table(channels)
         self._context(context, what="the function")
 
-    def _notes(self) -> None:
+    def _notes(self, skipped: list[str]) -> None:
         for note in indexing_notes():
             self.stdout.write(f"  ({note})")
+        if skipped:
+            self.stderr.write(f"  warning: {len(skipped)} searches of this run skipped part of their work, so these numbers "
+                              f"are not the service's (is the machine busy? RAG_SEARCH_STATEMENT_TIMEOUT_MS); the first: {skipped[0]}")
 
     def _table(self, channels: dict) -> None:
         metrics = list(next(iter(channels.values())))
