@@ -39,7 +39,8 @@ def root_reindex(request, root_id: int, payload: ReindexIn):
     unchanged files are not embedded again; ``force`` re-embeds every file."""
     manage_required(request)
     job, created = tasks.root_reindex_request(root_id=root_id, force=payload.force, trigger="api")
-    return Status(202 if created else 200, ReindexOut(created=created, job=JobOut.from_orm(job_get(job.pk))))
+    # The job as a model: the response schema reads it (JobOut's resolvers need the row, not a copy).
+    return Status(202 if created else 200, {"created": created, "job": job_get(job.pk)})
 
 
 @router.get("/index-jobs/{job_id}", response={200: JobOut, **ERRORS}, auth=MANAGE_AUTH)

@@ -86,8 +86,8 @@ def test_search_as_you_type_marks_words_opens_the_viewer_and_keeps_filters_in_th
         # Keyboard: / focuses the box, arrows move through hits, Enter opens the viewer at the cited lines.
         page.fill("#q", "refund_step_30")
         page.press("#q", "Enter")
-        expect(page.locator("#results .hit").first).to_contain_text("billing.py")
-        page.locator("body").click()
+        expect(page.locator("#results .hit").first).to_contain_text("refund_step_30")  # the new results, not the last
+        page.evaluate("document.activeElement.blur()")
         page.keyboard.press("/")
         assert page.evaluate("document.activeElement.id") == "q"
         page.keyboard.press("ArrowDown")
