@@ -3,7 +3,8 @@
 FROM node:20-slim AS assets
 WORKDIR /app
 COPY package.json package-lock.json ./
-RUN npm ci --no-audit --no-fund
+# Production packages only (htmx): axe-core is a devDependency of the browser tests.
+RUN npm ci --omit=dev --no-audit --no-fund
 
 FROM python:3.11-slim
 ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 PIP_DISABLE_PIP_VERSION_CHECK=1 \
