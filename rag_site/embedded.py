@@ -70,6 +70,14 @@ def postgres_start(data_dir: Path, *, cleanup: str = "stop") -> str:
 TUNING_FILE = "rag_site.conf"
 
 
+def shared_buffers_setting() -> str:
+    """RAG_EMBEDDED_SHARED_BUFFERS, checked: a bad value would stop the server at its next start, far from the cause."""
+    shared_buffers = env_str("RAG_EMBEDDED_SHARED_BUFFERS", "1GB")
+    if not re.fullmatch(r"[0-9]+(kB|MB|GB|TB)?", shared_buffers):
+        raise ServiceError(f"RAG_EMBEDDED_SHARED_BUFFERS must be a size such as 512MB or 2GB, got {shared_buffers!r}")
+    return shared_buffers
+
+
 def postgres_tune(data_dir: Path) -> bool:
     """Write the embedded server's settings for search (``TUNING_FILE``, included from postgresql.conf); True if changed.
 
@@ -86,10 +94,7 @@ def postgres_tune(data_dir: Path) -> bool:
     conf = data_dir / "postgresql.conf"
     if not conf.exists():
         return False
-    shared_buffers = env_str("RAG_EMBEDDED_SHARED_BUFFERS", "1GB")
-    if not re.fullmatch(r"[0-9]+(kB|MB|GB|TB)?", shared_buffers):
-        # A bad value here would stop the server at its next start, far from the cause.
-        raise ServiceError(f"RAG_EMBEDDED_SHARED_BUFFERS must be a size such as 512MB or 2GB, got {shared_buffers!r}")
+    shared_buffers = shared_buffers_setting()
     wanted = "\n".join((
         "# Written by rag-site (rag_site/embedded.py, postgres_tune) on every start: edit there, not here.",
         f"shared_buffers = '{shared_buffers}'",

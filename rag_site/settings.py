@@ -193,7 +193,7 @@ RAG_QUERY_EMBEDDING_CACHE = env_int("RAG_QUERY_EMBEDDING_CACHE", 1024, minimum=0
 RAG_INDEX_FLUSH_CHUNKS = env_int("RAG_INDEX_FLUSH_CHUNKS", 1024, minimum=1)
 # A chunk longer than the model reads (256 word pieces for MiniLM): "pieces"
 # embeds it in pieces and averages them, "truncate" lets the model drop the
-# rest. Applies to chunks embedded from then on (force a re-index).
+# rest. Part of every document's fingerprint: a change re-embeds at the next index run.
 # On code, 21% of click's chunks and 15% of jinja2's are that long (msmarco:
 # none), yet `rag_eval --code` measured truncation best; vector hit@5/MRR@10:
 #   truncate:    click 0.704 / 0.557, jinja2 0.723 / 0.538
