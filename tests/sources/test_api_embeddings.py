@@ -56,7 +56,6 @@ def hnsw_index_exists(model: EmbeddingModel) -> bool:
     return row is not None and f"halfvec({model.dimensions})" in row[0] and f"embedding_model_id = {model.pk}" in row[0]
 
 
-@pytest.mark.unit
 def test_model_names_pick_the_provider_and_the_dimensions():
     assert model_reference("all-MiniLM-L6-v2") == ("local", "all-MiniLM-L6-v2")
     assert model_reference("/models/e5") == ("local", "/models/e5")

@@ -79,7 +79,6 @@ def embedded_inputs(server) -> list[str]:
 
 # --- without a database -------------------------------------------------------------------
 
-@pytest.mark.unit
 def test_the_description_comes_between_the_header_and_the_content_and_nothing_changes_without_one():
     chunk = ChunkResult(content="return 1", context_prefix="Guide > Setup", language="python", symbol="serve", start_line=1, end_line=1)
     assert embed_text(chunk, "a.py") == "a.py · serve · Guide > Setup\n\nreturn 1"
@@ -90,7 +89,6 @@ def test_the_description_comes_between_the_header_and_the_content_and_nothing_ch
     assert embed_text(described) == "serve · Guide > Setup\n\nThis chunk serves.\n\nreturn 1"
 
 
-@pytest.mark.unit
 def test_the_prompt_sends_a_bounded_start_of_the_document():
     request = DescriptionRequest(document_hash="h", path="big.txt", document="x" * (DOCUMENT_CHARS * 3), chunk="the chunk")
     prompt = description_messages(request)[-1]["content"]
