@@ -93,6 +93,14 @@ def _camel_spans(token: str) -> list[tuple[int, int]]:
     return list(zip(cuts, cuts[1:]))
 
 
+def lexer_for(path: str):
+    """The Pygments lexer for a file's name (plain text when none fits); line numbers stay the file's own."""
+    try:
+        return get_lexer_for_filename(path, stripnl=False)
+    except ClassNotFound:
+        return TextLexer(stripnl=False)
+
+
 def snippet(*, content: str, kind: str, path: str, first_line: int, words: set[str]) -> Snippet:
     """A window of whole lines of a chunk (around its first matching line), rendered and marked."""
     lines = content.split("\n")
@@ -103,10 +111,7 @@ def snippet(*, content: str, kind: str, path: str, first_line: int, words: set[s
     if kind == "skill":
         rendered = _MARKDOWN.render(text)
     elif kind == "file":
-        try:
-            lexer = get_lexer_for_filename(path, stripnl=False)
-        except ClassNotFound:
-            lexer = TextLexer(stripnl=False)
+        lexer = lexer_for(path)
         formatter = HtmlFormatter(nowrap=True)
         numbers = "\n".join(str(first_line + start + n) for n in range(len(window)))
         code = pygments_highlight(text, lexer, formatter).rstrip("\n")

@@ -10,13 +10,12 @@ from django.contrib.auth.views import redirect_to_login
 from django.shortcuts import render
 from pygments import highlight
 from pygments.formatters import HtmlFormatter
-from pygments.lexers import MarkdownLexer, TextLexer, get_lexer_for_filename
-from pygments.util import ClassNotFound
+from pygments.lexers import MarkdownLexer
 
 from rag_site.errors import ApplicationError, NotFound
 from retrieval.access import identity_for_user
 from retrieval.files import file_current, file_lines
-from retrieval.highlight import highlight_css
+from retrieval.highlight import highlight_css, lexer_for
 from sources.selectors import skill_readable
 
 def view_skill(request, slug: str):
@@ -27,7 +26,7 @@ def view_skill(request, slug: str):
     except NotFound as exc:
         return _not_found(request, exc)
     return _page(request, title=skill.title or (skill.source.title if skill.source_id else "") or slug,
-                 subtitle="skill", text=skill.body, lexer=MarkdownLexer(), cite=f"skill:{slug}")
+                 subtitle="skill", text=skill.body, lexer=MarkdownLexer(stripnl=False), cite=f"skill:{slug}")
 
 
 def view_file(request, root: str, path: str):
@@ -37,17 +36,13 @@ def view_file(request, root: str, path: str):
         file, current = file_current(identity_for_user(request.user), root=root, path=path)
     except ApplicationError as exc:
         return _not_found(request, exc)
-    try:
-        lexer = get_lexer_for_filename(path, stripnl=False)
-    except ClassNotFound:
-        lexer = TextLexer()
+    lexer = lexer_for(path)
     stale = (current.size, current.mtime_ns) != (file.size, file.mtime_ns)
     return _page(request, title=path, subtitle=f"{file.root.name} · {lexer.name}", text=current.text, lexer=lexer,
                  cite=path, stale=stale)
 
 
 def _page(request, *, title: str, subtitle: str, text: str, lexer, cite: str, stale: bool = False):
-    lexer.stripnl = False  # line numbers must be the file's own
     code = highlight(text, lexer, HtmlFormatter(linenos="inline", linespans="L", wrapcode=True))
     return render(request, "retrieval/view.html", {
         "title": title, "subtitle": subtitle, "code": code, "cite": cite, "lines": len(file_lines(text)),

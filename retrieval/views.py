@@ -18,6 +18,7 @@ from retrieval.access import identity_for_user, scope_for
 from retrieval.highlight import highlight_css, matching_words, snippet
 from retrieval.search import Hit, Mode, chunks_search
 from sources.models import DESCRIPTION_KEY, Chunk, IndexedFile, IndexStatus, Skill, Source, Tool, WorkspaceRoot
+from sources.roots import root_sources
 
 PAGE_SIZE = 10
 KINDS = (("", "Everything"), (Source.Kind.SKILL, "Skills"), (Source.Kind.FILE, "Files"), (Source.Kind.TOOL, "Tools"))
@@ -67,7 +68,7 @@ def search_page(request):
     scope = scope_for(identity_for_user(request.user))
     context = {"filters": filters, "kinds": KINDS, "modes": MODES, "highlight_css": highlight_css(), **_filter_choices(scope)}
     if filters.query:
-        context.update(_results(filters, scope))
+        context.update(_results(filters, scope, context["roots"]))
     else:
         context.update(_landing(scope))
     more = request.htmx and request.GET.get("more") == "1"
@@ -76,10 +77,10 @@ def search_page(request):
     return render(request, template, context)
 
 
-def _results(filters: Filters, scope) -> dict:
+def _results(filters: Filters, scope, roots: list[WorkspaceRoot]) -> dict:
     kind = (Source.Kind.FILE,) if filters.language else (filters.kind,) if filters.kind else scope.kinds
     narrowed = dataclasses.replace(scope, kinds=kind,
-                                   source_ids=_root_source_ids(filters.root, scope) if filters.root else scope.source_ids)
+                                   source_ids=_root_source_ids(roots, filters.root, scope) if filters.root else scope.source_ids)
     if filters.root and not narrowed.source_ids:
         return {"hits": [], "total": 0, "more": False, "more_url": "", "elapsed_ms": 0, "warnings": []}
     k = filters.page * PAGE_SIZE
@@ -117,17 +118,19 @@ def _hit_view(hit: Hit, rank: int, words: set[str]) -> dict:
             "description": (chunk.metadata or {}).get(DESCRIPTION_KEY, "")}
 
 
-def _root_source_ids(root_id: str, scope) -> tuple[int, ...]:
-    """The visible sources of root ``root_id`` (its default segment and its segments)."""
-    keys = Q(key=f"root:{root_id}") | Q(key__startswith=f"root:{root_id}:segment:")
-    return tuple(Source.objects.filter(keys, pk__in=scope.source_ids_sql()).values_list("pk", flat=True))
+def _root_source_ids(roots: list[WorkspaceRoot], root_id: str, scope) -> tuple[int, ...]:
+    """The visible sources of root ``root_id`` (one of ``roots``, those the person can filter by); none otherwise."""
+    root = next((root for root in roots if str(root.pk) == root_id), None)
+    if root is None:
+        return ()
+    return tuple(root_sources(root).filter(pk__in=scope.source_ids_sql()).values_list("pk", flat=True))
 
 
 def _filter_choices(scope) -> dict:
     """The roots and languages the person can filter by: only what their scope can see."""
     sources = Source.objects.filter(scope.source_filter(), kind=Source.Kind.FILE)
     root_ids = sorted({int(key.split(":")[1]) for key in sources.values_list("key", flat=True)})
-    roots = list(WorkspaceRoot.objects.filter(pk__in=root_ids).order_by("name").values_list("pk", "name"))
+    roots = list(WorkspaceRoot.objects.filter(pk__in=root_ids).order_by("name").only("pk", "name"))
     return {"roots": roots, "languages": _languages(scope)}
 
 

@@ -4,6 +4,8 @@ from django.contrib import admin
 from django.template.response import TemplateResponse
 
 from rag_site.errors import ApplicationError
+from retrieval.scope import Scope
+from retrieval.search import Mode, chunks_search
 from sources.models import words
 from sources.selectors import index_overview
 
@@ -15,9 +17,6 @@ def overview_view(request):
 
 def try_search_view(request):
     """Search as a chosen bot, client and channels would, with every score explained (staff only)."""
-    from retrieval.scope import Scope  # noqa: PLC0415 - the admin's one use of the search service
-    from retrieval.search import Mode, chunks_search  # noqa: PLC0415
-
     get = request.GET
     asked = {name: get.get(name, "").strip() for name in ("q", "bot_id", "client_id", "channels", "mode")}
     context = {**admin.site.each_context(request), "title": "Try a search", "asked": asked, "modes": [m.value for m in Mode]}

@@ -101,7 +101,7 @@ class WorkspaceRootAdmin(BrokerWarningMixin, admin.ModelAdmin):
     def response_add(self, request, obj, post_url_continue=None):
         # After the segments are saved too: the first job sees them.
         if obj.enabled:
-            self._request_job(request, obj, force=False)
+            self._request_job(request, obj, force=False, ignore_cooldown=True)
         return super().response_add(request, obj, post_url_continue)
 
     @admin.display(description="Last index job")
@@ -136,12 +136,13 @@ class WorkspaceRootAdmin(BrokerWarningMixin, admin.ModelAdmin):
             return HttpResponseNotAllowed(["POST"])
         root = WorkspaceRoot.objects.filter(pk=root_id).first()
         if root is not None:
-            self._request_job(request, root, force=request.POST.get("force") == "1")
+            self._request_job(request, root, force=request.POST.get("force") == "1", ignore_cooldown=True)
         return HttpResponseRedirect(request.POST.get("next") or reverse("admin:sources_workspaceroot_changelist"))
 
-    def _request_job(self, request, root: WorkspaceRoot, *, force: bool) -> None:
+    def _request_job(self, request, root: WorkspaceRoot, *, force: bool, ignore_cooldown: bool = False) -> None:
         try:
-            job, created = tasks.root_reindex_request(root_id=root.pk, force=force, trigger="admin", ignore_cooldown=True)
+            job, created = tasks.root_reindex_request(root_id=root.pk, force=force, trigger="admin",
+                                                      ignore_cooldown=ignore_cooldown)
         except ApplicationError as exc:
             self.message_user(request, f"{root.name}: {exc.message}", messages.WARNING)
             return
@@ -149,23 +150,15 @@ class WorkspaceRootAdmin(BrokerWarningMixin, admin.ModelAdmin):
         link = format_html('<a href="{}">job {}</a>', reverse("admin:sources_indexjob_change", args=[job.pk]), job.pk)
         self.message_user(request, format_html("{}: {} {}.", root.name, verb, link), messages.SUCCESS)
 
-    def _reindex(self, request, queryset, *, force: bool) -> None:
-        for root in queryset:
-            try:
-                job, created = tasks.root_reindex_request(root_id=root.pk, force=force, trigger="admin")
-            except ApplicationError as exc:
-                self.message_user(request, f"{root.name}: {exc.message}", messages.WARNING)
-                continue
-            verb = "queued" if created else "already queued or running as"
-            self.message_user(request, f"{root.name}: {verb} job {job.pk}.", messages.SUCCESS)
-
     @admin.action(description="Re-index selected roots (respects the cooldown)")
     def reindex(self, request, queryset) -> None:
-        self._reindex(request, queryset, force=False)
+        for root in queryset:
+            self._request_job(request, root, force=False)
 
     @admin.action(description="Re-index selected roots now (force: re-embed even if unchanged, ignores the cooldown)")
     def reindex_force(self, request, queryset) -> None:
-        self._reindex(request, queryset, force=True)
+        for root in queryset:
+            self._request_job(request, root, force=True)
 
 
 @admin.register(IndexJob)
