@@ -55,6 +55,12 @@ class AccessGrant(Scoped):
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
+        # The admin console's two cross-source views are named permissions, not
+        # just is_staff: a staff account sees only what someone granted it.
+        permissions = [
+            ("view_index_overview", "Can view the index overview in the admin console"),
+            ("use_try_search", "Can use the admin console's try-search"),
+        ]
         constraints = [
             models.CheckConstraint(
                 condition=Q(user__isnull=False, group__isnull=True) | Q(user__isnull=True, group__isnull=False),
