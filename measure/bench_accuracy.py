@@ -7,9 +7,9 @@
 - Lexical agreement@10: the lexical channel's first 10 against BM25 computed
   here, in Python, from the chunks' stored vectors alone (not the postings
   index): every chunk in scope holding a query lexeme, with the channel's
-  definition (its query lexemes and word cap, field weights, k1, b), average
-  length and document frequencies over every chunk in scope and N over every
-  chunk, counted here. The channel reads each common word's postings to a
+  definition (its query lexemes and word cap, field weights, k1, b), and N,
+  average length and document frequencies over every chunk in scope,
+  counted here. The channel reads each common word's postings to a
   bounded depth (approximate top-k); what that costs in agreement shows here.
 """
 
@@ -82,22 +82,22 @@ _REFERENCE_ROWS = """
     WHERE c.search_vector @@ q.query AND {where} AND u.lexeme = ANY(q.terms)
 """
 
-# The visible collection's size and length, and every chunk's count (N), from the chunks themselves.
+# The visible collection's size (N) and length, from the chunks themselves.
 _COLLECTION = """
-    SELECT count(*), coalesce(sum(length(c.search_vector)), 0), (SELECT count(*) FROM {chunk})
+    SELECT count(*), coalesce(sum(length(c.search_vector)), 0)
     FROM {chunk} c JOIN {source} s ON s.id = c.source_id WHERE {where}
 """
 
 
-def reference_collection(*, scope: Scope) -> tuple[int, int, int]:
-    """Chunks in scope, their total length, and chunks in all: counted once per run (a scan of the scope)."""
+def reference_collection(*, scope: Scope) -> tuple[int, int]:
+    """Chunks in scope and their total length: counted once per run (a scan of the scope)."""
     where, params = scope.chunk_sql()
     with connection.cursor() as cursor:
         cursor.execute(_COLLECTION.format(where=where, **TABLES), params)
         return cursor.fetchone()
 
 
-def bm25_reference(*, query: str, scope: Scope, collection: tuple[int, int, int] | None = None) -> dict[int, float]:
+def bm25_reference(*, query: str, scope: Scope, collection: tuple[int, int] | None = None) -> dict[int, float]:
     """BM25 of every chunk in scope that holds one of the query's lexemes (empty: the query has none)."""
     query = " ".join(query.split()[: settings.RAG_LEXICAL_MAX_WORDS])  # the channel's word cap
     where, params = scope.chunk_sql()
@@ -105,7 +105,8 @@ def bm25_reference(*, query: str, scope: Scope, collection: tuple[int, int, int]
     with connection.cursor() as cursor:
         cursor.execute(_REFERENCE_ROWS.format(lexemes=lexical.QUERY_LEXEMES, where=where, **TABLES), params)
         rows = cursor.fetchall()
-    visible, total_length, n = collection or reference_collection(scope=scope)
+    visible, total_length = collection or reference_collection(scope=scope)
+    n = visible  # BM25's N: the caller's chunks, as the channel counts it
     lengths: dict[int, int] = {}
     tf: dict[int, dict[str, float]] = defaultdict(dict)
     df: dict[str, int] = defaultdict(int)

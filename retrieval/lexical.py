@@ -4,8 +4,9 @@ PostgreSQL's ``ts_rank`` has no inverse document frequency: a query's
 commonest word counts as much as its rarest. This channel scores Okapi BM25
 with term frequencies from the stored weighted tsvector (an occurrence in
 the symbol or path (A) counts 4 times, in a heading (B) twice, in the body
-(C) once), each word's document frequency and the average length over the
-chunks the caller may see, and N over the whole index (``idf_of``).
+(C) once), and N, each word's document frequency and the average length over the
+chunks the caller may see (``idf_of``): another caller's sources move no
+score.
 
 Cost: each query word's postings (retrieval/models/lexical.py) are read
 best first, rare words first and in full, common words to a bounded depth
@@ -97,19 +98,20 @@ _VISIBLE = "SELECT s.id, s.active_generation AS generation FROM {source} s WHERE
 class Term:
     lexeme: str
     df: int  # chunks in scope holding it
-    df_all: int  # chunks anywhere holding it
+    # Chunks anywhere holding it: it prices reading the word's list best
+    # first (read_plan), never a score.
+    df_all: int
 
 
 @dataclass(frozen=True, slots=True)
 class Collection:
-    """The caller's visible collection: its size, average length and the query's words in it."""
+    """The caller's visible collection: its size (BM25's N), average length and the query's words in it."""
 
     sources: int
     chunks: int
     total_length: int
     terms: tuple[Term, ...]
     words: int  # the query's lexemes, found in scope or not
-    indexed: int = 0  # chunks of every source: BM25's N (see idf_of)
     # The visible sources and their active generations, in pairs.
     source_ids: tuple[int, ...] = ()
     generations: tuple[int, ...] = ()
@@ -172,11 +174,10 @@ def lexical_candidates(
 _COLLECTION = """
     WITH vis AS MATERIALIZED ({visible}),
     coll AS (
-        SELECT count(*) AS sources, coalesce(sum(l.chunks), 0) AS chunks, coalesce(sum(l.total_dl), 0) AS total,
-               (SELECT coalesce(sum(a.chunks), 0) FROM {lexical_source} a) AS indexed
+        SELECT count(*) AS sources, coalesce(sum(l.chunks), 0) AS chunks, coalesce(sum(l.total_dl), 0) AS total
         FROM vis LEFT JOIN {lexical_source} l ON l.source_id = vis.id AND l.generation = vis.generation
     )
-    SELECT coll.sources, coll.chunks, coll.total, coll.indexed,
+    SELECT coll.sources, coll.chunks, coll.total,
            (SELECT array_agg(id ORDER BY id) FROM vis), (SELECT array_agg(generation ORDER BY id) FROM vis), w.lexeme,
            (SELECT coalesce(sum(t.df), 0) FROM {term} t JOIN vis ON t.source_id = vis.id AND t.generation = vis.generation
             WHERE t.lexeme = w.lexeme),
@@ -194,7 +195,7 @@ def collection_statistics(*, query: str, scope: Scope) -> Collection:
 
 
 # The columns of collection_sql's rows, which collection_read reads.
-COLLECTION_COLUMNS = 9
+COLLECTION_COLUMNS = 8
 
 
 def collection_sql(*, query: str, scope: Scope) -> tuple[str, dict]:
@@ -206,11 +207,11 @@ def collection_sql(*, query: str, scope: Scope) -> tuple[str, dict]:
 
 def collection_read(rows: list[tuple]) -> Collection:
     """A Collection from ``collection_sql``'s rows (there is always one)."""
-    sources, chunks, total, indexed, source_ids, generations = rows[0][:6]
-    words = [row for row in rows if row[6] is not None]
-    terms = tuple(Term(lexeme=row[6], df=int(row[7]), df_all=int(row[8])) for row in words if row[7] > 0)
+    sources, chunks, total, source_ids, generations = rows[0][:5]
+    words = [row for row in rows if row[5] is not None]
+    terms = tuple(Term(lexeme=row[5], df=int(row[6]), df_all=int(row[7])) for row in words if row[6] > 0)
     return Collection(sources=int(sources), chunks=int(chunks), total_length=int(total), terms=terms, words=len(words),
-                      indexed=int(indexed), source_ids=tuple(source_ids or ()), generations=tuple(generations or ()))
+                      source_ids=tuple(source_ids or ()), generations=tuple(generations or ()))
 
 
 def read_plan(collection: Collection, *, limit: int, budget: int) -> list[TermRead]:
@@ -285,17 +286,18 @@ def _rescored(limit: int, incomplete: int) -> int:
 
 
 def idf_of(collection: Collection, term: Term) -> float:
-    """BM25's IDF: N is every chunk indexed, the document frequency the caller's.
+    """BM25's IDF, with N and the document frequency both counted over the chunks the caller may see.
 
-    The frequency is counted in scope, so a score says nothing of what other
-    callers' sources hold. N is the whole index's, as the channel always
-    had it: with the scope's N, the lexical channel alone measured hit@5 /
-    MRR@10 0.648 / 0.437 on click and 0.607 / 0.470 on jinja2, against
-    0.658 / 0.459 and 0.640 / 0.484 with this one (`make eval`). A larger N
-    lifts every word's IDF by the same amount, which rewards chunks that
-    match more of the query's words.
+    Nothing of other callers' sources enters a score, so a score cannot
+    tell how much they hold or when they change (issue 22, finding 7: with
+    the whole index's N, a bot's scores rose while another bot's root
+    indexed). N over the whole index had measured better on click and
+    jinja2 (`make eval`), but only because msmarco-5k, kept in the same
+    database, swelled it: a larger N lifts every word's IDF alike, which
+    rewards matching more of the query's words. Each set in a database of
+    its own, as README's numbers are measured, has the scope's N either way.
     """
-    n = max(collection.indexed, collection.chunks)
+    n = collection.chunks
     return math.log(1 + (n - term.df + 0.5) / (term.df + 0.5))
 
 
