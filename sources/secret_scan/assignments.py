@@ -1,0 +1,136 @@
+"""Secrets with no shape of their own, found by the name they are given.
+
+``password: hunter2`` in YAML, ``DB_PASSWORD=...`` in .env, ``"api_key":
+"..."`` in JSON, ``secret = '...'`` in code, ``postgres://user:pw@host``:
+like detect-secrets' keyword and basic-auth detectors. A password-like name
+flags any value that is not a placeholder or a reference; a token-like name
+flags only a key-shaped value of high entropy (``values.random_kind``), since
+tokens and secrets are named everywhere in code.
+"""
+
+import re
+
+from sources.secret_scan import values
+
+PASSWORD = "password assignment"
+URL = "credentials in a URL"
+HIGH_ENTROPY = {"hex": "high-entropy hex secret", "base64": "high-entropy base64 secret"}
+
+# Lines worth parsing hold one of these (case-insensitive); finding them is one
+# regex pass, parsing runs on those lines only.
+# Searched in the lower-cased text: a case-insensitive alternation is several times slower.
+_KEYWORD = re.compile(
+    r"pass|pwd|secret|token|credential"
+    r"|(?:api|access|auth|private|client|account|master|signing|encryption|app|service|storage|shared|license|subscription)"
+    r"[\W_]?key"
+)
+LITERALS = ("pass", "pwd", "secret", "token", "key", "credential")
+
+_KEY = r"(?P<key>[A-Za-z_][\w.-]*)"
+# key = "value", "key": "value", key: "value", key := "value", key == "value",
+# key: str = "value": anywhere in a line (code, JSON, TOML, YAML with quotes).
+_QUOTED = re.compile(
+    _KEY + r"[\"'\]]{0,2}\s*(?::\s*[A-Za-z_][\w\[\]., |]*?\s*(?==))?(?P<op>:=|=>|==|!=|:|=)\s*@?[rbuRB]?"
+    r"(?P<q>[\"'`])(?P<value>[^\"'`\n]{0,300})(?P=q)"
+)
+# key: value, KEY=value, export KEY=value, - key: value: the whole line (YAML, INI, .env, properties).
+_BARE = re.compile(
+    r"^\s*(?:-\s+)?(?:export\s+)?[\"']?" + _KEY + r"[\"']?\s*(?P<op>:=|=|:)[ \t]*"
+    r"(?P<value>[^\s\"'`#|>&*!][^\s]*)[ \t]*(?:#.*)?$"
+)
+_WORDS = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
+_PASSWORD_WORDS = frozenset(("password", "passwd", "passphrase", "pwd", "pass", "passwort", "contrasena"))
+_SECRET_WORDS = frozenset(("secret", "secrets", "token", "apikey", "credential", "credentials", "authtoken", "accesskey"))
+# "<word> key" names a key worth keeping out ("api key", "private key"); "key" alone is a dict key.
+_KEY_QUALIFIERS = frozenset(("api", "access", "auth", "private", "secret", "client", "account", "master", "signing",
+                             "encryption", "app", "service", "storage", "shared", "license", "subscription"))
+# Names that hold something about a secret, not the secret (gitleaks' allowlist
+# does the same): its length, its file, its URL, a CSRF token (public by design).
+_NOT_THE_SECRET = frozenset((
+    "name", "names", "id", "ids", "type", "types", "length", "len", "size", "file", "files", "path", "dir", "url",
+    "uri", "endpoint", "field", "fields", "prefix", "suffix", "header", "param", "cookie", "label", "min", "max",
+    "timeout", "ttl", "age", "expiry", "expires", "policy", "validators", "hashers", "reset", "help", "message",
+    "mismatch", "input", "widget", "template", "format", "pattern", "regex", "env", "var", "count", "mode",
+    "scheme", "generator", "backend", "storage", "algorithm", "scope", "scopes", "kind", "error", "errors", "count",
+    "required", "changed", "confirm", "confirmation", "hint", "placeholder", "class", "version", "manager", "index",
+))
+_NEVER_SECRET = frozenset(("csrf", "xsrf", "public", "pub", "publishable", "sri"))
+
+# scheme://user:password@host
+# Starts with its literal, so the engine jumps from one "://" to the next.
+_URL = re.compile(
+    r"://(?P<user>[^\s:/?#@'\"<>\[\]{}]{1,128}):"
+    r"(?P<password>[^\s/?#@'\"<>]{1,128})@[A-Za-z0-9\[]"
+)
+URL_LITERALS = ("://",)
+
+
+def _kind_of_name(key: str) -> str | None:
+    """"password", "secret" or None for an assignment's name."""
+    words = [word.lower() for word in _WORDS.findall(key)]
+    if not words or words[-1] in _NOT_THE_SECRET or _NEVER_SECRET.intersection(words):
+        return None
+    # "pass" and "pwd" only end a name (DB_PASS, smtp_pwd): first, they are
+    # code (pass_arg, PassThrough, pwd for the working directory).
+    if _PASSWORD_WORDS.intersection(words[:-1]) - {"pass", "pwd"} or words[-1] in _PASSWORD_WORDS:
+        return "password"
+    if _SECRET_WORDS.intersection(words):
+        return "secret"
+    if any(word == "key" and before in _KEY_QUALIFIERS for before, word in zip(words, words[1:], strict=False)):
+        return "secret"
+    return None
+
+
+def _verdict(key: str, value: str, *, quoted: bool, op: str) -> str | None:
+    kind = _kind_of_name(key)
+    value = value.strip()
+    if (kind is None or not value or any(c.isspace() for c in value) or values.placeholder(value)
+            or values.reference(value) or values.names_a_secret(value)):
+        return None
+    if not quoted and values.code_like(value):
+        return None
+    if random := values.random_kind(value):
+        return PASSWORD if kind == "password" else HIGH_ENTROPY[random]
+    if kind != "password" or len(value) < 4:
+        return None
+    # Lower-case names (password_reset_done, set-password) are identifiers, not passwords.
+    if re.fullmatch(r"[a-z]+(?:[_.-][a-z]+)+", value):
+        return None
+    # A bare word after "password =" reads as code assigning a variable; in
+    # YAML (":") or an environment file (an upper-case NAME=) it is the value.
+    if not quoted and op == "=" and not key.isupper() and re.fullmatch(r"[A-Za-z_]\w*", value):
+        return None
+    return PASSWORD
+
+
+def assignment_found(text: str, lowered: str) -> str | None:
+    """The first assignment of a secret in ``text``; ``lowered`` is ``text.lower()``."""
+    if len(lowered) != len(text):
+        lowered = text  # lower() changed the length (a few non-ASCII letters): search unlowered
+    end = -1
+    for hit in _KEYWORD.finditer(lowered):
+        if hit.start() <= end:
+            continue  # a second keyword on a line already parsed
+        start = text.rfind("\n", 0, hit.start()) + 1
+        end = text.find("\n", hit.end())
+        if end < 0:
+            end = len(text)
+        line = text[start:end]
+        if len(line) > 1000:
+            continue  # minified code and data URIs: no assignment a person wrote
+        for match in _QUOTED.finditer(line):
+            if verdict := _verdict(match["key"], match["value"], quoted=True, op=match["op"]):
+                return verdict
+        if (match := _BARE.match(line)) and (verdict := _verdict(match["key"], match["value"], quoted=False, op=match["op"])):
+            return verdict
+    return None
+
+
+def url_credentials_found(text: str) -> bool:
+    for match in _URL.finditer(text):
+        user, password = match["user"], match["password"]
+        if (password == user or values.placeholder(password) or values.reference(password)
+                or values.names_a_secret(password) or password.strip("*x") == ""):
+            continue
+        return True
+    return False
