@@ -11,6 +11,7 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
+from rag_site.csp import policy_build as csp_policy_build  # imports nothing that needs settings
 from rag_site.env import env_bool, env_float, env_int, env_list, env_str, env_url
 from retrieval.choices import FusionMethod, LexicalRanking, RerankBackend  # pure Python: safe to import from settings
 
@@ -39,6 +40,16 @@ SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", Fals
 SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", False)
 SESSION_COOKIE_SECURE = env_bool("SESSION_COOKIE_SECURE", False)
 CSRF_COOKIE_SECURE = env_bool("CSRF_COOKIE_SECURE", False)
+
+# --- Content-Security-Policy (rag_site/csp.py) ---------------------------------
+# Every response: this site's own scripts, styles, images and connections only;
+# no inline script, no style attribute, no plugins, no framing. RAG_CSP_EXTRA
+# adds sources in CSP's own syntax ("img-src https://img.example.com;
+# report-uri https://…"); RAG_CSP_REPORT_ONLY sends the policy as
+# Content-Security-Policy-Report-Only, to try a change without breaking pages.
+RAG_CSP_EXTRA = env_str("RAG_CSP_EXTRA", "")
+RAG_CSP_REPORT_ONLY = env_bool("RAG_CSP_REPORT_ONLY", False)
+CSP_POLICY = csp_policy_build(extra=RAG_CSP_EXTRA)
 
 
 def _secret_key() -> str:
@@ -81,6 +92,8 @@ MIDDLEWARE = [
     # First, so everything after it sees the client's address, not the proxy's.
     "rag_site.proxy.ForwardedClientMiddleware",
     "django.middleware.security.SecurityMiddleware",
+    # Early, so responses made by the middleware below it (a 400, a 503) carry the policy too.
+    "rag_site.csp.ContentSecurityPolicyMiddleware",
     "rag_site.middleware.RefuseControlCharacters",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -105,6 +118,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "rag_site.csp.nonce_context",  # {{ csp_nonce }} for the one inline <style>
             ],
         },
     },

@@ -9,17 +9,11 @@ from django.utils.html import format_html
 
 from rag_site.errors import ApplicationError
 from sources import jobs, tasks
-from sources.admin.common import BrokerWarningMixin, UnixNewlinesForm, index_status_badge
+from sources.admin.common import BrokerWarningMixin, UnixNewlinesForm, index_status_badge, status_badge
 from sources.models import ACTIVE_JOB_STATUSES, IndexJob, JobStatus, Segment, Tool, WorkspaceRoot
 from sources.roots import glob_problem, root_files_reread, root_path_validate
 from sources.selectors import root_files_summary
 from sources.tools import tool_parameters_validate
-
-_JOB_COLOURS = {
-    JobStatus.SUCCEEDED: "#1a7f37", JobStatus.FAILED: "#b42318", JobStatus.RUNNING: "#2457c5",
-    JobStatus.QUEUED: "#8a6d00", JobStatus.CANCELLED: "#5b6570",
-}
-
 
 def job_badge(job: IndexJob | None) -> str:
     if job is None:
@@ -28,7 +22,7 @@ def job_badge(job: IndexJob | None) -> str:
     if job.status == JobStatus.RUNNING and job.files_total:
         label += f" {job.progress:.0%} ({job.chunks_embedded:,} chunks embedded, {job.files_seen:,}/{job.files_total:,} files read)"
     detail = f": {job.message[:160]}" if job.message and job.status != JobStatus.RUNNING else ""
-    return format_html('<b style="color:{}">{}</b>{}', _JOB_COLOURS.get(job.status, "#5b6570"), label, detail)
+    return status_badge(status=job.status, label=label, detail=detail)
 
 
 class RootForm(UnixNewlinesForm, forms.ModelForm):

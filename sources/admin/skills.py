@@ -20,7 +20,7 @@ class SkillForm(UnixNewlinesForm, forms.ModelForm):
     class Meta:
         model = Skill
         fields = ["slug", "title", "enabled", "body", "bot_id", "client_id", "channels"]
-        widgets = {"body": forms.Textarea(attrs={"rows": 28, "cols": 100, "style": "font-family: monospace"})}
+        widgets = {"body": forms.Textarea(attrs={"rows": 28, "cols": 100, "class": "monospace"})}
 
     def clean_body(self) -> str:
         body = self.cleaned_data["body"]
