@@ -8,6 +8,7 @@ Context, read and grep answer from retrieval/context.py and retrieval/files.py.
 from dataclasses import dataclass
 
 from retrieval.access import Identity, scope_for
+from retrieval.chunk_ids import chunk_public_id
 from retrieval.schemas import (
     HitOut, ScopeIn, SearchIn, SearchOut, SkillHitOut, SkillSearchIn, SkillSearchOut, ToolHitOut, ToolSearchIn, ToolSearchOut,
 )
@@ -68,7 +69,7 @@ def _hit_out(rank: int, hit: Hit, tools: dict[int, Tool]) -> HitOut:
     chunk = hit.chunk
     tool = tools.get(chunk.source_id)
     return HitOut(
-        chunk_id=chunk.pk,
+        chunk_id=chunk_public_id(chunk.pk),  # the table's key would count other tenants' chunks
         source=chunk.source.kind,
         source_key=chunk.source.key,
         title=hit.title,

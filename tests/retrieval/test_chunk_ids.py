@@ -1,0 +1,50 @@
+"""Chunk ids in hits tell nothing of the shared sequence (issue 22, finding 7), yet stay stable and distinct."""
+
+import json
+
+import pytest
+
+from retrieval.chunk_ids import chunk_public_id
+from sources import services
+from sources.models import Chunk
+from tests.factories import SkillFactory
+
+
+@pytest.mark.unit
+def test_public_ids_are_one_to_one_and_keep_no_order(settings):
+    settings.SECRET_KEY = "one key"
+    keys = list(range(1, 20_001)) + [2**40 + 7, 2**52 - 1, 2**52, 2**60 + 3]
+    ids = [chunk_public_id(pk) for pk in keys]
+    assert len(set(ids)) == len(keys)
+    assert all(0 <= public < 2**53 for pk, public in zip(keys, ids) if pk < 2**52)  # exact in a JSON double
+    # Consecutive chunks get unrelated ids: no differences to count other tenants' chunks by.
+    rises = sum(b > a for a, b in zip(ids, ids[1:20_000]))
+    assert 9_000 < rises < 11_000 and len({b - a for a, b in zip(ids, ids[1:100])}) == 99
+
+
+@pytest.mark.unit
+def test_public_ids_depend_on_the_secret_key(settings):
+    settings.SECRET_KEY = "one key"
+    first = [chunk_public_id(pk) for pk in range(1, 100)]
+    assert [chunk_public_id(pk) for pk in range(1, 100)] == first  # stable
+    settings.SECRET_KEY = "another key"
+    assert sum(a == b for a, b in zip(first, (chunk_public_id(pk) for pk in range(1, 100)))) <= 1
+
+
+@pytest.mark.django_db
+def test_search_hits_carry_public_ids_not_the_tables_keys(key_client):
+    for slug in ("deploy", "backups"):
+        services.skill_index(skill_id=SkillFactory(slug=slug, body=f"# {slug}\n\nNightly backups of the {slug} data.\n").pk)
+    pks = set(Chunk.objects.values_list("pk", flat=True))
+
+    def chunk_ids() -> list[int]:
+        answer = key_client.post("/api/v1/search", data=json.dumps({"query": "nightly backups", "k": 10}),
+                                 content_type="application/json")
+        assert answer.status_code == 200
+        return [hit["chunk_id"] for hit in answer.json()["hits"]]
+
+    found = chunk_ids()
+    assert found and len(set(found)) == len(found)
+    assert set(found).isdisjoint(pks)
+    assert set(found) <= {chunk_public_id(pk) for pk in pks}
+    assert chunk_ids() == found  # the same chunk, the same id
