@@ -3,21 +3,25 @@ from django.contrib.auth import views as auth_views
 from django.urls import path
 
 from rag_site.api import api
-from retrieval import viewer, views
+from retrieval import signin, viewer, views
 from retrieval.mcp_transport import mcp_endpoint
 from sources.admin.overview import overview_view, try_search_view
 
 admin.site.site_header = "rag-site administration"
 admin.site.site_title = "rag-site admin"
+# Throttled sign-in (retrieval/signin.py), also wherever the admin builds its own login view.
+admin.site.login_form = signin.AdminSignInForm
 
 urlpatterns = [
     path("", views.search_page, name="search"),
     path("view/skill/<slug:slug>", viewer.view_skill, name="view-skill"),
     path("view/file/<str:root>/<path:path>", viewer.view_file, name="view-file"),
-    path("accounts/login/", auth_views.LoginView.as_view(redirect_authenticated_user=True), name="login"),
+    path("accounts/login/", signin.login_view, name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/overview/", admin.site.admin_view(overview_view), name="admin-overview"),
     path("admin/try-search/", admin.site.admin_view(try_search_view), name="admin-try-search"),
+    # Before admin.site.urls, which has its own: a refused sign-in answers 429 or 503 with Retry-After.
+    path("admin/login/", signin.throttled(admin.site.login)),
     path("admin/", admin.site.urls),
     path("api/", api.urls),
     path("mcp", mcp_endpoint, name="mcp"),  # the MCP server (Streamable HTTP), for agents

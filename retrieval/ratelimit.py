@@ -14,9 +14,10 @@ WINDOW_SECONDS = 60
 _client: redis.Redis | None = None
 
 
-def _redis() -> redis.Redis:
+def redis_client() -> redis.Redis:
+    """The limiters' connection pool (one per process, made on first use; short timeouts: a limit never hangs a request)."""
     global _client
-    if _client is None:  # one connection pool per process, made on first use
+    if _client is None:
         _client = redis.Redis.from_url(settings.CELERY_BROKER_URL, socket_timeout=0.5, socket_connect_timeout=0.5)
     return _client
 
@@ -31,20 +32,47 @@ def rate_limit_check(*, bucket: str, limit: int) -> None:
     """
     if limit <= 0:
         return
-    now = time.time()
-    window = int(now // WINDOW_SECONDS)
-    key = f"rag:rate:{bucket}:{window}"
     try:
-        pipe = _redis().pipeline()
-        pipe.incr(key)
-        pipe.expire(key, WINDOW_SECONDS * 2, nx=True)
-        count = pipe.execute()[0]
+        count = rate_limit_count(bucket=bucket)
     except redis.RedisError as exc:
         log.warning("rate limit not checked (Redis unreachable): %s", exc)
         return
     if count > limit:
-        retry_after = max(1, int((window + 1) * WINDOW_SECONDS - now + 0.999))
-        raise Cooldown(
-            f"rate limit exceeded: {limit} requests per minute; retry in {retry_after} s",
-            details={"retry_after_seconds": retry_after},
-        )
+        raise _cooldown(f"rate limit exceeded: {limit} requests per minute")
+
+
+def rate_limit_count(*, bucket: str) -> int:
+    """Count one event against ``bucket`` in this minute's window; returns the window's count. Raises RedisError."""
+    key = _window_key(bucket, time.time())
+    pipe = redis_client().pipeline()
+    pipe.incr(key)
+    pipe.expire(key, WINDOW_SECONDS * 2, nx=True)
+    return pipe.execute()[0]
+
+
+def rate_limit_peek(*, bucket: str, limit: int, message: str) -> None:
+    """Raise 429 (``message``, the seconds to wait) when ``bucket`` already holds more than ``limit`` events this minute.
+
+    Counts nothing: for limits on what a request turns out to be (a refusal),
+    checked before the request is served. Lets it through when Redis cannot
+    be reached, as rate_limit_check does.
+    """
+    if limit <= 0:
+        return
+    try:
+        count = int(redis_client().get(_window_key(bucket, time.time())) or 0)
+    except redis.RedisError as exc:
+        log.warning("rate limit not checked (Redis unreachable): %s", exc)
+        return
+    if count >= limit:
+        raise _cooldown(message)
+
+
+def _window_key(bucket: str, now: float) -> str:
+    return f"rag:rate:{bucket}:{int(now // WINDOW_SECONDS)}"
+
+
+def _cooldown(message: str) -> Cooldown:
+    now = time.time()
+    retry_after = max(1, int((int(now // WINDOW_SECONDS) + 1) * WINDOW_SECONDS - now + 0.999))
+    return Cooldown(f"{message}; retry in {retry_after} s", details={"retry_after_seconds": retry_after})

@@ -13,11 +13,12 @@ class Command(BaseCommand):
     help = (
         "Benchmarks. `chunk PATH`: chunk every text file under PATH; MB/s, files/s, chunks per language. "
         "`index PATH`: raw encode vs end-to-end indexing throughput on the same chunks, and an unchanged re-verify. "
-        "`search --chunks N`: latency, throughput and accuracy of the search API over HTTP on an N-chunk corpus."
+        "`search --chunks N`: latency, throughput and accuracy of the search API over HTTP on an N-chunk corpus. "
+        "`login-flood`: search latency alone and beside clients posting wrong passwords to the login pages."
     )
 
     def add_arguments(self, parser) -> None:
-        parser.add_argument("what", choices=["chunk", "index", "search"], help="What to measure.")
+        parser.add_argument("what", choices=["chunk", "index", "search", "login-flood"], help="What to measure.")
         parser.add_argument("path", type=Path, nargs="?", help="chunk, index: the source tree.")
         parser.add_argument("--json", action="store_true", help="Print one JSON object instead of a table.")
         parser.add_argument("--max-chars", type=int, default=1500)
@@ -38,10 +39,18 @@ class Command(BaseCommand):
         search.add_argument("--yes", action="store_true",
                             help="Allow writing the corpus to a database other than this checkout's embedded one.")
         search.add_argument("--drop", action="store_true", help="Delete the bench corpus and stop.")
+        flood = parser.add_argument_group("login-flood (also --seconds, --url, --yes, --seed; --modes: the first)")
+        flood.add_argument("--flooders", type=int, default=16, help="Clients posting wrong passwords (default 16).")
+        flood.add_argument("--searchers", type=int, default=1, help="Clients searching meanwhile (default 1).")
 
     def handle(self, *args, what: str, path: Path | None, json: bool = False, **options) -> None:
         if what == "search":
             self._search(as_json=json, **options)
+            return
+        if what == "login-flood":
+            from measure.bench_login_flood import login_flood_command
+
+            login_flood_command(self, as_json=json, **options)
             return
         if path is None:
             raise CommandError(f"rag_bench {what} needs a PATH")
