@@ -7,6 +7,7 @@ from django.db.models import Count, F, Max, Q, QuerySet, Sum
 from rag_site.breaker import RECENT_MINUTES
 from rag_site.errors import NotFound
 from retrieval.access import Identity, scope_for
+from retrieval.scope import Scope
 from sources.health import Health, health_check
 from sources.heartbeats import queue_length
 from sources.models import (
@@ -74,9 +75,12 @@ def job_get(job_id: int) -> IndexJob:
 FILES_SHOWN = 200
 
 
-def root_files_summary(*, root: WorkspaceRoot) -> dict:
-    """What a root produced: per indexed file its chunks, model, when and hash; and the skipped files of its last job."""
-    sources = root_sources(root)
+def root_files_summary(*, root: WorkspaceRoot, scope: Scope) -> dict:
+    """What a root produced: per indexed file its chunks, model, when and hash; and the skipped files of its last job.
+
+    Files of segments outside ``scope`` (one gated to a channel the viewer lacks) are left out.
+    """
+    sources = root_sources(root).filter(pk__in=scope.source_ids_sql(enabled_only=False))
     files = IndexedFile.objects.filter(source__in=sources, generation=F("source__active_generation"))
     totals = files.aggregate(files=Count("pk"), chunks=Sum("chunk_count"), last=Max("indexed_at"))
     shown = list(files.select_related("embedding_model", "source").order_by("path")[:FILES_SHOWN])
@@ -86,19 +90,26 @@ def root_files_summary(*, root: WorkspaceRoot) -> dict:
             "skipped": last.errors if last else [], "last_job": last}
 
 
-def index_overview() -> dict:
-    """The whole index at a glance, for the admin: sources, chunks, models, failures, queue, workers and beat."""
-    kinds = {row["kind"]: row for row in Source.objects.exclude(kind=Source.Kind.DATASET).values("kind").annotate(
+def index_overview(*, scope: Scope) -> dict:
+    """The index at a glance, for the admin: sources, chunks, models, failures, queue, workers and beat.
+
+    Counts, failing items and jobs (whose messages name server paths) cover
+    only the sources ``scope`` sees, disabled ones included; the queue and
+    the health of workers, beat and models are the service's, not a tenant's.
+    """
+    visible = scope.source_ids_sql(enabled_only=False)
+    kinds = {row["kind"]: row for row in Source.objects.filter(pk__in=visible).values("kind").annotate(
         sources=Count("pk", distinct=True), enabled=Count("pk", filter=Q(enabled=True), distinct=True))}
-    chunks = dict(Chunk.objects.filter(generation=F("source__active_generation")).exclude(source__kind=Source.Kind.DATASET)
+    chunks = dict(Chunk.objects.filter(generation=F("source__active_generation"), source__in=visible)
                   .values_list("source__kind").annotate(n=Count("pk")))
     rows = [{"kind": label, "sources": kinds.get(kind, {}).get("sources", 0), "enabled": kinds.get(kind, {}).get("enabled", 0),
              "chunks": chunks.get(kind, 0)} for kind, label in Source.Kind.choices if kind != Source.Kind.DATASET]
-    models = list(EmbeddingModel.objects.annotate(vectors=Count("chunks")).order_by("-vectors"))
-    failing = [*Skill.objects.filter(index_status=IndexStatus.FAILED).order_by("slug"),
-               *Tool.objects.filter(index_status=IndexStatus.FAILED).order_by("key")]
-    failed_jobs = list(IndexJob.objects.filter(status=JobStatus.FAILED).select_related("root").order_by("-created_at")[:10])
-    running = list(IndexJob.objects.filter(status__in=ACTIVE_JOB_STATUSES).select_related("root"))
+    models = list(EmbeddingModel.objects.annotate(vectors=Count("chunks", filter=Q(chunks__source__in=visible))).order_by("-vectors"))
+    failing = [*Skill.objects.filter(index_status=IndexStatus.FAILED, source__in=visible).order_by("slug"),
+               *Tool.objects.filter(index_status=IndexStatus.FAILED, source__in=visible).order_by("key")]
+    jobs = IndexJob.objects.filter(root__source__in=visible).select_related("root")
+    failed_jobs = list(jobs.filter(status=JobStatus.FAILED).order_by("-created_at")[:10])
+    running = list(jobs.filter(status__in=ACTIVE_JOB_STATUSES))
     health = health_check()
     return {"kinds": rows, "models": models, "failing": failing, "failed_jobs": failed_jobs, "running": running,
             "health": health, "queue": queue_length(), "llm": _llm_models(health),

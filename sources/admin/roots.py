@@ -2,7 +2,8 @@
 
 from django import forms
 from django.contrib import admin, messages
-from django.http import HttpResponse, HttpResponseNotAllowed, HttpResponseNotFound, HttpResponseRedirect
+from django.core.exceptions import PermissionDenied
+from django.http import Http404, HttpResponse, HttpResponseNotAllowed, HttpResponseRedirect
 from django.template.loader import render_to_string
 from django.urls import path, reverse
 from django.utils.html import format_html
@@ -10,6 +11,7 @@ from django.utils.html import format_html
 from rag_site.errors import ApplicationError
 from sources import jobs, tasks
 from sources.admin.common import BrokerWarningMixin, UnixNewlinesForm, index_status_badge, status_badge
+from sources.admin.scoping import ScopedAdminMixin, ScopedInlineMixin, row_scope
 from sources.models import ACTIVE_JOB_STATUSES, IndexJob, JobStatus, Segment, Tool, WorkspaceRoot
 from sources.roots import glob_problem, root_files_reread, root_path_validate
 from sources.selectors import root_files_summary
@@ -54,7 +56,7 @@ class SegmentForm(UnixNewlinesForm, forms.ModelForm):
         return glob
 
 
-class SegmentInline(admin.TabularInline):
+class SegmentInline(ScopedInlineMixin, admin.TabularInline):
     model = Segment
     form = SegmentForm
     extra = 0
@@ -62,7 +64,7 @@ class SegmentInline(admin.TabularInline):
 
 
 @admin.register(WorkspaceRoot)
-class WorkspaceRootAdmin(BrokerWarningMixin, admin.ModelAdmin):
+class WorkspaceRootAdmin(ScopedAdminMixin, BrokerWarningMixin, admin.ModelAdmin):
     form = RootForm
     inlines = [SegmentInline]
     list_display = ["name", "path", "enabled", "scope", "last_job", "last_verified_at", "reindex_button"]
@@ -123,14 +125,15 @@ class WorkspaceRootAdmin(BrokerWarningMixin, admin.ModelAdmin):
     def files_table(self, root: WorkspaceRoot) -> str:
         if root.pk is None:
             return "Saved roots are indexed at once; their files show here."
-        return render_to_string("admin/sources/root_files.html", root_files_summary(root=root))
+        return render_to_string("admin/sources/root_files.html", root_files_summary(root=root, scope=row_scope(root)))
 
     def reindex_view(self, request, root_id: int):
         if request.method != "POST" or not self.has_change_permission(request):
             return HttpResponseNotAllowed(["POST"])
-        root = WorkspaceRoot.objects.filter(pk=root_id).first()
-        if root is not None:
-            self._request_job(request, root, force=request.POST.get("force") == "1", ignore_cooldown=True)
+        root = self.get_queryset(request).filter(pk=root_id).first()
+        if root is None:
+            raise Http404(f"workspace root {root_id} does not exist")
+        self._request_job(request, root, force=request.POST.get("force") == "1", ignore_cooldown=True)
         return HttpResponseRedirect(request.POST.get("next") or reverse("admin:sources_workspaceroot_changelist"))
 
     def _request_job(self, request, root: WorkspaceRoot, *, force: bool, ignore_cooldown: bool = False) -> None:
@@ -156,11 +159,13 @@ class WorkspaceRootAdmin(BrokerWarningMixin, admin.ModelAdmin):
 
 
 @admin.register(IndexJob)
-class IndexJobAdmin(admin.ModelAdmin):
+class IndexJobAdmin(ScopedAdminMixin, admin.ModelAdmin):
     """Jobs are records: read-only, with live progress while they run and a Cancel button."""
 
+    source_path = "root__source"  # a job is seen by those who see its root
+
     list_display = ["id", "root", "state", "trigger", "attempt", "files_changed", "files_skipped", "chunks_embedded", "created_at", "finished_at"]
-    list_filter = ["status", "trigger", "root"]
+    list_filter = ["status", "trigger", ("root", admin.RelatedOnlyFieldListFilter)]  # only the roots of jobs listed
     list_select_related = ["root"]
     fields = ["root_link", "live", "trigger", "force", "attempt", "worker", "created_at", "started_at", "heartbeat_at",
               "finished_at", "problems"]
@@ -204,14 +209,21 @@ class IndexJobAdmin(admin.ModelAdmin):
         return render_to_string("admin/sources/job_problems.html", {"job": job, "rows": job.errors})
 
     def live_view(self, request, job_id: int):
-        job = IndexJob.objects.select_related("root").filter(pk=job_id).first()
-        if job is None or not self.has_view_permission(request, job):
-            return HttpResponseNotFound("no such job")
+        if not self.has_view_permission(request):
+            raise PermissionDenied
+        job = self.get_queryset(request).filter(pk=job_id).first()
+        if job is None:
+            raise Http404(f"index job {job_id} does not exist")
         return HttpResponse(render_to_string("admin/sources/job_live.html", _live_context(job), request=request))
 
     def cancel_view(self, request, job_id: int):
-        if request.method != "POST" or not self.has_view_permission(request):
+        if request.method != "POST":
             return HttpResponseNotAllowed(["POST"])
+        # Cancelling changes a job: the change permission (has_change_permission stays False: the page is read-only).
+        if not request.user.has_perm(f"{self.opts.app_label}.change_{self.opts.model_name}"):
+            raise PermissionDenied
+        if not self.get_queryset(request).filter(pk=job_id).exists():
+            raise Http404(f"index job {job_id} does not exist")
         if jobs.job_cancel(job_id=job_id, by=request.user.get_username()):
             self.message_user(request, f"Job {job_id} cancelled: a running job stops after its current batch.", messages.SUCCESS)
         else:
@@ -240,7 +252,7 @@ class ToolForm(UnixNewlinesForm, forms.ModelForm):
 
 
 @admin.register(Tool)
-class ToolAdmin(BrokerWarningMixin, admin.ModelAdmin):
+class ToolAdmin(ScopedAdminMixin, BrokerWarningMixin, admin.ModelAdmin):
     form = ToolForm
     list_display = ["key", "description", "enabled", "scope", "status", "indexed_at"]
     list_filter = ["enabled", "index_status", "server"]

@@ -4,6 +4,7 @@ from django import forms
 from django.conf import settings
 from django.contrib import admin, messages
 from django.db.models import Count
+from django.core.exceptions import PermissionDenied
 from django.http import HttpResponse, HttpResponseNotAllowed
 from django.template.loader import render_to_string
 from django.urls import path, reverse
@@ -11,6 +12,7 @@ from django.utils.html import format_html
 
 from sources import tasks
 from sources.admin.common import BrokerWarningMixin, UnixNewlinesForm, index_status_badge
+from sources.admin.scoping import ScopedAdminMixin
 from sources.chunking import front_matter_split
 from sources.services import skill_preview
 from sources.models import Chunk, EmbeddingModel, Skill, Source
@@ -33,7 +35,7 @@ class SkillForm(UnixNewlinesForm, forms.ModelForm):
 
 
 @admin.register(Skill)
-class SkillAdmin(BrokerWarningMixin, admin.ModelAdmin):
+class SkillAdmin(ScopedAdminMixin, BrokerWarningMixin, admin.ModelAdmin):
     form = SkillForm
     list_display = ["slug", "display_title", "enabled", "scope", "status", "chunk_count", "indexed_at"]
     list_filter = ["index_status", "enabled"]
@@ -78,8 +80,10 @@ class SkillAdmin(BrokerWarningMixin, admin.ModelAdmin):
 
     def preview_view(self, request):
         """The chunks the body in the form would become, with the current chunker settings; nothing is saved."""
-        if request.method != "POST" or not (self.has_add_permission(request) or self.has_change_permission(request)):
+        if request.method != "POST":
             return HttpResponseNotAllowed(["POST"])
+        if not (self.has_add_permission(request) or self.has_change_permission(request)):
+            raise PermissionDenied
         body = request.POST.get("body", "").replace("\r\n", "\n").replace("\r", "\n")
         return HttpResponse(render_to_string("admin/sources/skill_preview.html", skill_preview(body), request=request))
 
@@ -116,7 +120,7 @@ class SkillAdmin(BrokerWarningMixin, admin.ModelAdmin):
 
 
 @admin.register(Chunk)
-class ChunkAdmin(admin.ModelAdmin):
+class ChunkAdmin(ScopedAdminMixin, admin.ModelAdmin):
     list_display = ["__str__", "where", "context_prefix", "symbol", "embedding_model", "chunking_version"]
     list_filter = ["source__kind", "embedding_model", "chunking_version"]
     search_fields = ["content", "context_prefix", "source__key"]
@@ -135,7 +139,8 @@ class ChunkAdmin(admin.ModelAdmin):
 
 
 @admin.register(Source)
-class SourceAdmin(admin.ModelAdmin):
+class SourceAdmin(ScopedAdminMixin, admin.ModelAdmin):
+    source_path = "pk"
     list_display = ["key", "kind", "title", "enabled", "bot_id", "client_id", "channels"]
     list_filter = ["kind", "enabled"]
     search_fields = ["key", "title"]
