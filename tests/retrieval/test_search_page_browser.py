@@ -3,7 +3,7 @@
 import pytest
 
 from sources import services
-from tests.browser import chromium, needs_chromium
+from tests.browser import chromium, csp_violations, needs_chromium
 from tests.factories import SkillFactory
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.django_db(transaction=True), needs_chromium]
@@ -17,6 +17,7 @@ def test_results_update_as_you_type_after_signing_in(live_server, django_user_mo
     services.skill_index(skill_id=SkillFactory(slug="ops", body=body).pk)
     with chromium() as browser:
         page = browser.new_page()
+        blocked = csp_violations(page)
         page.goto(live_server.url + "/")
         expect(page.locator("h1")).to_have_text("Sign in")  # the page is behind sign-in
         page.fill("#id_username", "reader")
@@ -29,6 +30,10 @@ def test_results_update_as_you_type_after_signing_in(live_server, django_user_mo
         # HTMX swapped the fragment and pushed the URL; no full reload happened.
         assert "q=renew%20tls%20certificates" in page.url
         assert page.evaluate("typeof htmx") == "object"
+        # htmx's indicator rules come from site.css, not a <style> it injects (the policy would refuse it).
+        assert page.locator("style").count() == 1  # the highlighted code's colours, with the response's nonce
+        assert page.evaluate("getComputedStyle(document.getElementById('searching')).opacity") == "0"
+    assert blocked == []
 
 
 PASSWORD = "a-long-test-password"
@@ -61,6 +66,7 @@ def test_search_as_you_type_marks_words_opens_the_viewer_and_keeps_filters_in_th
 
     with chromium() as browser:
         page = browser.new_page()
+        blocked = csp_violations(page)
         sign_in(page, live_server.url, "reader", PASSWORD)
         expect(page.locator("#results")).to_contain_text("1 skill, 13 files and 0 tools")
         before = page.evaluate("history.length")
@@ -97,6 +103,8 @@ def test_search_as_you_type_marks_words_opens_the_viewer_and_keeps_filters_in_th
         marked = page.locator(".viewer .marked")
         expect(marked.first).to_contain_text("refund_step_30")
         assert page.locator("#citation").inner_text().startswith("billing.py:")
+    # Typing, filters, a reload, Show more, the keyboard and the viewer: the policy blocked nothing.
+    assert blocked == []
 
 
 def test_the_search_page_and_the_viewer_fit_a_phone_and_pass_axe(live_server, corpus):
@@ -107,6 +115,7 @@ def test_the_search_page_and_the_viewer_fit_a_phone_and_pass_axe(live_server, co
     for scheme in ("light", "dark"):
         with chromium(viewport={"width": 390, "height": 844}, color_scheme=scheme) as browser:
             page = browser.new_page()
+            blocked = csp_violations(page)
             sign_in(page, live_server.url, "reader", PASSWORD)
             page.locator("#q").press_sequentially("refund invoice total", delay=10)
             expect(page.locator("#results .hit").first).to_be_visible()
@@ -117,3 +126,4 @@ def test_the_search_page_and_the_viewer_fit_a_phone_and_pass_axe(live_server, co
             page.wait_for_url("**/view/file/**")
             assert axe_violations(page) == [], scheme
             assert page.evaluate("document.documentElement.scrollWidth") <= 390
+            assert blocked == [], scheme

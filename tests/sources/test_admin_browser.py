@@ -6,7 +6,7 @@ import pytest
 
 from sources import tasks
 from sources.models import IndexJob, JobStatus, WorkspaceRoot
-from tests.browser import axe_violations, chromium, needs_chromium, sign_in
+from tests.browser import axe_violations, chromium, csp_violations, needs_chromium, sign_in
 from tests.conftest import running_worker
 from tests.tree import tree_make
 
@@ -34,6 +34,7 @@ def test_a_real_jobs_progress_bar_moves_on_its_page_without_a_reload(live_server
 
 def _watch_progress(browser, base_url: str, job_id: int) -> None:
     page = browser.new_page()
+    blocked = csp_violations(page)
     sign_in(page, base_url, "boss", PASSWORD, admin=True)
     page.goto(f"{base_url}/admin/sources/indexjob/{job_id}/change/")
     page.evaluate("window.loadedOnce = true")  # gone if the page reloads
@@ -51,11 +52,14 @@ def _watch_progress(browser, base_url: str, job_id: int) -> None:
     page.wait_for_selector("text=Succeeded")
     assert page.evaluate("window.loadedOnce") is True  # HTMX swapped the fragment; no reload
     assert page.locator("text=Cancel this job").count() == 0  # finished: nothing to cancel
+    assert page.locator("style").count() == 0  # htmx injected no indicator <style> (the policy would refuse it)
+    assert blocked == []  # the page, its polling and every swapped fragment: nothing refused by the policy
 
 
 def test_the_chunking_preview_shows_the_sections_before_saving(live_server, boss):
     with chromium() as browser:
         page = browser.new_page()
+        blocked = csp_violations(page)
         sign_in(page, live_server.url, "boss", PASSWORD, admin=True)
         page.goto(f"{live_server.url}/admin/sources/skill/add/")
         page.fill("#id_body", "# Deploy\n\nShip it.\n\n## Roll back\n\nRevert the tag.\n")
@@ -65,12 +69,47 @@ def test_the_chunking_preview_shows_the_sections_before_saving(live_server, boss
         assert rows.count() == 2
         assert "# Deploy > ## Roll back" in rows.nth(1).inner_text()
         assert page.url.endswith("/admin/sources/skill/add/")  # nothing saved, same page
+        assert blocked == []
 
 
 def test_the_admin_overview_has_no_serious_accessibility_violations(live_server, boss):
     with chromium() as browser:
         page = browser.new_page()
+        blocked = csp_violations(page)
         sign_in(page, live_server.url, "boss", PASSWORD, admin=True)
         page.goto(f"{live_server.url}/admin/overview/")
         assert page.locator("h1").inner_text() == "Index overview"
+        page.goto(f"{live_server.url}/admin/try-search/?q=deploy")
+        assert page.locator("h1").inner_text() == "Try a search"
+        assert blocked == []
+        page.goto(f"{live_server.url}/admin/overview/")
         assert axe_violations(page) == []
+
+
+def test_the_new_api_key_selects_itself_when_clicked_without_an_inline_handler(live_server, boss):
+    with chromium() as browser:
+        page = browser.new_page()
+        blocked = csp_violations(page)
+        sign_in(page, live_server.url, "boss", PASSWORD, admin=True)
+        page.goto(f"{live_server.url}/admin/retrieval/apikey/add/")
+        page.fill("#id_name", "ci bot")
+        page.click("[name=_save]")
+        key = page.locator("input.api-key")
+        key.click()
+        assert page.evaluate("(el => el.value.slice(el.selectionStart, el.selectionEnd))", key.element_handle()).startswith("rag_")
+        assert blocked == []
+
+
+def test_the_periodic_task_form_explains_a_crontab_without_an_inline_script(live_server, boss):
+    from django_celery_beat.models import CrontabSchedule
+
+    CrontabSchedule.objects.create(minute="0", hour="4")
+    with chromium() as browser:
+        page = browser.new_page()
+        blocked = csp_violations(page)
+        sign_in(page, live_server.url, "boss", PASSWORD, admin=True)
+        page.goto(f"{live_server.url}/admin/django_celery_beat/periodictask/add/")
+        assert not page.locator(".field-crontab_translation").is_visible()
+        page.locator("#id_crontab").select_option(index=1)
+        assert "Translation: At 04:00" in page.locator(".field-crontab .help").inner_text()
+        assert blocked == []
