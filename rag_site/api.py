@@ -1,5 +1,6 @@
 """The one NinjaAPI: /api/v1/..., OpenAPI docs at /api/docs."""
 
+from django.db import InterfaceError, OperationalError
 from django.http import Http404
 from ninja import NinjaAPI
 from ninja.errors import AuthenticationError, HttpError, ValidationError
@@ -55,3 +56,11 @@ def not_found(request, exc: Http404):
 def http_error(request, exc: HttpError):
     # e.g. a body that is not JSON: "Cannot parse request body".
     return api.create_response(request, {"error": str(exc), "detail": []}, status=exc.status_code)
+
+
+@api.exception_handler(OperationalError)
+@api.exception_handler(InterfaceError)
+def database_error(request, exc: OperationalError | InterfaceError):
+    # Out to Django, also under DEBUG: rag_site.middleware.RetryLostConnection runs a read again or answers 503
+    # for a lost connection, and anything else is the 500 it would have been.
+    raise exc

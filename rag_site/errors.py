@@ -7,6 +7,8 @@ failure reason, the page shows it.
 
 from typing import Any
 
+from django.db import InterfaceError, OperationalError
+
 
 class ApplicationError(Exception):
     """A request or job that cannot be done, with a message meant for people (a bad request: 400)."""
@@ -61,3 +63,23 @@ def error_headers(response, status: int, details: dict):
     if status == 429 and "retry_after_seconds" in details:
         response["Retry-After"] = str(details["retry_after_seconds"])
     return response
+
+
+# SQLSTATEs that mean the connection is gone or cannot be made now: class 08
+# (connection exception), 57P01-57P03 (terminated by an administrator, a
+# crash, a server starting up or shutting down), 53300 (too many
+# connections). A statement or lock timeout (57014, 55P03) leaves the
+# connection usable: search turns those into a warning or a 503 of its own.
+_LOST_SQLSTATES = ("57P01", "57P02", "57P03", "53300")
+
+
+def connection_lost(exc: BaseException) -> bool:
+    """Whether ``exc`` means the database connection dropped or could not be opened (a restart, a failover,
+    pg_terminate_backend), as opposed to a query that failed on a working connection."""
+    if isinstance(exc, InterfaceError):
+        return True
+    if not isinstance(exc, OperationalError):
+        return False
+    # psycopg reports a broken socket or a failed connect without a SQLSTATE.
+    sqlstate = getattr(exc.__cause__, "sqlstate", None)
+    return sqlstate is None or sqlstate.startswith("08") or sqlstate in _LOST_SQLSTATES

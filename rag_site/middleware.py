@@ -1,8 +1,18 @@
-"""Input that no view can use is refused at the door, with a clear 400."""
+"""Input that no view can use is refused at the door, with a clear 400; a lost database connection is retried
+for requests that only read, and otherwise answered 503 with Retry-After."""
 
+import functools
+import logging
 import re
+from collections.abc import Callable
 
+from django.db import connections
 from django.http import HttpRequest, HttpResponse, JsonResponse
+
+from rag_site.errors import connection_lost
+from rag_site.handlers import database_unavailable
+
+log = logging.getLogger(__name__)
 
 # NUL and the other C0 control characters (and DEL); tab, newline and carriage
 # return are text. PostgreSQL refuses NUL in text, so without this a NUL in
@@ -40,3 +50,76 @@ class RefuseControlCharacters:
         if request.path.startswith("/api/"):
             return JsonResponse({"error": problem, "detail": []}, status=400)
         return HttpResponse(problem, status=400, content_type="text/plain; charset=utf-8")
+
+
+# GET and HEAD only read (Django's own rule for safe methods); a POST that
+# only reads says so with @read_only.
+_READ_METHODS = ("GET", "HEAD")
+
+
+def read_only(view: Callable) -> Callable:
+    """Declare a view safe to run again after a lost database connection: it writes nothing a second run would
+    repeat (search, context, the MCP tools). On django-ninja operations: ``@decorate_view(read_only)``."""
+
+    @functools.wraps(view)
+    def marked(request: HttpRequest, *args, **kwargs):
+        request.database_read_only = True  # type: ignore[attr-defined]
+        return view(request, *args, **kwargs)
+
+    return marked
+
+
+class RetryLostConnection:
+    """A view that lost its database connection (pg_terminate_backend, a failover, a restarted PostgreSQL):
+    a read is run once more on a fresh connection; a write, or a second loss, answers 503 with Retry-After.
+
+    A write is never repeated: whether its transaction committed before the
+    connection dropped is unknown, so the client decides. The connection is
+    replaced either way, so the worker's next request does not fail on it too.
+    A loss outside any view reaches rag_site.handlers.server_error, which
+    answers the same 503. Last in MIDDLEWARE: its process_exception runs first.
+    """
+
+    def __init__(self, get_response) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        return self.get_response(request)
+
+    def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
+        if not connection_lost(exception):
+            return None
+        in_transaction = _drop_lost_connections()
+        repeatable = request.method in _READ_METHODS or getattr(request, "database_read_only", False)
+        if not repeatable or in_transaction:
+            return _unavailable(request, exception)
+        log.warning("database connection lost during %s %s (%s): running it again on a fresh connection",
+                    request.method, request.path, type(exception).__name__)
+        match = request.resolver_match
+        try:
+            response = match.func(request, *match.args, **match.kwargs)
+            # Django renders a template response after the view: a loss while rendering is this request's too.
+            render = getattr(response, "render", None)
+            return render() if callable(render) else response
+        except Exception as again:
+            if not connection_lost(again):
+                raise
+            _drop_lost_connections()
+            return _unavailable(request, again)
+
+
+def _unavailable(request: HttpRequest, exception: Exception) -> HttpResponse:
+    log.error("database connection lost during %s %s: answered 503", request.method, request.path, exc_info=exception)
+    return database_unavailable(request)
+
+
+def _drop_lost_connections() -> bool:
+    """Close this thread's connections that no longer answer, so the next query opens a fresh one; whether one
+    is still inside a transaction (then nothing may be run again in it)."""
+    in_transaction = False
+    for conn in connections.all(initialized_only=True):
+        if conn.in_atomic_block:
+            in_transaction = True
+        elif conn.connection is not None and not conn.is_usable():
+            conn.close()
+    return in_transaction

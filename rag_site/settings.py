@@ -105,6 +105,8 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    # Last, so it sees a view's lost database connection first: retried if the view only reads, else 503.
+    "rag_site.middleware.RetryLostConnection",
 ]
 
 ROOT_URLCONF = "rag_site.urls"
@@ -132,7 +134,11 @@ if _database_url is None:
         "DATABASE_URL is not set. Run commands through manage.py (it starts the embedded "
         "PostgreSQL under var/) or `make run`, or set DATABASE_URL=postgres://user:pass@host:5432/db."
     )
-DATABASES = {"default": dj_database_url.parse(_database_url, conn_max_age=env_int("DB_CONN_MAX_AGE", 60, minimum=0))}
+# Health checks: a kept connection that PostgreSQL dropped while it was idle (a
+# restart, pg_terminate_backend) is found with one cheap query at a request's
+# first use and replaced, instead of failing that request.
+DATABASES = {"default": dj_database_url.parse(_database_url, conn_max_age=env_int("DB_CONN_MAX_AGE", 60, minimum=0),
+                                              conn_health_checks=True)}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [

@@ -6,6 +6,9 @@ are shared with the MCP server; only HTTP (status codes, headers) is here.
 
 from django.http import HttpResponse
 from ninja import Query, Router
+from ninja.decorators import decorate_view
+
+from rag_site.middleware import read_only
 
 from retrieval.answers import search_answer, skills_search_answer, tools_search_answer
 from retrieval.auth import READ_AUTH
@@ -17,10 +20,12 @@ from retrieval.schemas import (
 )
 
 router = Router(tags=["search"], auth=READ_AUTH)
-ERRORS = {**API_ERRORS, 503: ErrorOut}  # 503: every channel failed
+# These POSTs only read: after a lost database connection they are run again (rag_site.middleware.read_only).
+ERRORS = API_ERRORS  # its 503 also says that every channel failed
 
 
 @router.post("/search", response={200: SearchOut, **ERRORS})
+@decorate_view(read_only)
 def search(request, payload: SearchIn, response: HttpResponse):
     """Hybrid (lexical + vector, fused) search over every indexed chunk the caller may see.
 
@@ -32,18 +37,21 @@ def search(request, payload: SearchIn, response: HttpResponse):
 
 
 @router.post("/skills/search", response={200: SkillSearchOut, **ERRORS})
+@decorate_view(read_only)
 def skills_search(request, payload: SkillSearchIn):
     """The skill index: the skills that fit a task, each once, with its best-matching section."""
     return skills_search_answer(request.auth, payload)
 
 
 @router.post("/tools/search", response={200: ToolSearchOut, **ERRORS})
+@decorate_view(read_only)
 def tools_search(request, payload: ToolSearchIn):
     """The tools that fit a task, as OpenAI function schemas ready to hand to a model."""
     return tools_search_answer(request.auth, payload)
 
 
 @router.post("/context", response={200: ContextOut, **ERRORS})
+@decorate_view(read_only)
 def context(request, payload: ContextIn):
     """LLM-ready context for a task, within ``budget_tokens``: a skill index, then file evidence with citations.
 
@@ -74,6 +82,7 @@ def read(request, params: Query[ReadIn]):
 
 
 @router.post("/grep", response={200: GrepOut, 404: ErrorOut, **ERRORS})
+@decorate_view(read_only)
 def grep(request, payload: GrepIn):
     """The lines matching ``pattern`` in the indexed files the caller may see, each with its citation (``path:7-7``).
 

@@ -34,7 +34,7 @@ from mcp.server import Server, ServerRequestContext
 from ninja import Field, Schema
 from pydantic import BaseModel, ValidationError
 
-from rag_site.errors import ApplicationError, http_status
+from rag_site.errors import ApplicationError, connection_lost, http_status
 from retrieval.access import Identity
 from retrieval.answers import search_answer, skills_search_answer, tools_search_answer
 from retrieval.context import context_answer
@@ -51,6 +51,11 @@ log = logging.getLogger(__name__)
 # Who is calling: set by the view for one request, read by the tools. asgiref
 # carries it into the event loop and back into the synchronous services.
 CALLER: ContextVar[Identity] = ContextVar("mcp_caller")
+# A lost database connection inside a tool, kept for the view (set per request
+# like CALLER): the SDK would answer it as a tool error, the view raises it so
+# the request is run again on a fresh connection or answered 503
+# (rag_site.middleware.RetryLostConnection).
+LOST_CONNECTION: ContextVar[list[BaseException]] = ContextVar("mcp_lost_connection")
 
 INSTRUCTIONS = (
     "Retrieval over the skills (procedures written for agents), indexed files (code and docs) and tools this API key "
@@ -259,7 +264,10 @@ async def _call_tool(ctx: ServerRequestContext, params: types.CallToolRequestPar
         out = await sync_to_async(tool.answer, thread_sensitive=True)(identity, payload)
     except ApplicationError as exc:
         return _refused(exc.message, status=http_status(exc), details=exc.details)
-    except Exception:
+    except Exception as exc:
+        if connection_lost(exc):
+            LOST_CONNECTION.get().append(exc)
+            return _refused("the database connection was lost", status=503)
         log.exception("MCP tool %s failed", tool.name)
         return _refused("internal error; the server log has the details", status=500)
     return types.CallToolResult(content=[types.TextContent(text=tool.text(out))], structured_content=out.model_dump(mode="json"))

@@ -28,6 +28,13 @@ answers 403 before the key is even looked at. Requests without ``Origin``
 A failure inside the bridge (the SDK, asgiref) is logged with its traceback
 and answered with a JSON 500 (``{"error", "detail"}`` like the API), never
 Django's HTML error page.
+
+A message whose ``id`` is not a string or an integer is answered here with
+a JSON-RPC invalid-request error (id null): the SDK would take it for a
+notification and never answer. Every tool only reads, so a lost database
+connection (in the key check or inside a tool) is raised out of the view
+and the request runs again once on a fresh connection, else a JSON-RPC 503
+(rag_site.middleware.RetryLostConnection).
 """
 
 import json
@@ -43,11 +50,14 @@ from django.http.request import validate_host
 from django.utils.http import is_same_domain
 from django.views.decorators.csrf import csrf_exempt
 from mcp.server.streamable_http_manager import DEFAULT_MAX_REQUEST_BODY_SIZE, StreamableHTTPSessionManager
+from mcp.types import INVALID_REQUEST
 
 from rag_site.errors import ApplicationError, Unauthenticated, error_headers, http_status
+from rag_site.handlers import jsonrpc_id_usable
+from rag_site.middleware import read_only
 from retrieval.access import Identity
 from retrieval.auth import ApiKeyAuth
-from retrieval.mcp import CALLER, mcp_server
+from retrieval.mcp import CALLER, LOST_CONNECTION, mcp_server
 
 log = logging.getLogger(__name__)
 
@@ -60,6 +70,7 @@ _auth = ApiKeyAuth()
 
 
 @csrf_exempt  # a Bearer key, never a cookie, authenticates here
+@read_only  # every tool only reads: after a lost database connection the request is run again
 def mcp_endpoint(request: HttpRequest) -> HttpResponse:
     """The MCP server (Streamable HTTP, stateless, JSON responses); POST only."""
     if request.method != "POST":
@@ -80,16 +91,41 @@ def mcp_endpoint(request: HttpRequest) -> HttpResponse:
         return _error(exc.message, status=http_status(exc), details=exc.details)
     except RequestDataTooBig:
         return _error("the request body is too large", status=413)
-    token = CALLER.set(identity)
+    problem = invalid_id(body)
+    if problem is not None:
+        # Answered here: the SDK reads a message with such an id as a notification (202, no answer ever).
+        error = {"code": INVALID_REQUEST, "message": f"Invalid Request: {problem}"}
+        return JsonResponse({"jsonrpc": "2.0", "id": None, "error": error}, status=400)
+    lost: list[BaseException] = []
+    token, lost_token = CALLER.set(identity), LOST_CONNECTION.set(lost)
     try:
         status, headers, content = async_to_sync(_served)(_scope(request), body)
     finally:
         CALLER.reset(token)
+        LOST_CONNECTION.reset(lost_token)
+    if lost:
+        raise lost[0]
     response = HttpResponse(content, status=status)
     for name, value in headers:
         if name.lower() != "content-length":  # Django sets its own, for the body it sends
             response[name] = value
     return response
+
+
+def invalid_id(body: bytes) -> str | None:
+    """Why a JSON-RPC message's ``id`` cannot be answered, or None: MCP wants a string or an integer (never null);
+    a message without an id is a notification. A body that is not JSON is left to the SDK (a parse error)."""
+    try:
+        message = json.loads(body)
+    except ValueError:
+        return None
+    if not isinstance(message, dict) or "id" not in message:
+        return None
+    value = message["id"]
+    if jsonrpc_id_usable(value):
+        return None
+    kind = "null" if value is None else {dict: "an object", list: "an array", bool: "a boolean"}.get(type(value), "a fraction")
+    return f"id must be a string or an integer, not {kind}"
 
 
 def origin_allowed(origin: str) -> bool:

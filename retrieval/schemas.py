@@ -1,12 +1,13 @@
 from datetime import datetime
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, StringConstraints
+from pydantic import AfterValidator, Strict, StringConstraints, model_validator
 
 from rag_site.middleware import control_characters_message
 
 from django.conf import settings
 from ninja import Field, Schema
+from ninja.schema import DjangoGetter
 
 from sources.models import SCOPE_NAME
 
@@ -17,13 +18,39 @@ def _no_control_characters(value: str) -> str:
     return value
 
 
+# A request's yes/no field: JSON true or false only. Lax parsing read 0, 1,
+# "yes" and "off" as booleans: a typo or a wrong type meant the default silently.
+Flag = Annotated[bool, Strict()]
+
+
+_JSON_TYPES = {str: "a string", list: "an array", int: "a number", float: "a number", bool: "a boolean",
+               type(None): "null"}
+
+
+class BodyIn(Schema):
+    """A JSON request body (or a nested object in one): an object, or it is refused.
+
+    ninja's Schema also reads fields as attributes of any value, so a body of
+    "AAA" or [null, null] passed as an object of defaults.
+    """
+
+    @model_validator(mode="before")
+    @classmethod
+    def _an_object(cls, data: object) -> object:
+        # ninja's own validator runs first and wraps the value in a DjangoGetter.
+        value = data._obj if isinstance(data, DjangoGetter) else data
+        if isinstance(value, dict | BodyIn):
+            return data
+        raise ValueError(f"must be a JSON object, not {_JSON_TYPES.get(type(value), type(value).__name__)}")
+
+
 # Every free-text field of a request: trimmed, never empty or only spaces, no NUL or control characters.
 Query = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=2000), AfterValidator(_no_control_characters)]
 
 _NARROW = "Optional: narrow the caller's scope (from its API key or account) to this {}; asking for one it may not see is refused (403)."
 
 
-class ScopeIn(Schema):
+class ScopeIn(BodyIn):
     """Identity comes from the credentials; these fields can only narrow it."""
 
     bot_id: str | None = Field(None, pattern=f"^(?:{SCOPE_NAME})?$", description=_NARROW.format("bot"))
@@ -37,12 +64,12 @@ class SearchIn(ScopeIn):
     query: Query = Field(..., description="What to look for, in plain words (1-2000 characters).")
     k: int = Field(settings.RAG_SEARCH_DEFAULT_K, ge=1, le=settings.RAG_SEARCH_MAX_K, description="How many hits to return.")
     mode: Literal["hybrid", "lexical", "vector"] = Field("hybrid", description="Which channels to use.")
-    mmr: bool = Field(False, description="Re-order the fused pool by Maximal Marginal Relevance (fewer near-duplicates).")
+    mmr: Flag = Field(False, description="Re-order the fused pool by Maximal Marginal Relevance (fewer near-duplicates).")
     mmr_lambda: float | None = Field(None, ge=0.0, le=1.0, description="MMR trade-off; default RAG_MMR_LAMBDA (0.7).")
-    rerank: bool | None = Field(
+    rerank: Flag | None = Field(
         None, description="Rerank the fused hits with the cross-encoder (RAG_RERANK_MODEL); default RAG_RERANK_ENABLED."
     )
-    group: bool = Field(False, description="At most one hit (the best chunk) per source: per skill, file or tool.")
+    group: Flag = Field(False, description="At most one hit (the best chunk) per source: per skill, file or tool.")
     sources: list[Literal["skill", "file", "tool"]] = Field(default_factory=list, description="Kinds of source to search; empty = all.")
 
 
@@ -90,11 +117,13 @@ class ErrorOut(Schema):
 # What any endpoint may answer besides success: 400 a control character in
 # the URL, 401 no or bad credentials, 403 a scope or permission the caller
 # lacks, 413 a body too large, 422 an invalid field, 429 over the rate limit
-# (with Retry-After).
-API_ERRORS = {code: ErrorOut for code in (400, 401, 403, 413, 422, 429)}
+# (with Retry-After), 503 the database connection was lost (with
+# Retry-After; rag_site.middleware.RetryLostConnection) or, for search, every
+# channel failed.
+API_ERRORS = {code: ErrorOut for code in (400, 401, 403, 413, 422, 429, 503)}
 
 
-class ContextK(Schema):
+class ContextK(BodyIn):
     """How many hits of each kind to consider; 0 leaves that kind out."""
 
     skill: int = Field(5, ge=0, le=settings.RAG_SEARCH_MAX_K, description="Distinct skills in the skill index.")
@@ -110,7 +139,7 @@ class ContextIn(ScopeIn):
     )
     sources: list[Literal["skill", "file", "tool"]] = Field(default_factory=list, description="Kinds to include; empty = all.")
     k: ContextK = Field(default_factory=ContextK)
-    include_tools: bool = Field(True, description="Return the tools that fit (in tools, outside the text); false = none.")
+    include_tools: Flag = Field(True, description="Return the tools that fit (in tools, outside the text); false = none.")
     format: Literal["markdown", "parts"] = Field(
         "markdown", description="markdown: the ready text and its parts; parts: the structured parts only (text empty).",
     )
@@ -243,8 +272,8 @@ class GrepIn(ScopeIn):
     pattern: Annotated[str, StringConstraints(min_length=1, max_length=1000), AfterValidator(_no_control_characters)] = Field(
         ..., description="What to find in each line (1-1000 characters): literal text, or an RE2 regex with regex=true.",
     )
-    regex: bool = Field(False, description="Read pattern as an RE2 regular expression (no backreferences or lookaround).")
-    case_sensitive: bool = Field(False, description="Match letter case exactly.")
+    regex: Flag = Field(False, description="Read pattern as an RE2 regular expression (no backreferences or lookaround).")
+    case_sensitive: Flag = Field(False, description="Match letter case exactly.")
     root: RootName | None = Field(None, description="Only this root (name or numeric id); default: every root the caller may see.")
     glob: Annotated[str, StringConstraints(min_length=1, max_length=512), AfterValidator(_glob_checked)] | None = Field(
         None, description='Only files whose path inside the root matches this fnmatch pattern ("*" crosses "/"), '

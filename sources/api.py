@@ -1,4 +1,4 @@
-from ninja import Router
+from ninja import Body, Router
 from ninja.responses import Status
 
 from retrieval.auth import HEALTH_AUTH, MANAGE_AUTH, READ_AUTH, manage_required
@@ -10,6 +10,8 @@ from sources.schemas import CheckOut, HealthOut, JobOut, ReindexIn, ReindexOut, 
 
 router = Router(tags=["sources"])
 ERRORS = {**API_ERRORS, 404: ErrorOut}
+# /health answers its own 503 (the report) and may be called without credentials: 403 and 422 cannot happen.
+HEALTH_ERRORS = {code: ErrorOut for code in (400, 401, 429)}
 
 
 @router.get("/skills", response={200: list[SkillOut], **ERRORS}, auth=READ_AUTH)
@@ -32,11 +34,12 @@ def roots_list(request):
 
 
 @router.post("/roots/{root_id}/reindex", response={202: ReindexOut, 200: ReindexOut, 409: ErrorOut, **ERRORS}, auth=MANAGE_AUTH)
-def root_reindex(request, root_id: int, payload: ReindexIn):
+def root_reindex(request, root_id: int, payload: ReindexIn = Body(ReindexIn())):
     """Queue a re-index (202). If one is already queued or running, that job is returned (200, created=false).
 
     Needs the manage permission. Without ``force`` a root verified within its cooldown is refused (429), and
-    unchanged files are not embedded again; ``force`` re-embeds every file."""
+    unchanged files are not embedded again; ``force`` re-embeds every file. The body is empty, ``{}`` or
+    ``{"force": true}``: any other value or field is refused (422) and queues nothing."""
     manage_required(request)
     job, created = tasks.root_reindex_request(root_id=root_id, force=payload.force, trigger="api")
     # The job as a model: the response schema reads it (JobOut's resolvers need the row, not a copy).
@@ -50,7 +53,7 @@ def index_job(request, job_id: int):
     return job_get(job_id)
 
 
-@router.get("/health", response={200: HealthOut, 503: HealthOut, 401: ErrorOut, 429: ErrorOut}, auth=HEALTH_AUTH,
+@router.get("/health", response={200: HealthOut, 503: HealthOut, **HEALTH_ERRORS}, auth=HEALTH_AUTH,
             tags=["health"], exclude_none=True)
 def health(request):
     """Database, broker, workers, beat, embedding model and, when one is configured, the language model

@@ -2,6 +2,9 @@ from datetime import datetime
 from typing import Any, Literal
 
 from ninja import Field, Schema
+from pydantic import ConfigDict
+
+from retrieval.schemas import BodyIn, Flag
 
 
 class SkillOut(Schema):
@@ -30,8 +33,12 @@ class SkillDetailOut(SkillOut):
     metadata: dict[str, Any] = Field(..., description="The parsed YAML front matter ({} when there is none).")
 
 
-class ReindexIn(Schema):
-    force: bool = False
+class ReindexIn(BodyIn):
+    """No body, {} or {"force": true}; anything else is refused, so a typo never queues the wrong job."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    force: Flag = Field(False, description="Re-embed every file, even unchanged ones, and ignore the root's cooldown.")
 
 
 class JobOut(Schema):

@@ -17,7 +17,7 @@ from django.test import Client as DjangoClient
 from mcp import Client, MCPError
 from mcp.client.streamable_http import streamable_http_client
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
-from mcp.types import INVALID_PARAMS
+from mcp.types import INVALID_PARAMS, INVALID_REQUEST
 from ninja import Field, Schema
 
 from retrieval.keys import api_key_create
@@ -320,3 +320,18 @@ def test_a_failure_inside_the_transport_is_a_json_500_without_a_traceback(skills
     assert response.json() == {"error": INTERNAL_ERROR, "detail": {}}
     logged = [record for record in caplog.records if record.name == "retrieval.mcp_transport"]
     assert logged and logged[0].exc_info and "the SDK broke" in caplog.text  # the server log has the details
+
+
+@pytest.mark.parametrize("message_id", [{}, [], True, 1.5, None])
+def test_a_message_whose_id_is_not_a_string_or_an_integer_is_an_invalid_request_answered_with_id_null(skills, message_id):
+    # The SDK read such a message as a notification: 202 and an empty body, and the request was never answered.
+    response = mcp_post(api_client(), {"jsonrpc": "2.0", "id": message_id, "method": "tools/list"})
+    assert response.status_code == 400, response.content
+    answer = response.json()
+    assert answer["jsonrpc"] == "2.0" and answer["id"] is None
+    assert answer["error"]["code"] == INVALID_REQUEST and "id" in answer["error"]["message"]
+
+
+def test_a_notification_without_an_id_is_still_accepted(skills):
+    response = mcp_post(api_client(), {"jsonrpc": "2.0", "method": "notifications/initialized"})
+    assert response.status_code == 202

@@ -1,0 +1,192 @@
+"""A dropped or restarted database connection (issue 22, finding 8).
+
+Real PostgreSQL: the request's own backend is terminated from another
+connection (pg_terminate_backend, what an operator, a failover or a crashed
+backend's restart does to it). A read is run again once on a fresh
+connection; a write, or a read whose fresh connection is dropped too,
+answers 503 with Retry-After in the caller's language.
+"""
+
+import json
+import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import psycopg
+import pytest
+from django.contrib.auth import get_user_model
+from django.db import InterfaceError, OperationalError, connection
+from django.db.backends.signals import connection_created
+from django.test import Client
+
+from rag_site.errors import connection_lost
+from retrieval import answers
+from sources import services
+from sources.models import IndexJob, WorkspaceRoot
+from tests.conftest import api_client
+from tests.factories import SkillFactory
+
+# Committed rows and autocommit: the request's connection is not held in the test's transaction.
+pytestmark = pytest.mark.django_db(transaction=True)
+
+OTTER = "# Otter\n\nThe otter holds hands while sleeping.\n"
+SEARCH = json.dumps({"query": "otter", "mode": "lexical"})
+
+
+def terminate(pid: int) -> None:
+    params = connection.get_connection_params()
+    params.pop("cursor_factory", None)
+    with psycopg.connect(**params, autocommit=True) as admin:
+        # Waits (up to 5 s) until the backend is gone, so the next query cannot slip in before it.
+        assert admin.execute("SELECT pg_terminate_backend(%s, 5000)", [pid]).fetchone()[0]
+
+
+def drop_connection() -> None:
+    """Terminate this thread's open database connection, as PostgreSQL does when it restarts."""
+    connection.ensure_connection()
+    terminate(connection.connection.info.backend_pid)
+
+
+@contextmanager
+def database_down() -> Iterator[None]:
+    """Every connection is dropped, and every new one as soon as it opens: the database is restarting."""
+
+    def drop_new(sender, connection, **kwargs) -> None:
+        terminate(connection.connection.info.backend_pid)
+
+    drop_connection()
+    connection_created.connect(drop_new)
+    try:
+        yield
+    finally:
+        connection_created.disconnect(drop_new)
+
+
+@pytest.fixture
+def otter(settings):
+    settings.RAG_RATE_LIMIT_PER_MINUTE = 0
+    services.skill_index(skill_id=SkillFactory(slug="otter", body=OTTER).pk)
+
+
+def test_a_search_whose_connection_was_dropped_is_run_again_on_a_fresh_one(otter, caplog):
+    client = api_client()
+    drop_connection()
+    with caplog.at_level(logging.WARNING, logger="rag_site.middleware"):
+        response = client.post("/api/v1/search", data=SEARCH, content_type="application/json")
+    assert response.status_code == 200, response.content
+    assert [hit["source_key"] for hit in response.json()["hits"]] == ["skill:otter"]
+    assert "running it again on a fresh connection" in caplog.text  # it did fail once
+
+
+@pytest.mark.parametrize("url", ["/api/v1/skills", "/api/v1/skills/otter"])
+def test_a_get_whose_connection_was_dropped_is_run_again(otter, url):
+    client = api_client()
+    drop_connection()
+    response = client.get(url)
+    assert response.status_code == 200, response.content
+
+
+def test_the_search_page_whose_connection_was_dropped_is_run_again(otter):
+    client = Client()
+    client.force_login(get_user_model().objects.create_user("person", password="a-long-test-password"))
+    drop_connection()
+    response = client.get("/", {"q": "otter"})
+    assert response.status_code == 200
+    assert "Otter" in response.content.decode()
+
+
+def mcp_call(client: Client, message: dict):
+    return client.post("/mcp", data=json.dumps(message), content_type="application/json",
+                       headers={"Accept": "application/json, text/event-stream"})
+
+
+def test_an_mcp_search_whose_connection_was_dropped_inside_the_tool_is_run_again(otter, monkeypatch):
+    # Dropped after the key was checked, inside the tool, where the SDK would have made it a tool error.
+    armed = [True]
+
+    def search_answer(identity, payload):
+        if armed:
+            armed.pop()
+            drop_connection()
+        return answers.search_answer(identity, payload)
+
+    monkeypatch.setattr("retrieval.mcp.search_answer", search_answer)
+    message = {"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "search", "arguments": {"query": "otter"}}}
+    response = mcp_call(api_client(), message)
+    assert response.status_code == 200, response.content
+    result = response.json()["result"]
+    assert not result.get("isError"), result
+    assert [hit["source_key"] for hit in result["structuredContent"]["hits"]] == ["skill:otter"]
+    assert not armed
+
+
+@pytest.fixture
+def root(tmp_path, settings) -> WorkspaceRoot:
+    settings.RAG_ROOT_BASE_DIRS = [str(tmp_path)]
+    (tmp_path / "repo").mkdir()
+    (tmp_path / "repo" / "README.md").write_text("# Repo\n")
+    return WorkspaceRoot.objects.create(name="repo", path=str(tmp_path / "repo"))
+
+
+def test_a_write_whose_connection_was_dropped_answers_503_with_retry_after_and_is_not_run_again(root):
+    client = api_client(name="operator", can_manage=True)
+    drop_connection()
+    response = client.post(f"/api/v1/roots/{root.pk}/reindex", data="{}", content_type="application/json")
+    assert response.status_code == 503, response.content
+    assert int(response["Retry-After"]) >= 1
+    assert "database" in response.json()["error"]
+    assert not IndexJob.objects.exists()
+    # The lost connection was replaced: the client's retry is served.
+    again = client.post(f"/api/v1/roots/{root.pk}/reindex", data="{}", content_type="application/json")
+    assert again.status_code == 202, again.content
+
+
+def test_a_sign_in_whose_connection_was_dropped_answers_a_plain_503_page():
+    get_user_model().objects.create_user("person", password="a-long-test-password")
+    client = Client()
+    drop_connection()
+    response = client.post("/accounts/login/", {"username": "person", "password": "a-long-test-password"})
+    assert response.status_code == 503
+    assert response["Content-Type"].startswith("text/plain") and response["Retry-After"]
+    assert "database" in response.content.decode()
+
+
+def test_while_the_database_stays_down_reads_answer_503_in_each_surfaces_language(otter):
+    client = api_client()
+    page = Client()
+    page.force_login(get_user_model().objects.create_user("person", password="a-long-test-password"))
+    message = {"jsonrpc": "2.0", "id": "call-1", "method": "tools/list"}
+    with database_down():
+        api = client.post("/api/v1/search", data=SEARCH, content_type="application/json")
+        mcp = mcp_call(client, message)
+        html = page.get("/", {"q": "otter"})
+    assert api.status_code == 503 and api["Retry-After"] and "database" in api.json()["error"]
+    assert mcp.status_code == 503 and mcp["Retry-After"]
+    assert mcp.json()["jsonrpc"] == "2.0" and mcp.json()["id"] == "call-1" and "database" in mcp.json()["error"]["message"]
+    assert html.status_code == 503 and html["Retry-After"] and html["Content-Type"].startswith("text/plain")
+    # Back up: the next request is served as usual.
+    assert client.post("/api/v1/search", data=SEARCH, content_type="application/json").status_code == 200
+
+
+def wrapped(cause: Exception, kind: type[Exception] = OperationalError) -> Exception:
+    exc = kind(str(cause))
+    exc.__cause__ = cause
+    return exc
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize(
+    ("exc", "lost"),
+    [
+        (wrapped(psycopg.errors.AdminShutdown("terminating connection due to administrator command")), True),
+        (wrapped(psycopg.errors.CannotConnectNow("the database system is starting up")), True),
+        (wrapped(psycopg.OperationalError("server closed the connection unexpectedly")), True),
+        (wrapped(psycopg.errors.ConnectionFailure("connection failure")), True),
+        (wrapped(psycopg.InterfaceError("connection already closed"), InterfaceError), True),
+        (wrapped(psycopg.errors.QueryCanceled("canceling statement due to statement timeout")), False),
+        (wrapped(psycopg.errors.LockNotAvailable("could not obtain lock")), False),
+        (ValueError("not a database error"), False),
+    ],
+)
+def test_only_a_dropped_or_refused_connection_counts_as_lost(exc, lost):
+    assert connection_lost(exc) is lost
