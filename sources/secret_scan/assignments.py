@@ -56,11 +56,13 @@ _NOT_THE_SECRET = frozenset((
 ))
 _NEVER_SECRET = frozenset(("csrf", "xsrf", "public", "pub", "publishable", "sri"))
 
+# <password>value</password> (XML configuration: Maven settings, app.config).
+_XML = re.compile(r"<(?P<key>[A-Za-z_][\w.-]*)>(?P<value>[^<\s]{1,300})</(?P=key)>")
 # scheme://user:password@host
 # Starts with its literal, so the engine jumps from one "://" to the next.
 _URL = re.compile(
     r"://(?P<user>[^\s:/?#@'\"<>\[\]{}]{1,128}):"
-    r"(?P<password>[^\s/?#@'\"<>]{1,128})@[A-Za-z0-9\[]"
+    r"(?P<password>[^\s:/?#@'\"<>]{1,128})@[A-Za-z0-9\[]"
 )
 URL_LITERALS = ("://",)
 
@@ -91,14 +93,17 @@ def _verdict(key: str, value: str, *, quoted: bool, op: str) -> str | None:
         return None
     if random := values.random_kind(value):
         return PASSWORD if kind == "password" else HIGH_ENTROPY[random]
-    if kind != "password" or len(value) < 4:
+    if kind != "password" or len(value) < 4 or values.demo_password(value):
         return None
     # Lower-case names (password_reset_done, set-password) are identifiers, not passwords.
     if re.fullmatch(r"[a-z]+(?:[_.-][a-z]+)+", value):
         return None
-    # A bare word after "password =" reads as code assigning a variable; in
-    # YAML (":") or an environment file (an upper-case NAME=) it is the value.
-    if not quoted and op == "=" and not key.isupper() and re.fullmatch(r"[A-Za-z_]\w*", value):
+    # A bare word after "password =" reads as code assigning a variable
+    # (password = hashed) unless it mixes letters and digits as a password
+    # does (spring.datasource.password=hunter2); in YAML (":") or an
+    # environment file (an upper-case NAME=) any word is the value.
+    if (not quoted and op == "=" and not key.isupper() and re.fullmatch(r"[A-Za-z_]\w*", value)
+            and not (any(c.isdigit() for c in value) and any(c.isalpha() for c in value))):
         return None
     return PASSWORD
 
@@ -118,8 +123,8 @@ def assignment_found(text: str, lowered: str) -> str | None:
         line = text[start:end]
         if len(line) > 1000:
             continue  # minified code and data URIs: no assignment a person wrote
-        for match in _QUOTED.finditer(line):
-            if verdict := _verdict(match["key"], match["value"], quoted=True, op=match["op"]):
+        for match in (*_QUOTED.finditer(line), *_XML.finditer(line)):
+            if verdict := _verdict(match["key"], match["value"], quoted=True, op=match.groupdict().get("op", "=")):
                 return verdict
         if (match := _BARE.match(line)) and (verdict := _verdict(match["key"], match["value"], quoted=False, op=match["op"])):
             return verdict
@@ -130,7 +135,7 @@ def url_credentials_found(text: str) -> bool:
     for match in _URL.finditer(text):
         user, password = match["user"], match["password"]
         if (password == user or values.placeholder(password) or values.reference(password)
-                or values.names_a_secret(password) or password.strip("*x") == ""):
+                or values.demo_password(password) or values.names_a_secret(password) or password.strip("*x") == ""):
             continue
         return True
     return False

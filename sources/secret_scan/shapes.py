@@ -8,7 +8,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from sources.secret_scan.values import shannon, stand_in
+from sources.secret_scan.values import random_kind, shannon, stand_in
 
 
 @dataclass(frozen=True)
@@ -75,7 +75,8 @@ SHAPES = [
     _shape("PyPI token", ("pypi-",), r"\bpypi-AgE[A-Za-z0-9_-]{50,}"),
     _shape("npm auth token", ("npm_",), r"\bnpm_[A-Za-z0-9]{36}\b"),
     # Outside .npmrc too (a copied config, a CI script); ${NPM_TOKEN} is a reference, not a token.
-    _shape("npm auth token", ("_auth",), r"_auth(?:Token)?\s*=\s*[\"']?(?P<secret>[^\s\"'$][^\s\"']{7,})"),
+    _shape("npm auth token", ("_authToken",), r"_authToken\s*=\s*[\"']?(?P<secret>[A-Za-z0-9._~+/-]{16,}=*)",
+           accept=lambda secret: any(c.isdigit() for c in secret)),
     _shape("Hugging Face token", ("hf_", "api_org_"), r"\b(?:hf|api_org)_[A-Za-z]{34}\b", accept=_mixed_case),
     _shape("API key sk-...", ("sk-",), r"\bsk-(?:(?:proj|ant|svcacct|admin)-[A-Za-z0-9_-]{20,}|[A-Za-z0-9]{32,})"),
     _shape("Discord bot token", ("discord",),
@@ -88,6 +89,9 @@ SHAPES = [
     _shape("Azure storage account key", ("AccountKey=",), r"AccountKey=(?P<secret>[A-Za-z0-9+/]{86}==)"),
     _shape("Azure shared access key", ("SharedAccessKey=",), r"SharedAccessKey=(?P<secret>[A-Za-z0-9+/]{43}=)"),
     _shape("JWT", ("eyJ",), r"\beyJ[A-Za-z0-9_-]{10,}\.eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}"),
+    # An opaque bearer token in a header or a curl line; "Bearer <token>" and "Bearer $TOKEN" are not values.
+    _shape("bearer token", ("Bearer ", "bearer "), r"\b[Bb]earer\s+(?P<secret>[A-Za-z0-9._~+/-]{16,}=*)",
+           accept=lambda secret: random_kind(secret) is not None),
     _shape("Square token", ("sq0",), r"sq0(?:csp|atp)-[0-9A-Za-z_-]{22,43}"),
     _shape("Shopify token", ("shp",), r"shp(?:at|ss|ca|pa)_[a-fA-F0-9]{32}\b"),
     _shape("DigitalOcean token", ("_v1_",), r"\bdo[opr]_v1_[a-f0-9]{64}\b"),

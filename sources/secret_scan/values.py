@@ -13,6 +13,12 @@ _PLACEHOLDER_WORDS = (
     "example", "sample", "dummy", "fake", "placeholder", "changeme", "change_me", "change-me", "redacted",
     "your", "xxxx", "****", "...", "todo", "insert", "replace", "notreal", "not_real", "not-a-",
 )
+# Whole values that docs, defaults and examples use for a password: RabbitMQ's
+# guest/guest, SQLAlchemy's scott:tiger, foo:bar, a schema's "string".
+_DEMO_PASSWORDS = frozenset((
+    "guest", "tiger", "foo", "bar", "baz", "qux", "foobar", "test", "testing", "demo", "default", "string", "pw",
+    "anonymous", "user", "username", "name",
+))
 # Six equal characters in a row (T00000000, XXXXXXXX) never come out of a key generator.
 _RUN = re.compile(r"(.)\1{5}")
 # Public well-known values: the Azure Storage emulator's account key, printed in Microsoft's docs.
@@ -52,6 +58,10 @@ def stand_in(value: str) -> bool:
 def placeholder(value: str) -> bool:
     """A documented or obvious stand-in for a secret, or a value no generator would produce."""
     return stand_in(value) or bool(_RUN.search(value))
+
+
+def demo_password(value: str) -> bool:
+    return value.lower() in _DEMO_PASSWORDS
 
 
 def reference(value: str) -> bool:

@@ -62,7 +62,7 @@ DETECTORS = [
     ("Twilio API key", "TWILIO_KEY=SK" + fake(32, HEX) + "\n"),
     ("Mailgun API key", "mailgun: key-" + fake(32, HEX) + "\n"),
     ("Google API key", "key=AIza" + fake(35, ALNUM + "-_") + "\n"),
-    ("Google service account key", '{"type": "service_account", "private_key": "-----BEGIN ' + 'PRIVATE KEY-----\\nMIIE"}\n'),
+    ("Google service account key", '{"type": "service_account", "private_' + 'key": "-----BEGIN ' + 'PRIVATE KEY-----\\nMIIE"}\n'),
     ("PyPI token", "password = pypi-AgEIcHlwaS5vcmc" + fake(70, ALNUM + "-_") + "\n"),
     ("Hugging Face token", "HF_TOKEN=hf_" + fake(34, string.ascii_letters) + "\n"),
     ("API key sk-...", "OPENAI_API_KEY=sk-proj-" + fake(48, ALNUM + "-_") + "\n"),
@@ -75,9 +75,12 @@ DETECTORS = [
     ("password assignment", "[client]\npassword = " + "s3cr3t-pw\n"),
     ("password assignment", "DB_PASSWORD=" + "correcthorse\n"),
     ("password assignment", 'conn = connect(host, password="' + "Tr0ub4dor&3" + '")\n'),
+    ("password assignment", "spring.datasource.password=" + "hunter" + "2\n"),
+    ("password assignment", "<server><id>central</id><password>" + "Tr0ub4dor&3" + "</password></server>\n"),
     ("high-entropy base64 secret", "secret_key: " + fake(40, BASE64) + "\n"),
     ("high-entropy base64 secret", 'API_TOKEN = "' + fake(24, ALNUM + "-_") + '"\n'),
     ("high-entropy hex secret", "client_secret = '" + fake(32, HEX) + "'\n"),
+    ("bearer token", "curl -H 'Authorization: Bearer " + fake(32, ALNUM + "-_") + "' https://api.example.org\n"),
     ("high-entropy hex secret", "auth_token: " + "-".join(fake(n, HEX, seed=i) for i, n in enumerate((8, 4, 4, 4, 12))) + "\n"),
 ]
 
@@ -104,10 +107,14 @@ PLACEHOLDERS = [
     "password: <your-password>\nsecret_key: your-secret-key-here\ntoken: xxxxxxxxxxxxxxxxxxxxxxxx\n",
     "DATABASE_URL=postgres://user:password@localhost/app\n",
     "redis://:${REDIS_PASSWORD}@cache:6379/0 and postgres://rag:rag@localhost/rag\n",
+    "sqla+postgresql://scott:tiger@localhost/db, amqp://guest:guest@broker//, https://foo:bar@example.org\n",
+    "def __init__(self, host='localhost:5672', userid='guest', password='guest'):\n",
+    'schema = {"password": "string", "api_key": "string"}\n',
     "https://hooks.slack.com/services/T00000000/B00000000/" + "X" * 24 + "\n",
     "stripe.api_key = 'sk" + "_test_" + "x" * 24 + "'\n",
     "AccountName=devstoreaccount1;Account" + "Key=Eby8vdM02xNOcqFlqUwJ" + fake(66, BASE64) + "==\n",
     "//registry.npmjs.org/:_auth" + "Token=${NPM_TOKEN}\n",
+    "curl -H 'Authorization: Bearer <token>' and Authorization: Bearer $API_TOKEN, Bearer YOUR_ACCESS_TOKEN\n",
 ]
 
 
@@ -135,6 +142,11 @@ ORDINARY = [
     '<input type="password" name="password" autocomplete="current-password">\n',
     ":param password: the password to check, never stored in clear\n",
     "csrf_token = get_token(request)\nCSRF_COOKIE_NAME = 'csrftoken'\n",
+    "self._auth = ApiKeyAuth()\n_authToken = authToken\n",
+    "MultiHostUrl('https://foo.com:123,foo:bar@bar.com/path')\n",
+    "for _PassArg.context: \"context\", if pass_arg == \"environment\": pass\n",
+    "cd $PWD && PWD=/home/app/src\n",
+    "self.password = hashed\nuser.password = raw_password\nAuthentication uses a bearer token in the header.\n",
     "commit " + fake(40, HEX) + "\nsha256 " + fake(64, HEX) + "\n",
 ]
 
