@@ -113,3 +113,21 @@ def test_the_periodic_task_form_explains_a_crontab_without_an_inline_script(live
         page.locator("#id_crontab").select_option(index=1)
         assert "Translation: At 04:00" in page.locator(".field-crontab .help").inner_text()
         assert blocked == []
+
+
+def test_every_admin_list_and_add_page_and_the_api_docs_run_under_the_policy(live_server, boss):
+    from django.contrib import admin
+    from django.urls import reverse
+
+    pages = ["/admin/", "/api/docs"]
+    for model in admin.site._registry:
+        info = (model._meta.app_label, model._meta.model_name)
+        pages += [reverse("admin:{}_{}_changelist".format(*info)), reverse("admin:{}_{}_add".format(*info))]
+    with chromium() as browser:
+        page = browser.new_page()
+        blocked = csp_violations(page)
+        sign_in(page, live_server.url, "boss", PASSWORD, admin=True)
+        for url in pages:
+            page.goto(live_server.url + url)
+            page.wait_for_load_state("networkidle")  # Swagger UI and the admin's widgets finish building the page
+        assert blocked == []
