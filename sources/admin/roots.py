@@ -198,9 +198,19 @@ class IndexJobAdmin(ScopedAdminMixin, admin.ModelAdmin):
     def root_link(self, job: IndexJob) -> str:
         return format_html('<a href="{}">{}</a>', reverse("admin:sources_workspaceroot_change", args=[job.root_id]), job.root.name)
 
+    def get_object(self, request, object_id, from_field=None):
+        job = super().get_object(request, object_id, from_field)
+        if job is not None:
+            job.may_cancel = self.may_cancel(request)  # for the Cancel button of ``live``, which gets the row only
+        return job
+
+    def may_cancel(self, request) -> bool:
+        """Cancelling changes a job: the change permission (has_change_permission stays False: the page is read-only)."""
+        return request.user.has_perm(f"{self.opts.app_label}.change_{self.opts.model_name}")
+
     @admin.display(description="Progress")
     def live(self, job: IndexJob) -> str:
-        return render_to_string("admin/sources/job_live.html", _live_context(job))
+        return render_to_string("admin/sources/job_live.html", _live_context(job, may_cancel=getattr(job, "may_cancel", False)))
 
     @admin.display(description="Problems")
     def problems(self, job: IndexJob) -> str:
@@ -214,13 +224,13 @@ class IndexJobAdmin(ScopedAdminMixin, admin.ModelAdmin):
         job = self.get_queryset(request).filter(pk=job_id).first()
         if job is None:
             raise Http404(f"index job {job_id} does not exist")
-        return HttpResponse(render_to_string("admin/sources/job_live.html", _live_context(job), request=request))
+        return HttpResponse(render_to_string("admin/sources/job_live.html", _live_context(job, may_cancel=self.may_cancel(request)),
+                                             request=request))
 
     def cancel_view(self, request, job_id: int):
         if request.method != "POST":
             return HttpResponseNotAllowed(["POST"])
-        # Cancelling changes a job: the change permission (has_change_permission stays False: the page is read-only).
-        if not request.user.has_perm(f"{self.opts.app_label}.change_{self.opts.model_name}"):
+        if not self.may_cancel(request):
             raise PermissionDenied
         if not self.get_queryset(request).filter(pk=job_id).exists():
             raise Http404(f"index job {job_id} does not exist")
@@ -231,8 +241,8 @@ class IndexJobAdmin(ScopedAdminMixin, admin.ModelAdmin):
         return HttpResponseRedirect(reverse("admin:sources_indexjob_change", args=[job_id]))
 
 
-def _live_context(job: IndexJob) -> dict:
-    return {"job": job, "active": job.status in ACTIVE_JOB_STATUSES, "percent": round(job.progress * 100),
+def _live_context(job: IndexJob, *, may_cancel: bool) -> dict:
+    return {"job": job, "active": job.status in ACTIVE_JOB_STATUSES, "may_cancel": may_cancel, "percent": round(job.progress * 100),
             "badge": job_badge(job), "cancel_url": reverse("admin:sources_indexjob_cancel", args=[job.pk]),
             "live_url": reverse("admin:sources_indexjob_live", args=[job.pk])}
 

@@ -7,13 +7,16 @@ their pages answer 404, the same as a row that does not exist (as the
 page and the API answer). Superusers see everything.
 """
 
+from django import forms
 from django.contrib.admin.utils import unquote
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db.models import QuerySet
 from django.http import Http404
 
+from rag_site.errors import Forbidden
 from retrieval.access import identity_for_user, scope_for
 from retrieval.scope import Scope
+from sources.models import words
 
 
 def admin_scope(request) -> Scope:
@@ -75,6 +78,12 @@ class ScopedAdminMixin:
             row.admin_scope = admin_scope(request)
         return row
 
+    def get_form(self, request, obj=None, change=False, **kwargs):
+        form = super().get_form(request, obj, change, **kwargs)
+        if request.user.is_superuser or "bot_id" not in form.base_fields:
+            return form
+        return scope_checked(form, request)
+
     def change_view(self, request, object_id, form_url="", extra_context=None):
         self.visible_or_404(request, object_id)
         return super().change_view(request, object_id, form_url, extra_context)
@@ -86,6 +95,32 @@ class ScopedAdminMixin:
     def delete_view(self, request, object_id, extra_context=None):
         self.visible_or_404(request, object_id)
         return super().delete_view(request, object_id, extra_context)
+
+
+def scope_checked(form: type[forms.ModelForm], request) -> type[forms.ModelForm]:
+    """``form`` refusing a bot, client or channels beyond the person's grants, as scope_for refuses them to a search.
+
+    Otherwise a person granted bot alpha could give a skill to bot beta: put
+    words into another tenant's answers, then lose sight of the row.
+    """
+    identity = identity_for_user(request.user)
+
+    class ScopeChecked(form):
+        def clean(self):
+            cleaned = super().clean()
+            try:
+                scope_for(identity, bot_id=cleaned.get("bot_id") or None, client_id=cleaned.get("client_id") or None,
+                          channels=words(cleaned.get("channels") or "") or None)
+            except Forbidden as exc:
+                field = exc.details.get("field")
+                what = {"bot_id": "bot", "client_id": "client", "channels": "channel"}.get(field, "scope")
+                self.add_error(field if field in self.fields else None,
+                               f"Your access grants do not cover {what} {', '.join(exc.details.get('refused', []))}: "
+                               "you may only give it to bots, clients and channels you may see yourself.")
+            return cleaned
+
+    ScopeChecked.__name__ = form.__name__
+    return ScopeChecked
 
 
 class ScopedInlineMixin:

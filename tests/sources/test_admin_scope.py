@@ -232,3 +232,32 @@ def test_the_chunking_preview_needs_the_add_or_change_permission(django_user_mod
     client = Client()
     client.force_login(user)
     assert client.post(reverse("admin:sources_skill_preview"), {"body": "# A\n\nB.\n"}).status_code == 403
+
+
+def test_the_cancel_button_shows_only_to_those_who_may_cancel(tenants, django_user_model, admin_client):
+    user = django_user_model.objects.create_user("viewer", password="x-long-password-5", is_staff=True)
+    user.user_permissions.set(Permission.objects.filter(content_type__app_label="sources", codename="view_indexjob"))
+    viewer = Client()
+    viewer.force_login(user)
+    job = tenants["active"]["quokkarootshared"]
+    for client, shown in ((viewer, False), (admin_client, True)):
+        assert ("Cancel this job" in client.get(f"/admin/sources/indexjob/{job.pk}/change/").content.decode()) == shown
+        assert ("Cancel this job" in client.get(reverse("admin:sources_indexjob_live", args=[job.pk])).content.decode()) == shown
+
+
+def test_a_person_may_give_a_skill_only_to_a_bot_their_grants_cover(django_user_model):
+    user = django_user_model.objects.create_user("author", password="x-long-password-6", is_staff=True)
+    user.user_permissions.set(Permission.objects.filter(content_type__app_label="sources",
+                                                        codename__in=["add_skill", "change_skill", "view_skill"]))
+    AccessGrant.objects.create(user=user, bot_id="alpha")
+    client = Client()
+    client.force_login(user)
+    form = {"slug": "deploy", "title": "", "enabled": "on", "body": "# Deploy\n\nShip it.\n", "client_id": "", "channels": ""}
+    refused = client.post("/admin/sources/skill/add/", {**form, "bot_id": "beta"})
+    assert refused.status_code == 200 and "Your access grants do not cover bot beta" in refused.content.decode()
+    assert not Skill.objects.exists()
+    gated = client.post("/admin/sources/skill/add/", {**form, "bot_id": "alpha", "channels": "vip"})
+    assert "Your access grants do not cover channel vip" in gated.content.decode() and not Skill.objects.exists()
+    assert client.post("/admin/sources/skill/add/", {**form, "bot_id": "alpha"}).status_code == 302
+    skill = Skill.objects.get(slug="deploy")
+    assert client.get(f"/admin/sources/skill/{skill.pk}/change/").status_code == 200  # visible to its author at once
