@@ -46,6 +46,7 @@ def restart_delay(crashes: int, *, first: float = FIRST_DELAY, cap: float = MAX_
 class Child:
     name: str
     argv: list[str]
+    env: dict[str, str] | None
     process: subprocess.Popen
     started_at: float
     crashes_in_a_row: int = 0
@@ -72,19 +73,20 @@ class Supervisor:
         self.children: dict[str, Child] = {}
         self.stopped = False
 
-    def start(self, name: str, argv: list[str]) -> subprocess.Popen:
-        process = self._spawn(name, argv)
-        self.children[name] = Child(name=name, argv=argv, process=process, started_at=self.clock())
+    def start(self, name: str, argv: list[str], env: dict[str, str] | None = None) -> subprocess.Popen:
+        """Start ``argv`` as child ``name``, with ``env`` (default: this process's) now and on every restart."""
+        process = self._spawn(name, argv, env)
+        self.children[name] = Child(name=name, argv=argv, env=env, process=process, started_at=self.clock())
         return process
 
     def log_path(self, name: str) -> Path:
         return self.log_dir / f"{name}.log"
 
-    def _spawn(self, name: str, argv: list[str]) -> subprocess.Popen:
+    def _spawn(self, name: str, argv: list[str], env: dict[str, str] | None) -> subprocess.Popen:
         log = open(self.log_path(name), "ab")  # noqa: SIM115 - the child owns it
         try:
             return subprocess.Popen(
-                argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, preexec_fn=_die_with_parent
+                argv, env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, preexec_fn=_die_with_parent
             )
         finally:
             log.close()
@@ -101,7 +103,7 @@ class Supervisor:
         for child in self.children.values():
             if child.restart_at is not None:
                 if now >= child.restart_at:
-                    child.process = self._spawn(child.name, child.argv)
+                    child.process = self._spawn(child.name, child.argv, child.env)
                     child.started_at, child.restart_at = now, None
                 continue
             code = child.process.poll()

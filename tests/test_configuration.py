@@ -1,5 +1,6 @@
 """Settings fail loudly on bad values, and every documented variable is real."""
 
+import json
 import os
 import re
 import subprocess
@@ -205,9 +206,17 @@ def test_only_the_proxy_is_published_and_it_forwards_to_web():
     proxy = COMPOSE["services"]["proxy"]
     assert proxy["image"].startswith("caddy:")
     config = next(v.split(":")[0] for v in proxy["volumes"] if v.endswith(":/etc/caddy/Caddyfile:ro"))
-    caddyfile = (ROOT / config).read_text()
-    assert "{$RAG_DOMAIN}" in caddyfile and "reverse_proxy web:8000" in caddyfile
-    assert "admin 127.0.0.1:2019" in caddyfile and "127.0.0.1:2019" in proxy["healthcheck"]["test"][-1]
+    # The Caddyfile is shared with `make run` (rag_site/front.py): read it as Caddy does with compose's environment.
+    from rag_site.front import caddy_executable
+
+    environment = {name: interpolate(value, {"RAG_DOMAIN": "rag.example.com"}) for name, value in proxy["environment"].items()}
+    adapted = subprocess.run([caddy_executable(), "adapt", "--config", str(ROOT / config), "--adapter", "caddyfile"],
+                             env={"PATH": os.environ["PATH"], **environment}, capture_output=True, text=True, check=True)
+    caddy = json.loads(adapted.stdout)
+    server = caddy["apps"]["http"]["servers"]["srv0"]
+    assert server["listen"] == [":443"] and server["routes"][0]["match"] == [{"host": ["rag.example.com"]}]
+    assert '"dial":"web:8000"' in adapted.stdout.replace(" ", "")
+    assert caddy["admin"]["listen"] == "127.0.0.1:2019" and "127.0.0.1:2019" in proxy["healthcheck"]["test"][-1]
     assert proxy["depends_on"]["web"]["condition"] == "service_healthy"
 
 

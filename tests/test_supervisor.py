@@ -98,3 +98,17 @@ def test_stop_all_stops_running_children_and_restarts_nothing(supervisor, clock)
     clock.now += 120
     assert supervisor.check() == []
     assert supervisor.children["beat"].process.returncode == 2  # never started again
+
+
+def test_a_restarted_child_gets_the_environment_it_was_started_with(supervisor, clock):
+    # The front's and web's settings (FRONT_*, RAG_TRUST_PROXY_HEADERS) must survive a crash.
+    code = "import os; raise SystemExit(7 if os.environ.get('FRONT_SITE') == 'http://:1' else 1)"
+    first = supervisor.start("front", python(code), env={**os.environ, "FRONT_SITE": "http://:1"})
+    first.wait(timeout=30)
+    assert supervisor.check()[0].startswith("front exited with code 7")
+
+    clock.now += 1
+    supervisor.check()
+    second = supervisor.children["front"].process
+    assert second.pid != first.pid
+    assert second.wait(timeout=30) == 7

@@ -6,6 +6,7 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 
 from measure.bench_index import chunk_bench, index_bench
+from measure.bench_slowloris import slowloris_arguments, slowloris_command
 from rag_site.errors import ApplicationError
 
 
@@ -14,11 +15,12 @@ class Command(BaseCommand):
         "Benchmarks. `chunk PATH`: chunk every text file under PATH; MB/s, files/s, chunks per language. "
         "`index PATH`: raw encode vs end-to-end indexing throughput on the same chunks, and an unchanged re-verify. "
         "`search --chunks N`: latency, throughput and accuracy of the search API over HTTP on an N-chunk corpus. "
-        "`login-flood`: search latency alone and beside clients posting wrong passwords to the login pages."
+        "`login-flood`: search latency alone and beside clients posting wrong passwords to the login pages. "
+        "`slowloris --url URL`: health probes beside connections trickling headers or a body."
     )
 
     def add_arguments(self, parser) -> None:
-        parser.add_argument("what", choices=["chunk", "index", "search", "login-flood"], help="What to measure.")
+        parser.add_argument("what", choices=["chunk", "index", "search", "login-flood", "slowloris"], help="What to measure.")
         parser.add_argument("path", type=Path, nargs="?", help="chunk, index: the source tree.")
         parser.add_argument("--json", action="store_true", help="Print one JSON object instead of a table.")
         parser.add_argument("--max-chars", type=int, default=1500)
@@ -42,10 +44,14 @@ class Command(BaseCommand):
         flood = parser.add_argument_group("login-flood (also --seconds, --url, --yes, --seed; --modes: the first)")
         flood.add_argument("--flooders", type=int, default=16, help="Clients posting wrong passwords (default 16).")
         flood.add_argument("--searchers", type=int, default=1, help="Clients searching meanwhile (default 1).")
+        slowloris_arguments(parser)
 
     def handle(self, *args, what: str, path: Path | None, json: bool = False, **options) -> None:
         if what == "search":
             self._search(as_json=json, **options)
+            return
+        if what == "slowloris":
+            slowloris_command(self, as_json=json, **options)
             return
         if what == "login-flood":
             from measure.bench_login_flood import login_flood_command

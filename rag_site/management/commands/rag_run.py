@@ -3,8 +3,10 @@
 manage.py has already started (or joined) the embedded PostgreSQL and
 started the embedded Redis when no URLs are configured. This command
 migrates, creates the first admin, loads the demo skills, then runs a Celery
-worker, Celery beat and gunicorn as child processes until Ctrl-C, restarting
-any of them that exits (rag_site/supervisor.py).
+worker, Celery beat, gunicorn and the front (Caddy on RAG_BIND, buffering
+slow clients before gunicorn's unix socket: rag_site/front.py) as child
+processes until Ctrl-C, restarting any of them that exits
+(rag_site/supervisor.py).
 """
 
 import secrets
@@ -16,9 +18,11 @@ from pathlib import Path
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
-from django.core.management.base import BaseCommand
+from django.core.exceptions import ImproperlyConfigured
+from django.core.management.base import BaseCommand, CommandError
 
 from rag_site.demo import demo_skills_load
+from rag_site.front import front_plan, web_env
 from rag_site.supervisor import Supervisor
 
 ADMIN_USERNAME = "admin"
@@ -26,8 +30,8 @@ ADMIN_USERNAME = "admin"
 
 def web_command(*, python: str, bind: str) -> list[str]:
     """The web server's command line (`rag_bench search` starts the same one)."""
-    # Threads, not one request per process: a slow client holds a thread,
-    # not a whole worker (under docker-compose the proxy buffers them).
+    # Threads, not one request per process: a slow query holds a thread, not
+    # a whole worker (slow clients wait in the front: Caddy, under make run too).
     return [python, "-m", "gunicorn", "rag_site.wsgi", f"--bind={bind}",
             f"--workers={settings.RAG_WEB_WORKERS}", "--worker-class=gthread", f"--threads={settings.RAG_WEB_THREADS}",
             "--access-logfile=-", "--timeout=120"]
@@ -40,6 +44,11 @@ class Command(BaseCommand):
         parser.add_argument("--no-demo", action="store_true", help="Do not load the demo skills.")
 
     def handle(self, *args, no_demo: bool = False, **options) -> None:
+        try:
+            front = front_plan(bind=settings.RAG_BIND, var_dir=settings.VAR_DIR,
+                               trust_proxy_headers=settings.RAG_TRUST_PROXY_HEADERS)
+        except ImproperlyConfigured as exc:
+            raise CommandError(str(exc)) from None  # before migrating: a bad RAG_BIND costs nothing
         self.stdout.write("applying migrations ...")
         call_command("migrate", interactive=False, verbosity=0)
         password = self._admin_ensure()
@@ -61,7 +70,8 @@ class Command(BaseCommand):
             [python, "-m", "celery", "-A", "rag_site", "beat", "--loglevel=INFO",
              f"--schedule={settings.VAR_DIR / 'celerybeat-schedule'}"],
         )
-        supervisor.start("web", web_command(python=python, bind=settings.RAG_BIND))
+        supervisor.start("web", web_command(python=python, bind=front.web_bind), env=web_env())
+        supervisor.start("front", front.argv, env=front.env)
         self._banner(password, supervisor.log_dir)
 
         # Handlers only raise a flag: a signal never lands in the middle of
@@ -77,7 +87,7 @@ class Command(BaseCommand):
             self.stdout.write("\nstopping ...")
         finally:
             supervisor.stop_all()
-            self.stdout.write("stopped web, worker and beat")
+            self.stdout.write("stopped front, web, worker and beat")
 
     def _admin_ensure(self) -> str | None:
         """Create the first admin with a generated password, shown only now."""
