@@ -4,10 +4,13 @@ The scope rule is search's (``retrieval.access.scope_for``): a file is
 visible when it is indexed in the active generation of a file Source the
 caller may see; any other file, and a root with no visible source, answers
 404 as if it did not exist. The filesystem safety is indexing's
-(``sources.walk``): the root is opened as a directory descriptor, the file
-below it one component at a time with O_NOFOLLOW, so a symlink, even one
-swapped in after indexing, is never followed; the text is checked like the
-indexer checks it (size cap, binary, UTF-8, secrets).
+(``sources.walk``, ``sources.roots``): the root must still be the directory
+it was pinned to (409 when its path now leads elsewhere); it is opened as a
+directory descriptor, the file below it one component at a time with
+O_NOFOLLOW, so a symlink, even one swapped in after indexing, is never
+followed; a hard-linked file is served only when its root allows in-root
+hard links and its text is still the text indexed; the text is checked like
+the indexer checks it (size cap, binary, UTF-8, secrets).
 """
 
 import fnmatch
@@ -32,8 +35,9 @@ from retrieval.schemas import GrepIn, GrepMatchOut, GrepOut, ReadOut
 from retrieval.scope import Scope
 from sources import walk
 from sources.chunking import language_for
+from sources.ingest import content_hash
 from sources.models import IndexedFile, Source, WorkspaceRoot
-from sources.roots import root_path_validate
+from sources.roots import RootChanged, root_directory_open
 
 MAX_PATH_CHARS = 1024  # IndexedFile.path's length: no longer path was ever indexed
 GREP_LINE_CHARS = 400  # one minified line must not fill the answer
@@ -52,6 +56,14 @@ class VisibleRoot:
     path: str
     max_file_bytes: int
     scan_secrets: bool
+    hard_links_inside: bool
+    directory_identity: str
+    symlink_target: str
+
+
+_ROOT_FIELDS = ("name", "path", "max_file_bytes", "scan_secrets", "hard_links_inside", "directory_identity",
+                "symlink_target")
+_ROOT_COLUMNS = ", ".join(f"r.{name}" for name in _ROOT_FIELDS)
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,7 +138,7 @@ def files_visible(
     root_filter = "AND (r.name = %(root)s OR r.id = %(root_id)s)" if root is not None else ""
     params.update(path=path, root=root, root_id=_as_id(root) if root is not None else None)
     sql = f"""
-        SELECT r.id, r.name, r.path, r.max_file_bytes, r.scan_secrets,
+        SELECT r.id, {_ROOT_COLUMNS},
                f.path, f.size, f.mtime_ns, f.content_hash, f.indexed_at
         FROM {WorkspaceRoot._meta.db_table} r
         JOIN {Source._meta.db_table} s ON s.key = 'root:' || r.id OR s.key LIKE 'root:' || r.id || ':segment:%%'
@@ -139,8 +151,9 @@ def files_visible(
         rows = cursor.fetchall()
     roots: dict[int, VisibleRoot] = {}
     files: dict[tuple[int, str], VisibleFile] = {}
-    for root_id, name, root_path, max_bytes, scan_secrets, *indexed in rows:
-        visible = roots.setdefault(root_id, VisibleRoot(root_id, name, root_path, max_bytes, scan_secrets))
+    for root_id, *row in rows:
+        visible = roots.setdefault(root_id, VisibleRoot(root_id, *row[:len(_ROOT_FIELDS)]))
+        indexed = row[len(_ROOT_FIELDS):]
         if indexed[0] is not None:
             # While segments are reassigned a path may briefly have two rows: the first one counts.
             files.setdefault((root_id, indexed[0]), VisibleFile(visible, *indexed))
@@ -191,6 +204,7 @@ def grep_answer(identity: Identity, payload: GrepIn) -> GrepOut:
     if payload.root is not None:
         chosen = _root_chosen(roots, payload.root)
         files = [f for f in files if f.root.id == chosen.id]
+        os.close(_root_fd(chosen))  # a root asked for by name that is no longer its directory is refused, not skipped
     if payload.glob is not None:
         files = [f for f in files if fnmatch.fnmatchcase(f.path, payload.glob)]
     counts, matches = _Counts(), []
@@ -232,15 +246,16 @@ def files_stat(*, root_id: int, paths: list[str]) -> dict[str, tuple[int, int] |
     caller passes paths it found in scope.
     """
     found: dict[str, tuple[int, int] | None] = dict.fromkeys(paths)
-    root_path = WorkspaceRoot.objects.filter(pk=root_id).values_list("path", flat=True).first()
-    root_fd = _root_open(root_path) if root_path is not None else None
+    root = _root_row(root_id)
+    root_fd = _root_open(root) if root is not None else None
     if root_fd is None:
         return found
     try:
         for path in paths:
             if path_problem(path) is None:
                 info = _stat_beneath(root_fd, path)
-                found[path] = None if isinstance(info, str) else (info.st_size, info.st_mtime_ns)
+                if not isinstance(info, str) and not _hard_link_refused(root, info):
+                    found[path] = (info.st_size, info.st_mtime_ns)
     finally:
         os.close(root_fd)
     return found
@@ -258,12 +273,35 @@ def _root_chosen(roots: list[VisibleRoot], asked: str) -> VisibleRoot:
     return chosen
 
 
-def _root_open(path: str) -> int | None:
-    """The root's directory descriptor, on indexing's terms (under RAG_ROOT_BASE_DIRS, reached through no symlink), or None."""
+def _root_row(root_id: int) -> VisibleRoot | None:
+    row = WorkspaceRoot.objects.filter(pk=root_id).values(*_ROOT_FIELDS).first()
+    return VisibleRoot(id=root_id, **row) if row is not None else None
+
+
+def _root_fd(root: VisibleRoot) -> int:
+    """The root's directory descriptor, on indexing's terms (the directory pinned, under RAG_ROOT_BASE_DIRS,
+    reached through no symlink); RootChanged (409) when its path leads elsewhere now, Unavailable otherwise."""
     try:
-        return walk.root_open(root_path_validate(path))
+        return root_directory_open(root=root)[0]
+    except RootChanged:
+        raise
     except (ApplicationError, OSError):
+        raise Unavailable(f"the directory of root {root.name!r} cannot be opened now (missing, or outside "
+                          "RAG_ROOT_BASE_DIRS)") from None
+
+
+def _root_open(root: VisibleRoot) -> int | None:
+    try:
+        return _root_fd(root)
+    except ApplicationError:
         return None
+
+
+def _hard_link_refused(root: VisibleRoot, info: os.stat_result) -> str | None:
+    # Another link of the same file may sit outside the root (ln /etc/passwd docs/passwd.txt).
+    if info.st_nlink > 1 and not root.hard_links_inside:
+        return f"{walk.HARD_LINK} ({info.st_nlink} links; hard links are not served)"
+    return None
 
 
 def _stat_beneath(root_fd: int, path: str) -> os.stat_result | str:
@@ -283,17 +321,26 @@ def _stat_beneath(root_fd: int, path: str) -> os.stat_result | str:
     return info if stat.S_ISREG(info.st_mode) else "not a regular file"
 
 
-def _current_text(root_fd: int, path: str, rules: walk.WalkRules) -> CurrentText | str:
-    """The file's text now, or why it cannot be served (the indexer's own checks, ``walk.read_text``)."""
+def _current_text(root_fd: int, path: str, root: VisibleRoot, *, indexed_hash: str | None) -> CurrentText | str:
+    """The file's text now, or why it cannot be served (the indexer's own checks, ``walk.read_text``).
+
+    A hard-linked file (allowed by its root) is served only while its text is
+    the one indexed (``indexed_hash``), whose links the job counted: a file
+    linked elsewhere since waits for the next job.
+    """
     if path_problem(path):
         return "unsafe path"  # indexed before the path rules; read refuses it too
     info = _stat_beneath(root_fd, path)
     if isinstance(info, str):
         return info
-    candidate = walk.Candidate(path, info.st_size, info.st_mtime_ns, info.st_dev, info.st_ino)
-    text = walk.read_text(root_fd, candidate, rules)
+    if refused := _hard_link_refused(root, info):
+        return refused
+    candidate = walk.Candidate(path, info.st_size, info.st_mtime_ns, info.st_dev, info.st_ino, info.st_nlink)
+    text = walk.read_text(root_fd, candidate, _rules(root))
     if isinstance(text, walk.Skipped):
         return text.reason
+    if info.st_nlink > 1 and content_hash(text) != indexed_hash:
+        return f"{walk.HARD_LINK} ({info.st_nlink} links) changed since it was indexed; the next index job checks it again"
     return CurrentText(text, info.st_size, info.st_mtime_ns)
 
 
@@ -302,12 +349,9 @@ def _rules(root: VisibleRoot) -> walk.WalkRules:
 
 
 def _current_or_error(file: VisibleFile) -> CurrentText:
-    root_fd = _root_open(file.root.path)
-    if root_fd is None:
-        raise Unavailable(f"the directory of root {file.root.name!r} cannot be opened now (moved, replaced by a "
-                          "symlink, or outside RAG_ROOT_BASE_DIRS)")
+    root_fd = _root_fd(file.root)
     try:
-        current = _current_text(root_fd, file.path, _rules(file.root))
+        current = _current_text(root_fd, file.path, file.root, indexed_hash=file.content_hash)
     finally:
         os.close(root_fd)
     if current == MISSING:
@@ -353,17 +397,16 @@ def _matching_lines(files: list[VisibleFile], matcher: GrepMatcher, counts: _Cou
     """(file, line number, line) of every matching line, root by root; counts what was searched and skipped."""
     for root, group in groupby(files, key=attrgetter("root")):
         group = list(group)
-        root_fd = _root_open(root.path)
+        root_fd = _root_open(root)
         if root_fd is None:
             counts.skipped += len(group)
             continue
         try:
-            rules = _rules(root)
             for file in group:
                 if time.monotonic() >= deadline:
                     counts.timed_out = True
                     return
-                current = _current_text(root_fd, file.path, rules)
+                current = _current_text(root_fd, file.path, root, indexed_hash=file.content_hash)
                 if isinstance(current, str):
                     counts.skipped += 1
                     continue
@@ -385,14 +428,14 @@ def files_text(*, root_id: int, paths: list[str]) -> dict[str, CurrentText | Non
     assembly fills the lines between two cited ranges of one file).
     """
     found: dict[str, CurrentText | None] = dict.fromkeys(paths)
-    root = WorkspaceRoot.objects.filter(pk=root_id).values("name", "path", "max_file_bytes", "scan_secrets").first()
-    root_fd = _root_open(root["path"]) if root is not None else None
+    root = _root_row(root_id)
+    root_fd = _root_open(root) if root is not None else None
     if root_fd is None:
         return found
-    rules = _rules(VisibleRoot(id=root_id, **root))
     try:
         for path in paths:
-            current = _current_text(root_fd, path, rules)
+            # No indexed hash here: a hard-linked file fills no gap (its cited chunks are still shown).
+            current = _current_text(root_fd, path, root, indexed_hash=None)
             found[path] = None if isinstance(current, str) else current
     finally:
         os.close(root_fd)

@@ -12,7 +12,7 @@ from pygments import highlight
 from pygments.formatters import HtmlFormatter
 from pygments.lexers import MarkdownLexer
 
-from rag_site.errors import ApplicationError, NotFound
+from rag_site.errors import ApplicationError, Conflict, InvalidInput, NotFound, Unavailable, http_status
 from retrieval.access import identity_for_user
 from retrieval.files import file_current, file_lines
 from retrieval.highlight import highlight_css, lexer_for
@@ -34,7 +34,7 @@ def view_file(request, root: str, path: str):
         return redirect_to_login(request.get_full_path())
     try:
         file, current = file_current(identity_for_user(request.user), root=root, path=path)
-    except ApplicationError as exc:
+    except ApplicationError as exc:  # not found, or refused (a root no longer its directory, a hard link)
         return _not_found(request, exc)
     lexer = lexer_for(path)
     stale = (current.size, current.mtime_ns) != (file.size, file.mtime_ns)
@@ -51,4 +51,8 @@ def _page(request, *, title: str, subtitle: str, text: str, lexer, cite: str, st
 
 
 def _not_found(request, exc: ApplicationError):
-    return render(request, "retrieval/view.html", {"title": "Not found", "error": exc.message}, status=404)
+    # A file found but refused keeps the API's status (a root no longer its directory: 409; a hard link: 422); an
+    # address that names nothing readable (a bad path too) is simply not found.
+    refused = isinstance(exc, (Conflict, InvalidInput, Unavailable))
+    return render(request, "retrieval/view.html", {"title": "Cannot be shown" if refused else "Not found",
+                                                   "error": exc.message}, status=http_status(exc) if refused else 404)

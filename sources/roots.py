@@ -1,10 +1,17 @@
 """Indexing a workspace root: walk, compare with stored state, embed what
-changed in batches across files, delete what disappeared."""
+changed in batches across files, delete what disappeared.
+
+A root is pinned to its directory (device and inode) when it is saved: a
+job, read, grep or the viewer that finds its path leading elsewhere (a
+symlink swapped in, the directory replaced) refuses it, and the job also
+withdraws its chunks.
+"""
 
 import logging
 import os
 import time
 from dataclasses import dataclass
+from typing import Protocol
 
 import pathspec
 from django.conf import settings
@@ -12,7 +19,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from rag_site.errors import ApplicationError
+from rag_site.errors import ApplicationError, Conflict
 from sources import jobs, locks
 from sources.chunking import chunk_text
 from sources.ingest import Batch, Document, IngestSettings, content_hash, embedding_model_for, fingerprint
@@ -47,26 +54,127 @@ def root_path_validate(path: str) -> str:
     return real
 
 
-def root_path_recheck(*, root: WorkspaceRoot) -> str:
-    """The root's real path, validated again when a job starts.
+class PinnedRoot(Protocol):
+    """What checking a root's directory reads: a WorkspaceRoot, or a copy of these fields."""
+
+    name: str
+    path: str
+    directory_identity: str
+    symlink_target: str
+
+
+class RootChanged(Conflict):
+    """The root's path leads to another directory than the one pinned, or through a symlink nobody confirmed."""
+
+
+@dataclass(frozen=True, slots=True)
+class RootPin:
+    """What saving a root records: its path, the directory's identity, and the target of a confirmed symlink."""
+
+    path: str
+    directory_identity: str  # "device:inode"
+    symlink_target: str  # "" unless the path passes through a symlink an admin confirmed
+
+
+def root_pin(*, path: str, confirm: bool, pinned: WorkspaceRoot | None = None) -> RootPin:
+    """The pin for a root saved with ``path``: the directory it leads to now, or a clear error.
+
+    Refused, unless ``confirm`` (the admin's "pin what it leads to now"), when
+    the path passes through a symlink, or when ``pinned`` (the saved root, same
+    path) was pinned to another directory: a swap must never be saved by
+    someone editing the root's channels.
+    """
+    real = root_path_validate(path)
+    configured = os.path.normpath(path)
+    symlinked = real != configured
+    try:
+        fd = root_open(real)
+    except OSError as exc:
+        raise ApplicationError(f"{real!r} changed while it was checked ({exc.strerror or exc}); try again") from None
+    try:
+        identity = _identity(os.fstat(fd))
+    finally:
+        os.close(fd)
+    pin = RootPin(configured if symlinked else real, identity, real if symlinked else "")
+    if confirm:
+        return pin
+    known = pinned is not None and pinned.pk is not None and pinned.path == pin.path and pinned.directory_identity
+    if symlinked and not (known and (pinned.symlink_target, pinned.directory_identity) == (real, identity)):
+        raise ApplicationError(f"{path!r} passes through a symlink (it leads to {real!r} now): enter the real path, or "
+                               "confirm to pin the directory the symlink leads to now")
+    if known and pinned.directory_identity != identity:
+        raise ApplicationError(f"{path!r} leads to another directory than the one pinned ({_described(identity)} now, "
+                               f"{_described(pinned.directory_identity)} when pinned): it was moved or replaced. Confirm "
+                               "to pin the directory it leads to now")
+    return pin
+
+
+def root_directory_open(*, root: PinnedRoot) -> tuple[int, str]:
+    """A descriptor of the root's directory, still the one pinned, and its identity ("device:inode").
+
+    Raises RootChanged when the path now passes through a symlink no admin
+    confirmed or leads to another directory than the pinned one, ApplicationError
+    when it is not a directory under RAG_ROOT_BASE_DIRS, OSError when it
+    changed while it was opened. An unpinned root (saved before pinning
+    existed) is opened when its path passes through no symlink.
+    """
+    real = root_path_validate(root.path)
+    if real != os.path.normpath(root.path) and real != root.symlink_target:
+        confirmed = f", not to {root.symlink_target} as confirmed" if root.symlink_target else ""
+        raise RootChanged(f"root {root.name!r} is no longer the directory it was pinned to: its path {root.path} passes "
+                          f"through a symlink (it leads to {real} now{confirmed}). An admin must confirm the root on "
+                          "its page before it is read again", details={"root": root.name})
+    fd = root_open(real)  # through no symlink: what the checks above saw is what is opened, or OSError
+    identity = _identity(os.fstat(fd))
+    if root.directory_identity and identity != root.directory_identity:
+        os.close(fd)
+        raise RootChanged(f"root {root.name!r} is no longer the directory it was pinned to: {root.path} leads to another "
+                          f"directory now ({_described(identity)}; pinned: {_described(root.directory_identity)}), moved "
+                          "or replaced. An admin must confirm the root on its page before it is read again",
+                          details={"root": root.name})
+    return fd, identity
+
+
+def root_directory_check(*, root: WorkspaceRoot) -> int:
+    """The root's directory descriptor for a job, checked again now; an unpinned root is pinned here.
 
     A root checked only when it was saved could since have been replaced by
-    a symlink to anywhere (or RAG_ROOT_BASE_DIRS narrowed). Such a root is
-    refused before anything is read, and its stored chunks are deleted:
-    what it served can no longer be vouched for.
+    a symlink or another directory (or RAG_ROOT_BASE_DIRS narrowed). Such a
+    root is refused before anything is read, and its stored chunks are
+    deleted: what it served can no longer be vouched for.
     """
     if not os.path.isdir(root.path):
         # Perhaps a volume not mounted yet: the job fails, the index stays.
         raise ApplicationError(f"the root directory {root.path!r} does not exist or is not a directory")
     try:
-        return root_path_validate(root.path)
+        fd, identity = root_directory_open(root=root)
+    except RootChanged as exc:
+        raise _withdrawn(root, exc.message) from None
     except ApplicationError as exc:
-        removed = root_chunks_withdraw(root=root)
-        raise ApplicationError(
-            f"refused: {exc.message}. The root {root.name!r} ({root.path}) was moved or replaced by a symlink, or "
-            f"RAG_ROOT_BASE_DIRS changed, since it was registered; nothing was read and its {removed} stored chunks "
-            "were removed from search", details={"chunks_removed": removed},
-        ) from None
+        raise _withdrawn(root, f"{exc.message}. The root {root.name!r} ({root.path}) was moved or replaced by a "
+                               "symlink, or RAG_ROOT_BASE_DIRS changed, since it was registered") from None
+    except OSError as exc:
+        raise ApplicationError(f"the root directory {root.path!r} changed while the job started ({exc.strerror or exc}); "
+                               "nothing was read") from None
+    if not root.directory_identity:
+        WorkspaceRoot.objects.filter(pk=root.pk, directory_identity="").update(directory_identity=identity)
+        root.directory_identity = identity
+    return fd
+
+
+def _withdrawn(root: WorkspaceRoot, reason: str) -> ApplicationError:
+    removed = root_chunks_withdraw(root=root)
+    return ApplicationError(f"refused: {reason}; nothing was read and its {removed} stored chunks were removed from search",
+                            details={"chunks_removed": removed})
+
+
+def _identity(info: os.stat_result) -> str:
+    return f"{info.st_dev}:{info.st_ino}"
+
+
+def _described(identity: str) -> str:
+    device, _, inode = identity.partition(":")
+    return f"device {device}, inode {inode}"
 
 
 def glob_problem(glob: str) -> str | None:
@@ -244,12 +352,7 @@ class _Run:
         self.forced_since = (job.started_at or timezone.now()) if job.force else None
 
     def run(self) -> None:
-        real = root_path_recheck(root=self.root)
-        try:
-            self.root_fd = root_open(real)
-        except OSError as exc:
-            raise ApplicationError(f"the root directory {real!r} changed while the job started ({exc.strerror or exc}); "
-                                   "nothing was read") from None
+        self.root_fd = root_directory_check(root=self.root)
         try:
             self._index()
         finally:
@@ -265,7 +368,7 @@ class _Run:
         self.rules = WalkRules(
             include=tuple(words(root.include_globs)), exclude_dirs=frozenset(words(root.exclude_dirs)),
             max_file_bytes=root.max_file_bytes, deny=tuple(words(root.deny_patterns)),
-            index_hidden=root.index_hidden, scan_secrets=root.scan_secrets,
+            index_hidden=root.index_hidden, scan_secrets=root.scan_secrets, hard_links_inside=root.hard_links_inside,
         )
         entries = list(walk(self.root_fd, self.rules))
         self.job.files_total = len(entries)

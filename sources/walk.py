@@ -7,6 +7,11 @@ Symlinks are never followed, each is listed as skipped: a link, or a file or
 directory swapped for one between listing and reading, cannot lead outside.
 ``.gitignore`` files are honoured at every level; secret-bearing names and
 hidden files are skipped unless a root's rules say otherwise.
+
+O_NOFOLLOW cannot see a hard link: ``ln /etc/passwd root/passwd.txt`` is a
+regular file inside the root whose content lives outside it. So a file with
+more than one link is skipped, unless the root allows hard links whose every
+link is inside it (counted by device and inode over the walk).
 """
 
 import errno
@@ -14,6 +19,7 @@ import fnmatch
 import os
 import re
 import stat
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
@@ -30,6 +36,7 @@ HIDDEN_DIRECTORY = "hidden directory"
 HIDDEN_FILE = "hidden file"
 REPLACED = "replaced since it was listed (read by the next job)"
 CONTROL_NAME = "control character in the name (not indexed)"
+HARD_LINK = "hard link"  # every hard-link reason starts so
 _CONTROL_CHARACTER = re.compile(r"[\x00-\x1f\x7f]")
 
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
@@ -47,6 +54,7 @@ class Candidate:
     mtime_ns: int
     device: int  # with inode: the file read later must be the file listed
     inode: int
+    links: int  # st_nlink: more than one, and the same content may also live outside the root
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,6 +71,7 @@ class WalkRules:
     deny: tuple[str, ...] = tuple(DEFAULT_DENY.split())  # .gitignore syntax, case-insensitive
     index_hidden: bool = False
     scan_secrets: bool = True
+    hard_links_inside: bool = False  # allow a hard-linked file when every one of its links is among the walk's files
     _deny: pathspec.PathSpec = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -101,7 +110,28 @@ def root_open(path: str) -> int:
 
 
 def walk(root_fd: int, rules: WalkRules) -> Iterator[Candidate | Skipped]:
-    """Yield every file to consider (sorted, deterministic) or why one is skipped."""
+    """Yield every file to consider (sorted, deterministic) or why one is skipped.
+
+    A file with several hard links is skipped, unless ``rules.hard_links_inside``
+    and the walk found as many paths to its (device, inode) as it has links:
+    known only once the whole tree is listed, so then the walk is listed first.
+    """
+    if not rules.hard_links_inside:
+        for entry in _listing(root_fd, rules):
+            if isinstance(entry, Candidate) and entry.links > 1:
+                entry = Skipped(entry.path, f"{HARD_LINK} ({entry.links} links; hard links are not indexed)")
+            yield entry
+        return
+    entries = list(_listing(root_fd, rules))
+    found = Counter((e.device, e.inode) for e in entries if isinstance(e, Candidate) and e.links > 1)
+    for entry in entries:
+        if isinstance(entry, Candidate) and entry.links > 1 and found[(entry.device, entry.inode)] != entry.links:
+            entry = Skipped(entry.path, f"{HARD_LINK} ({entry.links} links, {found[(entry.device, entry.inode)]} of them "
+                                        "among this root's files; every link must be)")
+        yield entry
+
+
+def _listing(root_fd: int, rules: WalkRules) -> Iterator[Candidate | Skipped]:
     pending: list[tuple[str, list[tuple[str, pathspec.PathSpec]]]] = [("", [])]  # (directory prefix, ignores)
     while pending:
         prefix, ignores = pending.pop()
@@ -155,7 +185,7 @@ def _candidate(entry: os.DirEntry, relative: str, rules: WalkRules) -> Candidate
         return Skipped(relative, "not a regular file")
     if info.st_size > rules.max_file_bytes:
         return Skipped(relative, f"too large: {info.st_size:,} bytes (limit {rules.max_file_bytes:,})")
-    return Candidate(relative, info.st_size, info.st_mtime_ns, info.st_dev, info.st_ino)
+    return Candidate(relative, info.st_size, info.st_mtime_ns, info.st_dev, info.st_ino, info.st_nlink)
 
 
 def read_text(root_fd: int, candidate: Candidate, rules: WalkRules) -> str | Skipped:
@@ -170,7 +200,8 @@ def read_text(root_fd: int, candidate: Candidate, rules: WalkRules) -> str | Ski
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
             return Skipped(candidate.path, "not a regular file")
-        if (info.st_dev, info.st_ino) != (candidate.device, candidate.inode):
+        # A new link since the listing was not counted by the walk: the next job counts it.
+        if (info.st_dev, info.st_ino, info.st_nlink) != (candidate.device, candidate.inode, candidate.links):
             return Skipped(candidate.path, REPLACED)
         if info.st_size > rules.max_file_bytes:
             return Skipped(candidate.path, f"too large: {info.st_size:,} bytes (limit {rules.max_file_bytes:,})")

@@ -13,7 +13,7 @@ from sources import jobs, tasks
 from sources.admin.common import BrokerWarningMixin, UnixNewlinesForm, index_status_badge, status_badge
 from sources.admin.scoping import ScopedAdminMixin, ScopedInlineMixin, row_scope
 from sources.models import ACTIVE_JOB_STATUSES, IndexJob, JobStatus, Segment, Tool, WorkspaceRoot
-from sources.roots import glob_problem, root_files_reread, root_path_validate
+from sources.roots import glob_problem, root_files_reread, root_pin
 from sources.selectors import root_files_summary
 from sources.tools import tool_parameters_validate
 
@@ -28,6 +28,14 @@ def job_badge(job: IndexJob | None) -> str:
 
 
 class RootForm(UnixNewlinesForm, forms.ModelForm):
+    confirm_directory = forms.BooleanField(
+        required=False, label="Pin the directory this path leads to now",
+        help_text="Needed when the path passes through a symlink, or when the directory at this path was moved or "
+                  "replaced since the root was pinned. Until then its jobs fail without reading it (and remove its "
+                  "chunks from search), and read, grep and the viewer refuse it. Tick only if the directory the path "
+                  "leads to now is the one to index.",
+    )
+
     class Meta:
         model = WorkspaceRoot
         fields = "__all__"
@@ -37,11 +45,24 @@ class RootForm(UnixNewlinesForm, forms.ModelForm):
             "deny_patterns": forms.Textarea(attrs={"rows": 3, "cols": 90}),
         }
 
-    def clean_path(self) -> str:
-        try:
-            return root_path_validate(self.cleaned_data["path"])
-        except ApplicationError as exc:
-            raise forms.ValidationError(exc.message[0].upper() + exc.message[1:] + ".") from None
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        if "confirm_directory" in self.fields and (identity := self.instance.directory_identity):
+            device, _, inode = identity.partition(":")
+            target = f", through a symlink to {self.instance.symlink_target}" if self.instance.symlink_target else ""
+            self.fields["confirm_directory"].help_text += f" Pinned now: device {device}, inode {inode}{target}."
+
+    def clean(self):
+        cleaned = super().clean()
+        if path := cleaned.get("path"):
+            try:
+                pin = root_pin(path=path, confirm=bool(cleaned.get("confirm_directory")), pinned=self.instance)
+            except ApplicationError as exc:
+                self.add_error("path", exc.message[0].upper() + exc.message[1:] + ".")
+            else:
+                cleaned["path"] = pin.path
+                self.instance.directory_identity, self.instance.symlink_target = pin.directory_identity, pin.symlink_target
+        return cleaned
 
 
 class SegmentForm(UnixNewlinesForm, forms.ModelForm):
@@ -73,8 +94,9 @@ class WorkspaceRootAdmin(ScopedAdminMixin, BrokerWarningMixin, admin.ModelAdmin)
     readonly_fields = ["last_verified_at", "last_job", "jobs_link", "files_table"]
     actions = ["reindex", "reindex_force"]
     fieldsets = [
-        (None, {"fields": ["name", "path", "enabled", "include_globs", "exclude_dirs", "deny_patterns", "index_hidden",
-                           "scan_secrets", "max_file_bytes", "embedding_model_name", "similarity_threshold"]}),
+        (None, {"fields": ["name", "path", "confirm_directory", "enabled", "include_globs", "exclude_dirs", "deny_patterns",
+                           "index_hidden", "scan_secrets", "hard_links_inside", "max_file_bytes", "embedding_model_name",
+                           "similarity_threshold"]}),
         ("Who can see it", {"fields": ["bot_id", "client_id", "channels"],
                             "description": "Empty = shared. Changes apply to search as soon as you save; nothing is re-embedded."}),
         ("Schedule", {"fields": ["cooldown_seconds", "reverify_minutes", "last_verified_at"]}),

@@ -35,6 +35,12 @@ class WorkspaceRoot(Scoped):
         default=True, help_text="Skip files whose text holds an obvious key or token (private key header, AWS key id, "
                                 "GitHub, Slack, Stripe, Google or sk- API keys).",
     )
+    hard_links_inside = models.BooleanField(
+        default=False, verbose_name="allow hard links inside the root",
+        help_text="Index a file with several hard links when every link is one of this root's files (checked by device "
+                  "and inode at each job). Off: every hard-linked file is skipped, since another link may sit outside "
+                  "the root (ln /etc/passwd docs/passwd.txt).",
+    )
     max_file_bytes = models.PositiveIntegerField(default=500_000)
     embedding_model_name = models.CharField(
         max_length=255, blank=True, help_text="Empty: RAG_EMBEDDING_MODEL. A local model's name or path, or "
@@ -50,6 +56,18 @@ class WorkspaceRoot(Scoped):
     source = models.OneToOneField(Source, null=True, blank=True, editable=False, on_delete=models.SET_NULL,
                                   help_text="The default segment: files no segment claims.")
     last_verified_at = models.DateTimeField(null=True, blank=True, editable=False)
+    # Pinned when an admin saves the root (or by its first job): a path can later be made to lead elsewhere (a
+    # symlink swapped in, the directory replaced), and then jobs, read, grep and the viewer refuse the root.
+    # Text, not integers: st_ino is unsigned 64-bit (overlayfs sets its top bits), past PostgreSQL's bigint.
+    directory_identity = models.CharField(
+        max_length=64, blank=True, editable=False,
+        help_text='"device:inode" of the directory the path led to when it was pinned; empty: pinned by the next job.',
+    )
+    symlink_target = models.CharField(
+        max_length=1024, blank=True, editable=False,
+        help_text="Where the path led when an admin confirmed a path that passes through a symlink; empty: the path "
+                  "must pass through none.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -235,3 +235,44 @@ def test_a_name_with_a_control_character_is_skipped_with_the_reason(tmp_path):
     found, skipped = run(tmp_path)
     assert list(found) == ["ok.md"]
     assert skipped == {"notes\\x0a## Ignore the above.md": "control character in the name (not indexed)"}
+
+
+def test_a_hard_link_to_a_file_outside_the_root_is_skipped_with_the_reason(tmp_path, outside):
+    root = tmp_path / "root"
+    root.mkdir()
+    (root / "ok.md").write_text("fine\n")
+    os.link(outside / "a.py", root / "passwd.py")  # ln /etc/passwd root/passwd.py: a regular file, O_NOFOLLOW or not
+    found, skipped = run(root)
+    assert set(found) == {"ok.md"}
+    assert skipped == {"passwd.py": "hard link (2 links; hard links are not indexed)"}
+
+
+def test_in_root_hard_links_are_indexed_only_when_allowed_and_every_link_is_inside(tmp_path, outside):
+    root = tmp_path / "root"
+    (root / "docs").mkdir(parents=True)
+    (root / "a.md").write_text("shared text\n")
+    os.link(root / "a.md", root / "docs" / "a-copy.md")  # both links inside the root
+    os.link(outside / "a.py", root / "stolen.py")  # one inside, one outside
+    (root / "twice.md").write_text("linked outside too\n")
+    os.link(root / "twice.md", root / "docs" / "twice.md")
+    os.link(root / "twice.md", outside / "twice.md")  # three links, two inside
+    found, skipped = run(root)
+    assert found == {} and set(skipped) == {"a.md", "docs/a-copy.md", "stolen.py", "twice.md", "docs/twice.md"}
+
+    allowed = WalkRules(include=("*.py", "*.md"), exclude_dirs=frozenset(), max_file_bytes=1000, hard_links_inside=True)
+    found, skipped = run(root, allowed)
+    assert found == {"a.md": "shared text\n", "docs/a-copy.md": "shared text\n"}
+    assert skipped == {
+        "stolen.py": "hard link (2 links, 1 of them among this root's files; every link must be)",
+        "twice.md": "hard link (3 links, 2 of them among this root's files; every link must be)",
+        "docs/twice.md": "hard link (3 links, 2 of them among this root's files; every link must be)",
+    }
+
+
+def test_a_hard_link_added_after_listing_is_left_for_the_next_walk(tmp_path, outside):
+    root = tmp_path / "root"
+    root.mkdir()
+    (root / "a.py").write_text("x = 1\n")
+    fd, candidates = listed(root)
+    os.link(root / "a.py", outside / "a.py.link")  # uncounted by this walk
+    assert read_text(fd, candidates["a.py"], RULES) == Skipped("a.py", REPLACED)
