@@ -9,6 +9,7 @@ tokens and secrets are named everywhere in code.
 """
 
 import re
+import string
 
 from sources.secret_scan import values
 
@@ -16,26 +17,29 @@ PASSWORD = "password assignment"
 URL = "credentials in a URL"
 HIGH_ENTROPY = {"hex": "high-entropy hex secret", "base64": "high-entropy base64 secret"}
 
-# Lines worth parsing hold one of these (case-insensitive); finding them is one
-# regex pass, parsing runs on those lines only.
-# Searched in the lower-cased text: a case-insensitive alternation is several times slower.
-_KEYWORD = re.compile(
-    r"pass|pwd|secret|token|credential"
-    r"|(?:api|access|auth|private|client|account|master|signing|encryption|app|service|storage|shared|license|subscription)"
-    r"[\W_]?key"
+# Lines worth parsing hold one of these. str.find over the lower-cased text
+# finds them several times faster than a regex alternation (measured 0.5 s
+# against 4.5 s over Django's 16 MB), and only those lines are parsed.
+LITERALS = ("pass", "pwd", "secret", "token", "credential", "key")
+# "key" alone is everywhere in code: only a qualified one (api_key, privateKey).
+_QUALIFIED_KEY = re.compile(
+    r"(?:api|access|auth|private|client|account|master|signing|encryption|app|service|storage|shared|license"
+    r"|subscription)[\W_]?$"
 )
-LITERALS = ("pass", "pwd", "secret", "token", "key", "credential")
 
-_KEY = r"(?P<key>[A-Za-z_][\w.-]*)"
+_MAX_NAME = 80
+_NAME_CHARACTERS = frozenset(string.ascii_letters + string.digits + "_.-")
+_ASCII_LOWER = str.maketrans(string.ascii_uppercase, string.ascii_lowercase)
+_KEY = r"(?P<key>[A-Za-z_][\w.-]{0,%d})" % _MAX_NAME
 # key = "value", "key": "value", key: "value", key := "value", key == "value",
-# key: str = "value": anywhere in a line (code, JSON, TOML, YAML with quotes).
+# key: str = "value": wherever the name stands (code, JSON, TOML, quoted YAML).
 _QUOTED = re.compile(
     _KEY + r"[\"'\]]{0,2}\s*(?::\s*[A-Za-z_][\w\[\]., |]*?\s*(?==))?(?P<op>:=|=>|==|!=|:|=)\s*@?[rbuRB]?"
     r"(?P<q>[\"'`])(?P<value>[^\"'`\n]{0,300})(?P=q)"
 )
 # key: value, KEY=value, export KEY=value, - key: value: the whole line (YAML, INI, .env, properties).
 _BARE = re.compile(
-    r"^\s*(?:-\s+)?(?:export\s+)?[\"']?" + _KEY + r"[\"']?\s*(?P<op>:=|=|:)[ \t]*"
+    r"\s*(?:-\s+)?(?:export\s+)?[\"']?" + _KEY + r"[\"']?\s*(?P<op>:=|=|:)[ \t]*"
     r"(?P<value>[^\s\"'`#|>&*!][^\s]*)[ \t]*(?:#.*)?$"
 )
 _WORDS = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
@@ -51,15 +55,15 @@ _NOT_THE_SECRET = frozenset((
     "uri", "endpoint", "field", "fields", "prefix", "suffix", "header", "param", "cookie", "label", "min", "max",
     "timeout", "ttl", "age", "expiry", "expires", "policy", "validators", "hashers", "reset", "help", "message",
     "mismatch", "input", "widget", "template", "format", "pattern", "regex", "env", "var", "count", "mode",
-    "scheme", "generator", "backend", "storage", "algorithm", "scope", "scopes", "kind", "error", "errors", "count",
+    "scheme", "generator", "backend", "storage", "algorithm", "scope", "scopes", "kind", "error", "errors",
     "required", "changed", "confirm", "confirmation", "hint", "placeholder", "class", "version", "manager", "index",
 ))
 _NEVER_SECRET = frozenset(("csrf", "xsrf", "public", "pub", "publishable", "sri"))
 
 # <password>value</password> (XML configuration: Maven settings, app.config).
-_XML = re.compile(r"<(?P<key>[A-Za-z_][\w.-]*)>(?P<value>[^<\s]{1,300})</(?P=key)>")
-# scheme://user:password@host
-# Starts with its literal, so the engine jumps from one "://" to the next.
+_XML = re.compile(r"(?P<key>[A-Za-z_][\w.-]*)>(?P<value>[^<\s]{1,300})</(?P=key)>")
+# scheme://user:password@host; the pattern starts with its literal, so the
+# engine jumps from one "://" to the next.
 _URL = re.compile(
     r"://(?P<user>[^\s:/?#@'\"<>\[\]{}]{1,128}):"
     r"(?P<password>[^\s:/?#@'\"<>]{1,128})@[A-Za-z0-9\[]"
@@ -111,24 +115,47 @@ def _verdict(key: str, value: str, *, quoted: bool, op: str) -> str | None:
 def assignment_found(text: str, lowered: str) -> str | None:
     """The first assignment of a secret in ``text``; ``lowered`` is ``text.lower()``."""
     if len(lowered) != len(text):
-        lowered = text  # lower() changed the length (a few non-ASCII letters): search unlowered
-    end = -1
-    for hit in _KEYWORD.finditer(lowered):
-        if hit.start() <= end:
-            continue  # a second keyword on a line already parsed
-        start = text.rfind("\n", 0, hit.start()) + 1
-        end = text.find("\n", hit.end())
-        if end < 0:
-            end = len(text)
-        line = text[start:end]
-        if len(line) > 1000:
-            continue  # minified code and data URIs: no assignment a person wrote
-        for match in (*_QUOTED.finditer(line), *_XML.finditer(line)):
-            if verdict := _verdict(match["key"], match["value"], quoted=True, op=match.groupdict().get("op", "=")):
-                return verdict
-        if (match := _BARE.match(line)) and (verdict := _verdict(match["key"], match["value"], quoted=False, op=match["op"])):
+        lowered = text.translate(_ASCII_LOWER)  # "İ".lower() is two characters; the keywords are ASCII
+    line_end = -1
+    for hit in _keyword_offsets(lowered):
+        start = _name_start(text, hit)
+        # Each form is matched where the name starts: one bounded attempt per
+        # keyword, never a search along the line.
+        if (match := _QUOTED.match(text, start)) and (verdict := _verdict(match["key"], match["value"], quoted=True, op=match["op"])):
             return verdict
+        if (text[start - 1 : start] == "<" and (match := _XML.match(text, start))
+                and (verdict := _verdict(match["key"], match["value"], quoted=True, op="="))):
+            return verdict
+        if hit > line_end:
+            line_start = text.rfind("\n", 0, hit) + 1
+            line_end = text.find("\n", hit)
+            line_end = len(text) if line_end < 0 else line_end
+            if ((match := _BARE.match(text, line_start, line_end))
+                    and (verdict := _verdict(match["key"], match["value"], quoted=False, op=match["op"]))):
+                return verdict
     return None
+
+
+def _keyword_offsets(lowered: str) -> list[int]:
+    """Where a keyword starts, in order."""
+    offsets = []
+    for keyword in LITERALS:
+        at = lowered.find(keyword)
+        while at >= 0:
+            if keyword != "key" or _QUALIFIED_KEY.search(lowered, max(0, at - 14), at):
+                offsets.append(at)
+            at = lowered.find(keyword, at + len(keyword))
+    return sorted(offsets)
+
+
+def _name_start(text: str, at: int) -> int:
+    """Where the name holding the keyword at ``at`` begins (DB_PASSWORD, spring.datasource.password)."""
+    start = at
+    while start > 0 and at - start < _MAX_NAME and text[start - 1] in _NAME_CHARACTERS:
+        start -= 1
+    while start < at and not (text[start].isalpha() or text[start] == "_"):
+        start += 1
+    return start
 
 
 def url_credentials_found(text: str) -> bool:

@@ -77,7 +77,7 @@ SHAPES = [
     # Outside .npmrc too (a copied config, a CI script); ${NPM_TOKEN} is a reference, not a token.
     _shape("npm auth token", ("_authToken",), r"_authToken\s*=\s*[\"']?(?P<secret>[A-Za-z0-9._~+/-]{16,}=*)",
            accept=lambda secret: any(c.isdigit() for c in secret)),
-    _shape("Hugging Face token", ("hf_", "api_org_"), r"\b(?:hf|api_org)_[A-Za-z]{34}\b", accept=_mixed_case),
+    _shape("Hugging Face token", ("hf_",), r"\bhf_[A-Za-z]{34}\b", accept=_mixed_case),
     _shape("API key sk-...", ("sk-",), r"\bsk-(?:(?:proj|ant|svcacct|admin)-[A-Za-z0-9_-]{20,}|[A-Za-z0-9]{32,})"),
     _shape("Discord bot token", ("discord",),
            r"\b[MNO][A-Za-z\d_-]{23,25}\.[A-Za-z\d_-]{6}\.[A-Za-z\d_-]{27,38}\b", nocase=True),
@@ -90,11 +90,11 @@ SHAPES = [
     _shape("Azure shared access key", ("SharedAccessKey=",), r"SharedAccessKey=(?P<secret>[A-Za-z0-9+/]{43}=)"),
     _shape("JWT", ("eyJ",), r"\beyJ[A-Za-z0-9_-]{10,}\.eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}"),
     # An opaque bearer token in a header or a curl line; "Bearer <token>" and "Bearer $TOKEN" are not values.
-    _shape("bearer token", ("Bearer ", "bearer "), r"\b[Bb]earer\s+(?P<secret>[A-Za-z0-9._~+/-]{16,}=*)",
+    _shape("bearer token", ("bearer ",), r"\b[Bb]earer\s+(?P<secret>[A-Za-z0-9._~+/-]{16,}=*)", nocase=True,
            accept=lambda secret: random_kind(secret) is not None),
     _shape("Square token", ("sq0",), r"sq0(?:csp|atp)-[0-9A-Za-z_-]{22,43}"),
     _shape("Shopify token", ("shp",), r"shp(?:at|ss|ca|pa)_[a-fA-F0-9]{32}\b"),
     _shape("DigitalOcean token", ("_v1_",), r"\bdo[opr]_v1_[a-f0-9]{64}\b"),
-    _shape("Vault token", ("hv",), r"hv[sb]\.[A-Za-z0-9_-]{90,}"),
+    _shape("Vault token", ("hvs.",), r"hvs\.[A-Za-z0-9_-]{90,}"),
     _shape("Databricks token", ("dapi",), r"\bdapi[a-f0-9]{32}(?:-\d)?\b"),
 ]

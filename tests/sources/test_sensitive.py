@@ -118,6 +118,18 @@ PLACEHOLDERS = [
 ]
 
 
+def test_a_secret_on_a_long_line_or_next_to_non_ascii_text_is_found():
+    minified = "var a=" + "1;" * 2000 + 'var cfg={"password":"' + "Tr0ub4dor&3" + '"};' + "2;" * 2000 + "\n"
+    assert secret_found(minified) == "password assignment"
+    # "İ".lower() is two characters: the keyword offsets must still point at the line.
+    assert secret_found("# İstanbul İzmir\nDB_PASSWORD=" + "correcthorse\n") == "password assignment"
+
+
+def test_a_long_run_of_word_characters_is_scanned_in_linear_time():
+    """A 1 MB data URI beside a keyword: the bounded key pattern keeps this to one pass (no assertion on time)."""
+    assert secret_found("api_key_" + "a" * 1_000_000 + "\n") is None
+
+
 @pytest.mark.parametrize("text", PLACEHOLDERS)
 def test_documented_placeholders_and_references_pass(text):
     assert secret_found(text) is None
