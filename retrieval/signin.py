@@ -4,14 +4,16 @@ Both login pages (/accounts/login/ and /admin/login/) use the forms below.
 Before the password hasher runs, the form asks Redis whether the account or
 the address is locked (two PTTLs): a locked sign-in is refused with how long
 to wait (429, Retry-After) and costs no hashing, so a flood of guesses is
-turned away cheaply and the hasher's cost stays off the search path. A
-failed password counts against both, in a window of
-RAG_LOGIN_FAILURE_WINDOW_SECONDS; RAG_LOGIN_FAILURES_PER_ACCOUNT (any
-address) or RAG_LOGIN_FAILURES_PER_ADDRESS (any account) failures lock it
-for RAG_LOGIN_LOCKOUT_SECONDS. A successful sign-in clears the account's
-count, not the address's: signing in to one's own account must not buy more
-guesses at another. Unknown usernames count like real ones, so a lock says
-nothing about whether the account exists.
+turned away cheaply and the hasher's cost stays off the search path. Each
+attempt then counts against both, in a window of
+RAG_LOGIN_FAILURE_WINDOW_SECONDS, before its password is checked (so
+concurrent guesses cannot all slip in before the first lock);
+RAG_LOGIN_FAILURES_PER_ACCOUNT (any address) or
+RAG_LOGIN_FAILURES_PER_ADDRESS (any account) failures lock it for
+RAG_LOGIN_LOCKOUT_SECONDS. A successful sign-in clears the account's count
+and gives back only its own place in the address's: signing in to one's own
+account must not buy more guesses at another. Unknown usernames count like
+real ones, so a lock says nothing about whether the account exists.
 
 Also, at most RAG_LOGIN_CONCURRENT_CHECKS passwords are checked at once per
 web process: guesses from many addresses, each under its limits, still
@@ -36,6 +38,7 @@ import math
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import NoReturn
 
 import redis
 from django import forms
@@ -49,9 +52,10 @@ from retrieval.ratelimit import redis_client
 
 log = logging.getLogger(__name__)
 
-# A person who meets another's password check waits about one hash (~0.3 s);
-# longer only holds a web thread that search could use.
-SLOT_WAIT_SECONDS = 1.0
+# Under a flood every waiting guess holds a web thread that search could use
+# (a loopback flood of 16 held all 8 of `make run`'s with a one-second wait):
+# a person who meets another's check is told to retry instead.
+SLOT_WAIT_SECONDS = 0.1
 BUSY_RETRY_SECONDS = 2
 UNAVAILABLE_RETRY_SECONDS = 30
 
@@ -91,7 +95,7 @@ BUSY = Refusal(f"Sign-in is busy. Try again in {wait_in_words(BUSY_RETRY_SECONDS
 
 def signin_refusal(*, username: str, address: str) -> Refusal | None:
     """The lock that stops this sign-in now (the longer, if both are locked), or None. Runs no hasher."""
-    if settings.RAG_LOGIN_FAILURES_PER_ACCOUNT <= 0 and settings.RAG_LOGIN_FAILURES_PER_ADDRESS <= 0:
+    if not any(limit > 0 for limit in _limits().values()):
         return None  # throttling is off: nothing to ask Redis, and nothing to refuse when it is down
     keys = _keys(username=username, address=address)
     try:
@@ -106,36 +110,73 @@ def signin_refusal(*, username: str, address: str) -> Refusal | None:
     return _locked(kind, milliseconds) if milliseconds > 0 else None
 
 
-def signin_failed(*, username: str, address: str) -> Refusal | None:
-    """Count a wrong password against the account and the address; the lock this failure set, if any."""
-    limits = {"account": settings.RAG_LOGIN_FAILURES_PER_ACCOUNT, "address": settings.RAG_LOGIN_FAILURES_PER_ADDRESS}
+@dataclass(frozen=True, slots=True)
+class Attempt:
+    """A sign-in counted before its password is checked: the counters it took, and those it took the last place in."""
+
+    keys: dict[str, str]
+    last: tuple[str, ...]
+
+
+def signin_attempt(*, username: str, address: str) -> Attempt | Refusal:
+    """Count this sign-in against the account and the address before the hasher runs; a Refusal when over a limit.
+
+    Counted before, not after, the password check: concurrent guesses each
+    take a place, so however many arrive at once, at most the limit of them
+    reach the hasher in a window. A success gives its places back.
+    """
+    limits = _limits()
     keys = {kind: key for kind, key in _keys(username=username, address=address).items() if limits[kind] > 0}
-    lockout = settings.RAG_LOGIN_LOCKOUT_SECONDS
     try:
-        client = redis_client()
-        pipe = client.pipeline()
+        pipe = redis_client().pipeline()
         for key in keys.values():
             pipe.incr(f"rag:signin:failures:{key}")
             pipe.expire(f"rag:signin:failures:{key}", settings.RAG_LOGIN_FAILURE_WINDOW_SECONDS, nx=True)
         counts = dict(zip(keys, pipe.execute()[::2], strict=True))
-        reached = [kind for kind, count in counts.items() if count >= limits[kind]]
-        if not reached:
-            return None
-        pipe = client.pipeline()
-        for kind in reached:
-            pipe.set(f"rag:signin:lock:{keys[kind]}", 1, ex=lockout)
-            pipe.delete(f"rag:signin:failures:{keys[kind]}")  # the next lock takes a full count again
+    except redis.RedisError as exc:
+        log.warning("sign-in refused: Redis unreachable: %s", exc)
+        return UNAVAILABLE
+    over = [kind for kind, count in counts.items() if count > limits[kind]]
+    if over:  # others took the last places while this one waited: locked as they will be
+        return _lock(keys, over, address=address)
+    return Attempt(keys, tuple(kind for kind, count in counts.items() if count == limits[kind]))
+
+
+def signin_failed(attempt: Attempt, *, address: str) -> Refusal | None:
+    """A wrong password: it keeps its places; the lock it set when it held the last one."""
+    return _lock(attempt.keys, list(attempt.last), address=address) if attempt.last else None
+
+
+def signin_succeeded(attempt: Attempt) -> None:
+    """The account's failures are forgotten; the address gives back this attempt's place, no more."""
+    try:
+        pipe = redis_client().pipeline()
+        if "account" in attempt.keys:
+            pipe.delete(f"rag:signin:failures:{attempt.keys['account']}")
+        if "address" in attempt.keys:
+            pipe.decr(f"rag:signin:failures:{attempt.keys['address']}")
         pipe.execute()
     except redis.RedisError as exc:
-        log.warning("sign-in failure not counted: Redis unreachable: %s", exc)
+        log.warning("sign-in count not cleared: Redis unreachable: %s", exc)
+
+
+def _limits() -> dict[str, int]:
+    return {"account": settings.RAG_LOGIN_FAILURES_PER_ACCOUNT, "address": settings.RAG_LOGIN_FAILURES_PER_ADDRESS}
+
+
+def _lock(keys: dict[str, str], kinds: list[str], *, address: str) -> Refusal:
+    lockout = settings.RAG_LOGIN_LOCKOUT_SECONDS
+    try:
+        pipe = redis_client().pipeline()
+        for kind in kinds:
+            pipe.set(f"rag:signin:lock:{keys[kind]}", 1, ex=lockout)
+            pipe.delete(f"rag:signin:failures:{keys[kind]}")  # after the lockout, a full count again
+        pipe.execute()
+    except redis.RedisError as exc:
+        log.warning("sign-in lock not set: Redis unreachable: %s", exc)
         return UNAVAILABLE
-    log.warning("sign-in locked for %s s: %s (address %s)", lockout, " and ".join(reached), address)
-    return _locked(reached[0], lockout * 1000)
-
-
-def signin_succeeded(*, username: str) -> None:
-    """Clear the account's failures (never the address's)."""
-    signin_unlock(username=username)
+    log.warning("sign-in locked for %s s: %s (address %s)", lockout, " and ".join(kinds), address)
+    return _locked(kinds[0], lockout * 1000)
 
 
 def signin_unlock(*, username: str, address: str = "") -> None:
@@ -167,7 +208,7 @@ def password_check_slot() -> Iterator[bool]:
 
 
 class ThrottledSignIn(AuthenticationForm):
-    """The lock checked before the password is, the failure counted after; ``refusal`` says why a sign-in was not tried."""
+    """Locks checked and the attempt counted before the password is; ``refusal`` says why a sign-in was not tried."""
 
     refusal: Refusal | None = None
 
@@ -176,22 +217,26 @@ class ThrottledSignIn(AuthenticationForm):
         if not username or not password:
             return super().clean()  # a missing field is the form's own error, and no guess
         address = self.request.META.get("REMOTE_ADDR", "") if self.request else ""
-        self._refuse_if(signin_refusal(username=username, address=address))
+        if refusal := signin_refusal(username=username, address=address):
+            self._refuse(refusal)
         with password_check_slot() as acquired:
             if not acquired:
-                self._refuse_if(BUSY)
+                self._refuse(BUSY)
+            attempt = signin_attempt(username=username, address=address)
+            if isinstance(attempt, Refusal):
+                self._refuse(attempt)
             try:
                 cleaned = super().clean()
             except forms.ValidationError:
-                self._refuse_if(signin_failed(username=username, address=address))
+                if refusal := signin_failed(attempt, address=address):
+                    self._refuse(refusal)
                 raise
-        signin_succeeded(username=username)
+        signin_succeeded(attempt)
         return cleaned
 
-    def _refuse_if(self, refusal: Refusal | None) -> None:
-        if refusal is not None:
-            self.refusal = refusal
-            raise forms.ValidationError(refusal.message, code="throttled")
+    def _refuse(self, refusal: Refusal) -> NoReturn:
+        self.refusal = refusal
+        raise forms.ValidationError(refusal.message, code="throttled")
 
 
 class SignInForm(ThrottledSignIn):

@@ -83,6 +83,16 @@ def test_the_lock_is_checked_before_the_password_hasher_runs(account, settings):
     assert CountingHasher.checks == checked
 
 
+def test_guesses_in_flight_hold_their_places_so_a_burst_cannot_outrun_the_lock(account, settings):
+    settings.RAG_LOGIN_FAILURES_PER_ACCOUNT = 5
+    address = next(_addresses)
+    for _ in range(5):  # five guesses of a burst, their passwords still being checked
+        assert isinstance(signin.signin_attempt(username=account.username, address=address), signin.Attempt)
+    response = sign_in(PAGES[0], account.username, PASSWORD, address=address)
+    assert response.status_code == 429 and "this account" in response.content.decode()
+    assert CountingHasher.checks == 0
+
+
 def test_a_successful_sign_in_resets_the_accounts_counter(account, settings):
     settings.RAG_LOGIN_FAILURES_PER_ACCOUNT = 5
     address = next(_addresses)
