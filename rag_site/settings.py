@@ -93,8 +93,6 @@ MIDDLEWARE = [
     "rag_site.proxy.ForwardedClientMiddleware",
     # Next, so a refused address is turned away before anything else runs.
     "retrieval.refusals.RefusalLimitMiddleware",
-    # Next, so a refused address is turned away before anything else runs.
-    "retrieval.refusals.RefusalLimitMiddleware",
     "django.middleware.security.SecurityMiddleware",
     # Early, so responses made by the middleware below it (a 400, a 503) carry the policy too.
     "rag_site.csp.ContentSecurityPolicyMiddleware",
@@ -384,22 +382,6 @@ RAG_LOGIN_LOCKOUT_SECONDS = env_int("RAG_LOGIN_LOCKOUT_SECONDS", 900, minimum=1,
 # Password checks at once per web process (hashing is slow on purpose, ~0.3 s
 # of a core); one more is told to retry in a moment, so a flood of guesses
 # from many addresses cannot take every core and web thread from search.
-RAG_LOGIN_CONCURRENT_CHECKS = env_int("RAG_LOGIN_CONCURRENT_CHECKS", 1, minimum=1, maximum=64)
-# Answers 401 or 403 per client address per minute under /api/ and on /mcp
-# before that address gets 429 until the minute ends (0 = no limit). A
-# misconfigured client makes a few; a key guesser made ~520 a second.
-RAG_AUTH_FAILURES_PER_MINUTE = env_int("RAG_AUTH_FAILURES_PER_MINUTE", 60, minimum=0)
-# Sign-in (both login pages): failed passwords per account, and per client
-# address whatever the account, within the window, before the account or
-# address is locked for the lockout (0 = no lock). The lock is checked before
-# the password hasher runs; a successful sign-in clears the account's count.
-RAG_LOGIN_FAILURES_PER_ACCOUNT = env_int("RAG_LOGIN_FAILURES_PER_ACCOUNT", 10, minimum=0)
-RAG_LOGIN_FAILURES_PER_ADDRESS = env_int("RAG_LOGIN_FAILURES_PER_ADDRESS", 50, minimum=0)
-RAG_LOGIN_FAILURE_WINDOW_SECONDS = env_int("RAG_LOGIN_FAILURE_WINDOW_SECONDS", 900, minimum=1, maximum=86400)
-RAG_LOGIN_LOCKOUT_SECONDS = env_int("RAG_LOGIN_LOCKOUT_SECONDS", 900, minimum=1, maximum=86400)
-# Password checks at once per web process (hashing is slow on purpose, ~0.3 s
-# of a core); one more waits up to a second, then is told to retry, so a
-# flood of guesses from many addresses cannot take every core from search.
 RAG_LOGIN_CONCURRENT_CHECKS = env_int("RAG_LOGIN_CONCURRENT_CHECKS", 1, minimum=1, maximum=64)
 # The search page needs a signed-in account.
 LOGIN_URL = "login"

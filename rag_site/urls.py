@@ -11,8 +11,6 @@ admin.site.site_header = "rag-site administration"
 admin.site.site_title = "rag-site admin"
 # Throttled sign-in (retrieval/signin.py), also wherever the admin builds its own login view.
 admin.site.login_form = signin.AdminSignInForm
-# Throttled sign-in (retrieval/signin.py), also wherever the admin builds its own login view.
-admin.site.login_form = signin.AdminSignInForm
 
 urlpatterns = [
     path("", views.search_page, name="search"),
@@ -22,8 +20,6 @@ urlpatterns = [
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/overview/", admin.site.admin_view(overview_view), name="admin-overview"),
     path("admin/try-search/", admin.site.admin_view(try_search_view), name="admin-try-search"),
-    # Before admin.site.urls, which has its own: a refused sign-in answers 429 or 503 with Retry-After.
-    path("admin/login/", signin.throttled(admin.site.login)),
     # Before admin.site.urls, which has its own: a refused sign-in answers 429 or 503 with Retry-After.
     path("admin/login/", signin.throttled(admin.site.login)),
     path("admin/", admin.site.urls),

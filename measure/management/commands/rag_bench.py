@@ -16,7 +16,6 @@ class Command(BaseCommand):
         "`index PATH`: raw encode vs end-to-end indexing throughput on the same chunks, and an unchanged re-verify. "
         "`search --chunks N`: latency, throughput and accuracy of the search API over HTTP on an N-chunk corpus. "
         "`login-flood`: search latency alone and beside clients posting wrong passwords to the login pages. "
-        "`login-flood`: search latency alone and beside clients posting wrong passwords to the login pages. "
         "`slowloris --url URL`: health probes beside connections trickling headers or a body."
     )
 
@@ -45,19 +44,11 @@ class Command(BaseCommand):
         flood = parser.add_argument_group("login-flood (also --seconds, --url, --yes, --seed; --modes: the first)")
         flood.add_argument("--flooders", type=int, default=16, help="Clients posting wrong passwords (default 16).")
         flood.add_argument("--searchers", type=int, default=1, help="Clients searching meanwhile (default 1).")
-        flood = parser.add_argument_group("login-flood (also --seconds, --url, --yes, --seed; --modes: the first)")
-        flood.add_argument("--flooders", type=int, default=16, help="Clients posting wrong passwords (default 16).")
-        flood.add_argument("--searchers", type=int, default=1, help="Clients searching meanwhile (default 1).")
         slowloris_arguments(parser)
 
     def handle(self, *args, what: str, path: Path | None, json: bool = False, **options) -> None:
         if what == "search":
             self._search(as_json=json, **options)
-            return
-        if what == "login-flood":
-            from measure.bench_login_flood import login_flood_command
-
-            login_flood_command(self, as_json=json, **options)
             return
         if what == "slowloris":
             slowloris_command(self, as_json=json, **options)
