@@ -5,6 +5,7 @@ from html.parser import HTMLParser
 
 import pytest
 from django.core.exceptions import ImproperlyConfigured
+from django.test import Client
 from django.urls import reverse
 
 from rag_site import csp
@@ -69,6 +70,7 @@ PAGES = [
     ("login", None, "get", "/accounts/login/"),
     ("admin login", None, "get", "/admin/login/"),
     ("not found", None, "get", "/no-such-page"),
+    ("CSRF failure", None, "csrf", "/accounts/login/"),
     ("search page", "person", "get", "/"),
     ("search results", "person", "get", "/?q=rollback+release"),
     ("search results fragment", "person", "htmx", "/?q=rollback+release"),
@@ -99,13 +101,16 @@ def test_every_page_carries_a_strict_policy_and_obeys_it(name, who, method, url,
         client.force_login(django_user_model.objects.create_user("person", password="a-long-test-password"))
     browser = admin_client if who == "admin" else client
     url = url(site) if callable(url) else url
-    if method == "post":
+    if method == "csrf":  # a form posted without its token (a stale page): Django's 403 page
+        browser = Client(enforce_csrf_checks=True)
+        response = browser.post(url, {"username": "someone", "password": "wrong"})
+    elif method == "post":
         data = {"body": "# Deploy\n\nShip it.\n"} if "preview" in url else {"name": "ci bot", "bot_id": "", "client_id": "",
                                                                                "channels": ""}
         response = browser.post(url, data)
     else:
         response = browser.get(url, headers={"HX-Request": "true"} if method == "htmx" else {})
-    assert response.status_code in (200, 404), (name, response.status_code)
+    assert response.status_code == (403 if method == "csrf" else 404 if "not found" in name else 200), name
     assert "text/html" in response["Content-Type"]
     policy = directives(response[HEADER])
     assert policy["default-src"] == ["'self'"]
