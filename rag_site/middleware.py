@@ -109,7 +109,9 @@ class RetryLostConnection:
 
 
 def _unavailable(request: HttpRequest, exception: Exception) -> HttpResponse:
-    log.error("database connection lost during %s %s: answered 503", request.method, request.path, exc_info=exception)
+    # The reason without a traceback: a restart fails every request at once, and the cause is the database's.
+    reason = next(iter(str(exception).strip().splitlines()), type(exception).__name__)
+    log.error("database connection lost during %s %s: answered 503 (%s)", request.method, request.path, reason)
     return database_unavailable(request)
 
 

@@ -22,7 +22,7 @@ from django.conf import settings
 from django.db import OperationalError, connection, transaction
 from psycopg.errors import QueryCanceled
 
-from rag_site.errors import ApplicationError, Unavailable
+from rag_site.errors import ApplicationError, Unavailable, connection_lost
 from rag_site.llm import llm_client
 from retrieval.admission import search_admitted
 from retrieval.candidates import LEXICAL, Candidate, CandidateList, Channel, ChannelKind, Scored, best_per_source, fused, thresholded
@@ -284,6 +284,10 @@ def _collect(lists: list[CandidateList], channel: Channel, run, failures: list[s
         log.warning("search skipped %s: %s", name, exc)
         failures.append(f"{name} skipped: {exc}")
     except OperationalError as exc:
+        if connection_lost(exc):
+            # Not this channel's failure: every later query fails too. The request runs again on a fresh
+            # connection if it only reads, else answers 503 (rag_site.middleware.RetryLostConnection).
+            raise
         if isinstance(exc.__cause__, QueryCanceled):
             log.warning("search channel %s timed out", name)
             failures.append(f"{name} skipped: it took longer than RAG_SEARCH_STATEMENT_TIMEOUT_MS "

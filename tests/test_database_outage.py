@@ -9,6 +9,12 @@ answers 503 with Retry-After in the caller's language.
 
 import json
 import logging
+import os
+import signal
+import threading
+import urllib.error
+import urllib.request
+from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -21,9 +27,10 @@ from django.test import Client
 
 from rag_site.errors import connection_lost
 from retrieval import answers
+from retrieval.keys import api_key_create
 from sources import services
 from sources.models import IndexJob, WorkspaceRoot
-from tests.conftest import api_client
+from tests.conftest import api_client, wait_for
 from tests.factories import SkillFactory
 
 # Committed rows and autocommit: the request's connection is not held in the test's transaction.
@@ -190,3 +197,76 @@ def wrapped(cause: Exception, kind: type[Exception] = OperationalError) -> Excep
 )
 def test_only_a_dropped_or_refused_connection_counts_as_lost(exc, lost):
     assert connection_lost(exc) is lost
+
+
+def _search_over_http(url: str, key: str, statuses: Counter, stop: threading.Event) -> None:
+    request = urllib.request.Request(url + "/api/v1/search", data=SEARCH.encode(), method="POST",
+                                     headers={"Authorization": f"Bearer {key}", "Content-Type": "application/json"})
+    while not stop.is_set():
+        try:
+            with urllib.request.urlopen(request, timeout=60) as answer:
+                statuses[answer.status] += 1
+        except urllib.error.HTTPError as refused:
+            statuses[refused.code] += 1
+            if refused.code == 503:
+                statuses["503 with Retry-After"] += bool(refused.headers.get("Retry-After"))
+
+
+@contextmanager
+def searching(live_server, clients: int) -> Iterator[Counter]:
+    """``clients`` threads searching over HTTP until the block ends; the answers' statuses."""
+    _, key = api_key_create(name="searcher")
+    statuses: Counter = Counter()
+    stop = threading.Event()
+    threads = [threading.Thread(target=_search_over_http, args=(live_server.url, key, statuses, stop)) for _ in range(clients)]
+    for thread in threads:
+        thread.start()
+    try:
+        yield statuses
+    finally:
+        stop.set()
+        for thread in threads:
+            thread.join()
+
+
+def other_backends(admin: psycopg.Connection) -> list[int]:
+    # Every client connection to the test database but the admin's and this thread's: the server's.
+    mine = connection.connection.info.backend_pid
+    return [pid for (pid,) in admin.execute(
+        "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND backend_type = 'client backend' "
+        "AND pid <> pg_backend_pid() AND pid <> %s", [mine])]
+
+
+@pytest.mark.slow
+def test_searches_while_the_servers_backends_keep_being_terminated_get_no_server_error(live_server, otter):
+    connection.ensure_connection()
+    params = connection.get_connection_params()
+    params.pop("cursor_factory", None)
+    terminated = 0
+    with psycopg.connect(**params, autocommit=True) as admin, searching(live_server, clients=4) as statuses:
+        while terminated < 40:
+            for pid in other_backends(admin):
+                terminated += admin.execute("SELECT pg_terminate_backend(%s)", [pid]).fetchone()[0]
+            # Paced by the searchers' progress, not the clock: a few answers between two rounds.
+            answered = statuses.total()
+            wait_for(lambda: statuses.total() >= answered + 4, timeout=60, interval=0.01, what="more answers")
+    print(f"\n{terminated} backends terminated under 4 searching clients: {dict(statuses)}")
+    assert statuses[200] > 0
+    assert not [status for status in statuses if isinstance(status, int) and status >= 500 and status != 503], statuses
+    assert statuses["503 with Retry-After"] == statuses[503]
+
+
+@pytest.mark.slow
+def test_searches_while_postgresql_restarts_after_a_killed_backend_get_503_with_retry_after_not_500(live_server, otter):
+    # SIGKILL on any backend makes PostgreSQL end every connection and recover before it accepts new ones.
+    connection.ensure_connection()
+    victim = connection.connection.info.backend_pid
+    with searching(live_server, clients=4) as statuses:
+        wait_for(lambda: statuses[200] >= 4, what="searches before the crash")
+        os.kill(victim, signal.SIGKILL)
+        connection.close()  # this thread's connection went with it
+        answered = statuses[200]
+        wait_for(lambda: statuses[200] >= answered + 20, timeout=120, interval=0.05, what="searches after the restart")
+    print(f"\nbackend {victim} killed under 4 searching clients: {dict(statuses)}")
+    assert not [status for status in statuses if isinstance(status, int) and status >= 500 and status != 503], statuses
+    assert statuses["503 with Retry-After"] == statuses[503]
