@@ -1,6 +1,9 @@
 """Read queries behind the sources API and the MCP tools: what a caller may see, loaded in one query each."""
 
+from collections.abc import Callable
 from datetime import UTC, datetime
+
+import pathspec
 
 from django.db.models import Count, F, Max, Q, QuerySet, Sum
 
@@ -78,16 +81,34 @@ FILES_SHOWN = 200
 def root_files_summary(*, root: WorkspaceRoot, scope: Scope) -> dict:
     """What a root produced: per indexed file its chunks, model, when and hash; and the skipped files of its last job.
 
-    Files of segments outside ``scope`` (one gated to a channel the viewer lacks) are left out.
+    Files of segments outside ``scope`` (one gated to a channel the viewer lacks) are left out, skipped ones too.
     """
     sources = root_sources(root).filter(pk__in=scope.source_ids_sql(enabled_only=False))
     files = IndexedFile.objects.filter(source__in=sources, generation=F("source__active_generation"))
     totals = files.aggregate(files=Count("pk"), chunks=Sum("chunk_count"), last=Max("indexed_at"))
     shown = list(files.select_related("embedding_model", "source").order_by("path")[:FILES_SHOWN])
     last = root.jobs.first()
+    seen = root_path_visible(root=root, scope=scope)
     return {"files": shown, "total_files": totals["files"] or 0, "total_chunks": totals["chunks"] or 0,
             "last_indexed": totals["last"], "more": max((totals["files"] or 0) - len(shown), 0),
-            "skipped": last.errors if last else [], "last_job": last}
+            "skipped": [row for row in last.errors if seen(row.get("path", ""))] if last else [], "last_job": last}
+
+
+def root_path_visible(*, root: WorkspaceRoot, scope: Scope) -> Callable[[str], bool]:
+    """Whether ``scope`` sees the segment of ``root`` that owns a path: for lists of paths that are not chunks (skipped files).
+
+    The owner is decided as indexing decides it: the longest matching glob,
+    else the root's default segment.
+    """
+    visible = set(root_sources(root).filter(pk__in=scope.source_ids_sql(enabled_only=False)).values_list("pk", flat=True))
+    segments = sorted(root.segments.order_by("pk"), key=lambda segment: -len(segment.path_glob))
+    owners = [(pathspec.GitIgnoreSpec.from_lines([segment.path_glob]), segment.source_id) for segment in segments]
+
+    def seen(path: str) -> bool:
+        owner = next((source_id for matcher, source_id in owners if path and matcher.match_file(path)), root.source_id)
+        return owner in visible
+
+    return seen
 
 
 def index_overview(*, scope: Scope) -> dict:

@@ -14,7 +14,7 @@ from sources.admin.common import BrokerWarningMixin, UnixNewlinesForm, index_sta
 from sources.admin.scoping import ScopedAdminMixin, ScopedInlineMixin, row_scope
 from sources.models import ACTIVE_JOB_STATUSES, IndexJob, JobStatus, Segment, Tool, WorkspaceRoot
 from sources.roots import glob_problem, root_files_reread, root_pin
-from sources.selectors import root_files_summary
+from sources.selectors import root_files_summary, root_path_visible
 from sources.tools import tool_parameters_validate
 
 def job_badge(job: IndexJob | None) -> str:
@@ -236,9 +236,11 @@ class IndexJobAdmin(ScopedAdminMixin, admin.ModelAdmin):
 
     @admin.display(description="Problems")
     def problems(self, job: IndexJob) -> str:
-        if not job.errors:
+        seen = root_path_visible(root=job.root, scope=row_scope(job))  # not the files of a segment the person cannot see
+        rows = [row for row in job.errors if seen(row.get("path", ""))]
+        if not rows:
             return "None: every file was read (or skipped because it is excluded)."
-        return render_to_string("admin/sources/job_problems.html", {"job": job, "rows": job.errors})
+        return render_to_string("admin/sources/job_problems.html", {"job": job, "rows": rows})
 
     def live_view(self, request, job_id: int):
         if not self.has_view_permission(request):

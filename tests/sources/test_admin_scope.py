@@ -71,6 +71,7 @@ def tenants(tmp_path, settings):
         (directory / f"{marker}.md").write_text(f"# {marker}\n\nThe {marker} procedure.\n")
         roots[marker] = WorkspaceRoot.objects.create(name=marker, path=str(directory), **scope)
     (tmp_path / "quokkarootshared" / "docs" / f"{SEGMENT}.md").write_text(f"# {SEGMENT}\n\nThe {SEGMENT} procedure.\n")
+    (tmp_path / "quokkarootshared" / "docs" / f"{SEGMENT}-blob.md").write_bytes(b"\x7fELF\x00\x00")  # skipped: a job problem
     Segment.objects.create(root=roots["quokkarootshared"], name=SEGMENT, path_glob="docs/**", channels="vip")
     shared_job, beta_job = index_root(roots["quokkarootshared"]), index_root(roots["quokkarootbeta"])
     beta_path = roots["quokkarootbeta"].path
@@ -197,6 +198,10 @@ def test_the_console_lists_and_pages_show_only_the_persons_scope(identity, tenan
         shared = client.get(f"/admin/sources/workspaceroot/{tenants['roots']['quokkarootshared'].pk}/change/").content.decode()
         assert "quokkarootshared.md" in shared
         assert (SEGMENT in shared) == (SEGMENT in expected)
+        # Its job's problems name the vip segment's skipped file only to those who see that segment.
+        job = client.get(f"/admin/sources/indexjob/{tenants['finished']['quokkarootshared'].pk}/change/").content.decode()
+        assert "binary file" in job if SEGMENT in expected else "binary file" not in job
+        assert (SEGMENT in job) == (SEGMENT in expected)
         vip = Source.objects.get(segment__name=SEGMENT)
         status(f"/admin/sources/source/{vip.pk}/change/", SEGMENT)
 
