@@ -21,11 +21,10 @@ from contextlib import contextmanager
 import psycopg
 import pytest
 from django.contrib.auth import get_user_model
-from django.db import InterfaceError, OperationalError, connection
+from django.db import connection
 from django.db.backends.signals import connection_created
 from django.test import Client
 
-from rag_site.errors import connection_lost
 from retrieval import answers
 from retrieval.keys import api_key_create
 from sources import services
@@ -175,30 +174,6 @@ def test_while_the_database_stays_down_reads_answer_503_in_each_surfaces_languag
     assert client.post("/api/v1/search", data=SEARCH, content_type="application/json").status_code == 200
 
 
-def wrapped(cause: Exception, kind: type[Exception] = OperationalError) -> Exception:
-    exc = kind(str(cause))
-    exc.__cause__ = cause
-    return exc
-
-
-@pytest.mark.unit
-@pytest.mark.parametrize(
-    ("exc", "lost"),
-    [
-        (wrapped(psycopg.errors.AdminShutdown("terminating connection due to administrator command")), True),
-        (wrapped(psycopg.errors.CannotConnectNow("the database system is starting up")), True),
-        (wrapped(psycopg.OperationalError("server closed the connection unexpectedly")), True),
-        (wrapped(psycopg.errors.ConnectionFailure("connection failure")), True),
-        (wrapped(psycopg.InterfaceError("connection already closed"), InterfaceError), True),
-        (wrapped(psycopg.errors.QueryCanceled("canceling statement due to statement timeout")), False),
-        (wrapped(psycopg.errors.LockNotAvailable("could not obtain lock")), False),
-        (ValueError("not a database error"), False),
-    ],
-)
-def test_only_a_dropped_or_refused_connection_counts_as_lost(exc, lost):
-    assert connection_lost(exc) is lost
-
-
 def _search_over_http(url: str, key: str, statuses: Counter, stop: threading.Event) -> None:
     request = urllib.request.Request(url + "/api/v1/search", data=SEARCH.encode(), method="POST",
                                      headers={"Authorization": f"Bearer {key}", "Content-Type": "application/json"})
@@ -270,3 +245,4 @@ def test_searches_while_postgresql_restarts_after_a_killed_backend_get_503_with_
     print(f"\nbackend {victim} killed under 4 searching clients: {dict(statuses)}")
     assert not [status for status in statuses if isinstance(status, int) and status >= 500 and status != 503], statuses
     assert statuses["503 with Retry-After"] == statuses[503]
+
