@@ -29,7 +29,6 @@ _QUALIFIED_KEY = re.compile(
 
 _MAX_NAME = 80
 _NAME_CHARACTERS = frozenset(string.ascii_letters + string.digits + "_.-")
-_ASCII_LOWER = str.maketrans(string.ascii_uppercase, string.ascii_lowercase)
 _KEY = r"(?P<key>[A-Za-z_][\w.-]{0,%d})" % _MAX_NAME
 # key = "value", "key": "value", key: "value", key := "value", key == "value",
 # key: str = "value": wherever the name stands (code, JSON, TOML, quoted YAML).
@@ -44,6 +43,7 @@ _BARE = re.compile(
 )
 _WORDS = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
 _PASSWORD_WORDS = frozenset(("password", "passwd", "passphrase", "pwd", "pass", "passwort", "contrasena"))
+_SHORT_PASSWORD_WORDS = frozenset(("pass", "pwd"))
 _SECRET_WORDS = frozenset(("secret", "secrets", "token", "apikey", "credential", "credentials", "authtoken", "accesskey"))
 # "<word> key" names a key worth keeping out ("api key", "private key"); "key" alone is a dict key.
 _KEY_QUALIFIERS = frozenset(("api", "access", "auth", "private", "secret", "client", "account", "master", "signing",
@@ -57,6 +57,7 @@ _NOT_THE_SECRET = frozenset((
     "mismatch", "input", "widget", "template", "format", "pattern", "regex", "env", "var", "count", "mode",
     "scheme", "generator", "backend", "storage", "algorithm", "scope", "scopes", "kind", "error", "errors",
     "required", "changed", "confirm", "confirmation", "hint", "placeholder", "class", "version", "manager", "index",
+    "symbols", "chars", "characters", "alphabet", "charset", "strength", "score", "rules", "options", "policy",
 ))
 _NEVER_SECRET = frozenset(("csrf", "xsrf", "public", "pub", "publishable", "sri"))
 
@@ -72,14 +73,16 @@ URL_LITERALS = ("://",)
 
 
 def _kind_of_name(key: str) -> str | None:
-    """"password", "secret" or None for an assignment's name."""
+    """"password", "pass" (a name ending in the short, ambiguous pass/pwd), "secret" or None."""
     words = [word.lower() for word in _WORDS.findall(key)]
     if not words or words[-1] in _NOT_THE_SECRET or _NEVER_SECRET.intersection(words):
         return None
+    if (_PASSWORD_WORDS - _SHORT_PASSWORD_WORDS).intersection(words):
+        return "password"
     # "pass" and "pwd" only end a name (DB_PASS, smtp_pwd): first, they are
     # code (pass_arg, PassThrough, pwd for the working directory).
-    if _PASSWORD_WORDS.intersection(words[:-1]) - {"pass", "pwd"} or words[-1] in _PASSWORD_WORDS:
-        return "password"
+    if words[-1] in _SHORT_PASSWORD_WORDS:
+        return "pass"
     if _SECRET_WORDS.intersection(words):
         return "secret"
     if any(word == "key" and before in _KEY_QUALIFIERS for before, word in zip(words, words[1:], strict=False)):
@@ -96,8 +99,12 @@ def _verdict(key: str, value: str, *, quoted: bool, op: str) -> str | None:
     if not quoted and values.code_like(value):
         return None
     if random := values.random_kind(value):
-        return PASSWORD if kind == "password" else HIGH_ENTROPY[random]
-    if kind != "password" or len(value) < 4 or values.demo_password(value):
+        return PASSWORD if kind in ("password", "pass") else HIGH_ENTROPY[random]
+    if kind == "secret" or len(value) < 4 or values.demo_password(value.rstrip("?")):
+        return None
+    # "pass" alone is as often code (allPass, bypass_pass) as a password's name:
+    # there, only a value with a digit or a symbol counts.
+    if kind == "pass" and re.fullmatch(r"[A-Za-z_]+", value):
         return None
     # Lower-case names (password_reset_done, set-password) are identifiers, not passwords.
     if re.fullmatch(r"[a-z]+(?:[_.-][a-z]+)+", value):
@@ -115,7 +122,9 @@ def _verdict(key: str, value: str, *, quoted: bool, op: str) -> str | None:
 def assignment_found(text: str, lowered: str) -> str | None:
     """The first assignment of a secret in ``text``; ``lowered`` is ``text.lower()``."""
     if len(lowered) != len(text):
-        lowered = text.translate(_ASCII_LOWER)  # "İ".lower() is two characters; the keywords are ASCII
+        # "İ".lower() is two characters; the keywords are ASCII, so lower only
+        # ASCII (one "?" per other character keeps every offset).
+        lowered = text.encode("ascii", "replace").decode("ascii").lower()
     line_end = -1
     for hit in _keyword_offsets(lowered):
         start = _name_start(text, hit)
