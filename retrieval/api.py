@@ -9,7 +9,6 @@ from ninja import Query, Router
 from ninja.decorators import decorate_view
 
 from rag_site.middleware import read_only
-
 from retrieval.answers import search_answer, skills_search_answer, tools_search_answer
 from retrieval.auth import READ_AUTH
 from retrieval.context import context_answer

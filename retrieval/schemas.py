@@ -1,15 +1,14 @@
 from datetime import datetime
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, Strict, StringConstraints, model_validator
-
-from rag_site.middleware import control_characters_message
-
 from django.conf import settings
 from ninja import Field, Schema
 from ninja.schema import DjangoGetter
+from pydantic import AfterValidator, Strict, StringConstraints, model_validator
 
+from rag_site.middleware import control_characters_message
 from sources.models import SCOPE_NAME
+
 
 def _no_control_characters(value: str) -> str:
     problem = control_characters_message(value, "the text")
