@@ -66,8 +66,8 @@ def policy_build(*, extra: str) -> dict[str, list[str]]:
         for source in sources:
             _source_check(source)
         current = policy.get(name) or _inherited(policy, name)
-        merged = [s for s in current if s != NONE] + [s for s in sources if s not in current]
-        policy[name] = merged
+        # An added source replaces 'none': beside other sources browsers ignore it (and warn).
+        policy[name] = [s for s in current if s != NONE] + [s for s in sources if s not in current]
     return policy
 
 
@@ -108,8 +108,8 @@ class Nonce:
 def header_value(policy: dict[str, list[str]], nonce: Nonce) -> str:
     parts = []
     for name, sources in policy.items():
-        sources = [f"'nonce-{nonce.value}'" if s == NONCE else s for s in sources if s != NONCE or nonce.value]
-        parts.append(" ".join([name, *sources]))
+        sent = [f"'nonce-{nonce.value}'" if s == NONCE else s for s in sources if s != NONCE or nonce.value]
+        parts.append(" ".join([name, *sent]))
     return "; ".join(parts)
 
 
