@@ -33,7 +33,7 @@ _KEY = r"(?P<key>[A-Za-z_][\w.-]{0,%d})" % _MAX_NAME
 # key = "value", "key": "value", key: "value", key := "value", key == "value",
 # key: str = "value": wherever the name stands (code, JSON, TOML, quoted YAML).
 _QUOTED = re.compile(
-    _KEY + r"[\"'\]]{0,2}\s*(?::\s*[A-Za-z_][\w\[\]., |]*?\s*(?==))?(?P<op>:=|=>|==|!=|:|=)\s*@?[rbuRB]?"
+    _KEY + r"(?P<close>[\"'\]]{0,2})\s*(?::[ \t]+[A-Za-z_](?:[\w\[\]. |]|, ){0,60}?\s*(?==))?(?P<op>:=|=>|==|!=|:|=)\s*@?[rbuRB]?"
     r"(?P<q>[\"'`])(?P<value>[^\"'`\n]{0,300})(?P=q)"
 )
 # key: value, KEY=value, export KEY=value, - key: value: the whole line (YAML, INI, .env, properties).
@@ -130,7 +130,8 @@ def assignment_found(text: str, lowered: str) -> str | None:
         start = _name_start(text, hit)
         # Each form is matched where the name starts: one bounded attempt per
         # keyword, never a search along the line.
-        if (match := _QUOTED.match(text, start)) and (verdict := _verdict(match["key"], match["value"], quoted=True, op=match["op"])):
+        if ((match := _QUOTED.match(text, start)) and _closed(text, start, match["close"])
+                and (verdict := _verdict(match["key"], match["value"], quoted=True, op=match["op"]))):
             return verdict
         if (text[start - 1 : start] == "<" and (match := _XML.match(text, start))
                 and (verdict := _verdict(match["key"], match["value"], quoted=True, op="="))):
@@ -143,6 +144,12 @@ def assignment_found(text: str, lowered: str) -> str | None:
                     and (verdict := _verdict(match["key"], match["value"], quoted=False, op=match["op"]))):
                 return verdict
     return None
+
+
+def _closed(text: str, start: int, close: str) -> bool:
+    """A quoted name ("password": ...) is closed before its operator; else it sat inside a string ("Password:")."""
+    opening = text[start - 1 : start]
+    return opening not in ("'", '"') or opening in close
 
 
 def _keyword_offsets(lowered: str) -> list[int]:

@@ -14,10 +14,11 @@ _PLACEHOLDER_WORDS = (
     "your", "xxxx", "****", "...", "todo", "insert", "replace", "notreal", "not_real", "not-a-",
 )
 # Whole values that docs, defaults and examples use for a password: RabbitMQ's
-# guest/guest, SQLAlchemy's scott:tiger, foo:bar, a schema's "string".
+# guest/guest, SQLAlchemy's scott:tiger, foo:bar, a schema's "string", and the
+# input types a password field toggles between ({type: shown ? "text" : "password"}).
 _DEMO_PASSWORDS = frozenset((
     "guest", "tiger", "foo", "bar", "baz", "qux", "foobar", "test", "testing", "demo", "default", "string", "pw",
-    "anonymous", "user", "username", "name",
+    "anonymous", "user", "username", "name", "text", "hidden", "email",
 ))
 # Six equal characters in a row (T00000000, XXXXXXXX) never come out of a key generator.
 _RUN = re.compile(r"(.)\1{5}")

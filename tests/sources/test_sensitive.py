@@ -84,6 +84,7 @@ DETECTORS = [
     ("password assignment", "smtp_pass: " + "Tr0ub4dor&3\n"),
     ("password assignment", 'conn = connect(host, password="' + "Tr0ub4dor&3" + '")\n'),
     ("password assignment", "spring.datasource.password=" + "hunter" + "2\n"),
+    ("password assignment", 'db_password: dict[str, str] = {"x": "y"}\npassword: str = "' + "Tr0ub4dor&3" + '"\n'),
     ("password assignment", "<server><id>central</id><password>" + "Tr0ub4dor&3" + "</password></server>\n"),
     ("high-entropy base64 secret", "secret_key: " + fake(40, BASE64) + "\n"),
     ("high-entropy base64 secret", 'API_TOKEN = "' + fake(24, ALNUM + "-_") + '"\n'),
@@ -168,6 +169,9 @@ ORDINARY = [
     "cd $PWD && PWD=/home/app/src\n",
     "const passwordSymbols = 'qwerty!@#$%^123456'; var m = {allPass: \"overEvery\"};\n",
     '{"passphrase": "string?", "key": "binary?"}\n',
+    '_.auth=_.password?_.username+":"+_.password:_.username,_.origin="file:"!==_.protocol\n',
+    '{type:C&&"password"===C?"password":"text",className:a}\n',
+    'createElement("label",{htmlFor:"auth_password"},"Password:"),$?createElement("code")\n',
     "self.password = hashed\nuser.password = raw_password\nAuthentication uses a bearer token in the header.\n",
     "commit " + fake(40, HEX) + "\nsha256 " + fake(64, HEX) + "\n",
 ]
