@@ -133,6 +133,17 @@ def person(db, client, django_user_model):
     return user
 
 
+@pytest.fixture
+def readme_root(db, tmp_path, settings):
+    """A workspace root (``repo``) holding one README, under a base directory made for the test."""
+    from sources.models import WorkspaceRoot
+
+    settings.RAG_ROOT_BASE_DIRS = [str(tmp_path)]
+    (tmp_path / "repo").mkdir()
+    (tmp_path / "repo" / "README.md").write_text("# Repo\n")
+    return WorkspaceRoot.objects.create(name="repo", path=str(tmp_path / "repo"))
+
+
 def index_root(root, *, force: bool = True):
     """Run one index job of ``root`` in this process, through the real pipeline; returns the finished job."""
     from sources import jobs, roots

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from sources.models import IndexJob, WorkspaceRoot
+from sources.models import IndexJob
 
 pytestmark = pytest.mark.django_db
 
@@ -38,27 +38,19 @@ def test_a_boolean_field_still_takes_true_and_false(key_client):
     assert post(key_client, "/api/v1/search", json.dumps({"query": "x", "group": True, "mmr": False})).status_code == 200
 
 
-@pytest.fixture
-def root(tmp_path, settings) -> WorkspaceRoot:
-    settings.RAG_ROOT_BASE_DIRS = [str(tmp_path)]
-    (tmp_path / "repo").mkdir()
-    (tmp_path / "repo" / "README.md").write_text("# Repo\n")
-    return WorkspaceRoot.objects.create(name="repo", path=str(tmp_path / "repo"))
-
-
 @pytest.mark.parametrize("body", ['"AAA"', "[null,null]", "[]", "7", "null", '{"force": 1}', '{"forse": true}'])
-def test_a_reindex_body_that_is_not_its_schema_is_refused_and_queues_no_job(manage_client, root, body):
-    response = post(manage_client, f"/api/v1/roots/{root.pk}/reindex", body)
+def test_a_reindex_body_that_is_not_its_schema_is_refused_and_queues_no_job(manage_client, readme_root, body):
+    response = post(manage_client, f"/api/v1/roots/{readme_root.pk}/reindex", body)
     assert response.status_code == 422, response.content
     assert response.json()["error"].startswith("invalid request")
     assert not IndexJob.objects.exists()
 
 
 @pytest.mark.parametrize("body", ["", "{}", '{"force": true}'])
-def test_a_reindex_with_no_body_or_its_schema_queues_a_job(manage_client, root, body):
-    response = post(manage_client, f"/api/v1/roots/{root.pk}/reindex", body)
+def test_a_reindex_with_no_body_or_its_schema_queues_a_job(manage_client, readme_root, body):
+    response = post(manage_client, f"/api/v1/roots/{readme_root.pk}/reindex", body)
     assert response.status_code == 202, response.content
-    assert IndexJob.objects.filter(root=root).count() == 1
+    assert IndexJob.objects.filter(root=readme_root).count() == 1
 
 
 def test_every_operation_declares_every_refusal_it_can_give(client):

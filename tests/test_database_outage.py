@@ -28,7 +28,7 @@ from django.test import Client
 from retrieval import answers
 from retrieval.keys import api_key_create
 from sources import services
-from sources.models import IndexJob, WorkspaceRoot
+from sources.models import IndexJob
 from tests.conftest import api_client, wait_for
 from tests.factories import SkillFactory
 
@@ -126,24 +126,16 @@ def test_an_mcp_search_whose_connection_was_dropped_inside_the_tool_is_run_again
     assert not armed
 
 
-@pytest.fixture
-def root(tmp_path, settings) -> WorkspaceRoot:
-    settings.RAG_ROOT_BASE_DIRS = [str(tmp_path)]
-    (tmp_path / "repo").mkdir()
-    (tmp_path / "repo" / "README.md").write_text("# Repo\n")
-    return WorkspaceRoot.objects.create(name="repo", path=str(tmp_path / "repo"))
-
-
-def test_a_write_whose_connection_was_dropped_answers_503_with_retry_after_and_is_not_run_again(root):
+def test_a_write_whose_connection_was_dropped_answers_503_with_retry_after_and_is_not_run_again(readme_root):
     client = api_client(name="operator", can_manage=True)
     drop_connection()
-    response = client.post(f"/api/v1/roots/{root.pk}/reindex", data="{}", content_type="application/json")
+    response = client.post(f"/api/v1/roots/{readme_root.pk}/reindex", data="{}", content_type="application/json")
     assert response.status_code == 503, response.content
     assert int(response["Retry-After"]) >= 1
     assert "database" in response.json()["error"]
     assert not IndexJob.objects.exists()
     # The lost connection was replaced: the client's retry is served.
-    again = client.post(f"/api/v1/roots/{root.pk}/reindex", data="{}", content_type="application/json")
+    again = client.post(f"/api/v1/roots/{readme_root.pk}/reindex", data="{}", content_type="application/json")
     assert again.status_code == 202, again.content
 
 
