@@ -34,7 +34,9 @@ def hnsw_recall(*, queries: list[str], model: EmbeddingModel, scope: Scope) -> d
     embedder = embedder_for(provider=model.provider, name=model.name, device=settings.RAG_EMBEDDING_DEVICE)
     recalls = []
     for vector in embedder.embed(queries):
-        approximate = vector_candidates(vector=vector, model=model, scope=scope, limit=settings.RAG_SEARCH_CANDIDATES)[:K]
+        approximate = vector_candidates(vector=vector, model=model, scope=scope, limit=settings.RAG_SEARCH_CANDIDATES)[
+            :K
+        ]
         with transaction.atomic(), connection.cursor() as cursor:
             # HNSW is only ever used by an index scan; without one PostgreSQL sorts every row.
             cursor.execute("SET LOCAL enable_indexscan = off")
@@ -60,15 +62,19 @@ def lexical_agreement(*, queries: list[str], scope: Scope, by_kind: dict[str, li
         reference = bm25_reference(query=query, scope=scope, collection=collection)
         if not reference:  # no indexable word: the channel's substring fallback, not BM25
             continue
-        found = [c.chunk_id for c in lexical_candidates(query=query, scope=scope, limit=settings.RAG_SEARCH_CANDIDATES)[:K]]
+        found = [
+            c.chunk_id for c in lexical_candidates(query=query, scope=scope, limit=settings.RAG_SEARCH_CANDIDATES)[:K]
+        ]
         ranked = sorted(reference.items(), key=lambda item: (-item[1], item[0]))
         tenth = ranked[min(K, len(ranked)) - 1][1]
         best = {chunk_id for chunk_id, score in ranked if score >= tenth - 1e-9 * max(1.0, abs(tenth))}
         agreements[query] = len(set(found) & best) / min(K, len(ranked))
     result = _stats(list(agreements.values()))
     if by_kind:
-        result["by_kind"] = {kind: _stats([agreements[q] for q in kind_queries if q in agreements])["mean"]
-                             for kind, kind_queries in by_kind.items()}
+        result["by_kind"] = {
+            kind: _stats([agreements[q] for q in kind_queries if q in agreements])["mean"]
+            for kind, kind_queries in by_kind.items()
+        }
     return result
 
 
@@ -119,12 +125,17 @@ def bm25_reference(*, query: str, scope: Scope, collection: tuple[int, int] | No
     average = total_length / visible
     idf = {lexeme: math.log(1 + (n - count + 0.5) / (count + 0.5)) for lexeme, count in df.items()}
     return {
-        chunk_id: sum(idf[lexeme] * f * (BM25_K1 + 1) / (f + BM25_K1 * (1 - BM25_B + BM25_B * lengths[chunk_id] / average))
-                      for lexeme, f in terms.items())
+        chunk_id: sum(
+            idf[lexeme] * f * (BM25_K1 + 1) / (f + BM25_K1 * (1 - BM25_B + BM25_B * lengths[chunk_id] / average))
+            for lexeme, f in terms.items()
+        )
         for chunk_id, terms in tf.items()
     }
 
 
 def _stats(values: list[float]) -> dict:
-    return {"mean": round(sum(values) / len(values), 4) if values else None,
-            "min": round(min(values), 4) if values else None, "queries": len(values)}
+    return {
+        "mean": round(sum(values) / len(values), 4) if values else None,
+        "min": round(min(values), 4) if values else None,
+        "queries": len(values),
+    }

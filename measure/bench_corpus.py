@@ -36,14 +36,29 @@ from django.utils import timezone
 
 from sources.chunking import CHUNKING_VERSION, ChunkResult, chunk_text
 from sources.embedding import embedder_for
-from sources.models import Chunk, EmbeddingModel, Source
 from sources.ingest import embed_text, embedding_model_for, embedding_model_index_ensure
+from sources.models import Chunk, EmbeddingModel, Source
 
 BENCH_BOT = "rag-bench"
 KEY_PREFIX = "bench:"
 # Read in this order of preference; whichever are installed (django always is).
-PACKAGES = ("django", "numpy", "celery", "kombu", "sympy", "scipy", "networkx", "jinja2", "click", "pydantic",
-            "transformers", "sentence_transformers", "hypothesis", "sqlparse", "torch")
+PACKAGES = (
+    "django",
+    "numpy",
+    "celery",
+    "kombu",
+    "sympy",
+    "scipy",
+    "networkx",
+    "jinja2",
+    "click",
+    "pydantic",
+    "transformers",
+    "sentence_transformers",
+    "hypothesis",
+    "sqlparse",
+    "torch",
+)
 TEXT_SUFFIXES = {".py", ".pyi", ".md", ".rst", ".txt", ".html", ".js", ".c", ".h", ".cpp"}
 MAX_FILE_BYTES = 500_000  # the indexer's default limit
 # Components of the noise added to a mixture: about 0.1 of a unit vector's length in all.
@@ -66,8 +81,13 @@ class CorpusBuild:
     seconds: dict[str, float] = field(default_factory=dict)  # by step; "total" for all
 
     def as_dict(self) -> dict:
-        return {"chunks": self.chunks, "built": self.built, "embedded": self.embedded, "source_key": self.source.key,
-                "build_seconds": {step: round(s, 2) for step, s in self.seconds.items()}}
+        return {
+            "chunks": self.chunks,
+            "built": self.built,
+            "embedded": self.embedded,
+            "source_key": self.source.key,
+            "build_seconds": {step: round(s, 2) for step, s in self.seconds.items()},
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,8 +164,9 @@ def corpus_title(*, chunks: int, embedded: int, seed: int) -> str:
 
 def bench_source(*, chunks: int, embedded: int, seed: int) -> Source | None:
     """The finished corpus built this way, if the database holds one."""
-    source = Source.objects.filter(key=f"{KEY_PREFIX}{chunks}", enabled=True,
-                                   title=corpus_title(chunks=chunks, embedded=embedded, seed=seed)).first()
+    source = Source.objects.filter(
+        key=f"{KEY_PREFIX}{chunks}", enabled=True, title=corpus_title(chunks=chunks, embedded=embedded, seed=seed)
+    ).first()
     if source is None or Chunk.objects.filter(source=source).count() != chunks:
         return None
     return source
@@ -212,14 +233,22 @@ def bench_corpus_ensure(*, chunks: int, embedded: int | None = None, seed: int =
 
     step = time.perf_counter()
     embedder = embedder_for(provider=model.provider, name=model.name, device=settings.RAG_EMBEDDING_DEVICE)
-    real = embedder.embed([embed_text(t.chunk, t.path) for t in texts[:count]], batch_size=settings.RAG_EMBED_BATCH_SIZE)
+    real = embedder.embed(
+        [embed_text(t.chunk, t.path) for t in texts[:count]], batch_size=settings.RAG_EMBED_BATCH_SIZE
+    )
     seconds["embed"] = time.perf_counter() - step
     log(f"embedded {count} chunks with {model.name} in {seconds['embed']:.1f} s")
 
     step = time.perf_counter()
     # Disabled until complete: an interrupted build is never reused (bench_source) and is dropped next time.
-    source = Source.objects.create(kind=Source.Kind.FILE, key=f"{KEY_PREFIX}{chunks}", bot_id=BENCH_BOT, enabled=False,
-                                   title=corpus_title(chunks=chunks, embedded=count, seed=seed), embedding_model=model)
+    source = Source.objects.create(
+        kind=Source.Kind.FILE,
+        key=f"{KEY_PREFIX}{chunks}",
+        bot_id=BENCH_BOT,
+        enabled=False,
+        title=corpus_title(chunks=chunks, embedded=count, seed=seed),
+        embedding_model=model,
+    )
     for offset in range(0, len(texts), COPY_ROWS):
         batch = texts[offset : offset + COPY_ROWS]
         vectors = [real[i] for i in range(offset, min(offset + len(batch), count))]
@@ -244,20 +273,52 @@ def bench_corpus_ensure(*, chunks: int, embedded: int | None = None, seed: int =
     return CorpusBuild(source=source, chunks=len(texts), built=True, embedded=count, seconds=seconds)
 
 
-_COLUMNS = ("source_id", "path", "generation", "chunk_index", "content", "context_prefix", "language", "symbol",
-            "start_line", "end_line", "content_hash", "embedding", "embedding_model_id", "chunking_version", "metadata",
-            "created_at")
+_COLUMNS = (
+    "source_id",
+    "path",
+    "generation",
+    "chunk_index",
+    "content",
+    "context_prefix",
+    "language",
+    "symbol",
+    "start_line",
+    "end_line",
+    "content_hash",
+    "embedding",
+    "embedding_model_id",
+    "chunking_version",
+    "metadata",
+    "created_at",
+)
 
 
-def _copy(source: Source, model: EmbeddingModel, texts: list[BenchText], vectors: list[np.ndarray], *, first_index: int) -> None:
+def _copy(
+    source: Source, model: EmbeddingModel, texts: list[BenchText], vectors: list[np.ndarray], *, first_index: int
+) -> None:
     """One COPY of ``texts`` into the chunk table (the tsvector is computed by PostgreSQL, a generated column)."""
     now = timezone.now()
     with transaction.atomic(), connection.cursor() as cursor:
         with cursor.cursor.copy(f"COPY sources_chunk ({', '.join(_COLUMNS)}) FROM STDIN") as copy:
             for number, (text, vector) in enumerate(zip(texts, vectors, strict=True), start=first_index):
                 chunk = text.chunk
-                copy.write_row((
-                    source.pk, text.path, 0, number, chunk.content, chunk.context_prefix, chunk.language, chunk.symbol,
-                    chunk.start_line, chunk.end_line, hashlib.sha256(chunk.content.encode()).hexdigest(),
-                    "[" + ",".join(f"{x:.6g}" for x in vector.tolist()) + "]", model.pk, CHUNKING_VERSION, "{}", now,
-                ))
+                copy.write_row(
+                    (
+                        source.pk,
+                        text.path,
+                        0,
+                        number,
+                        chunk.content,
+                        chunk.context_prefix,
+                        chunk.language,
+                        chunk.symbol,
+                        chunk.start_line,
+                        chunk.end_line,
+                        hashlib.sha256(chunk.content.encode()).hexdigest(),
+                        "[" + ",".join(f"{x:.6g}" for x in vector.tolist()) + "]",
+                        model.pk,
+                        CHUNKING_VERSION,
+                        "{}",
+                        now,
+                    )
+                )

@@ -35,9 +35,14 @@ class ChunkBench:
 
     def as_dict(self) -> dict:
         return {
-            "files": self.files, "bytes": self.bytes, "chunks": self.chunks, "skipped": self.skipped,
-            "seconds": round(self.seconds, 3), "cpu_seconds": round(self.cpu_seconds, 3),
-            "mb_per_s": round(self.mb_per_s, 2), "files_per_s": round(self.files_per_s, 1),
+            "files": self.files,
+            "bytes": self.bytes,
+            "chunks": self.chunks,
+            "skipped": self.skipped,
+            "seconds": round(self.seconds, 3),
+            "cpu_seconds": round(self.cpu_seconds, 3),
+            "mb_per_s": round(self.mb_per_s, 2),
+            "files_per_s": round(self.files_per_s, 1),
             "chunks_by_language": dict(self.by_language.most_common()),
             "files_by_language": dict(self.files_by_language.most_common()),
         }
@@ -93,21 +98,26 @@ def index_bench(root: Path) -> dict:
     from sources import jobs, roots
     from sources.chunking import chunk_text
     from sources.embedding import embedder_for
-    from sources.models import IndexJob, WorkspaceRoot
-    from sources.models import DEFAULT_EXCLUDE_DIRS, DEFAULT_INCLUDE, words
     from sources.ingest import embed_text, embedding_model_for
+    from sources.models import DEFAULT_EXCLUDE_DIRS, DEFAULT_INCLUDE, IndexJob, WorkspaceRoot, words
     from sources.walk import Candidate, WalkRules, read_text, root_open, walk
 
     # Its jobs refuse a root outside RAG_ROOT_BASE_DIRS: say so before anything is timed.
     roots.root_path_validate(str(root.resolve()))
     model = embedding_model_for()
-    rules = WalkRules(include=tuple(words(DEFAULT_INCLUDE)), exclude_dirs=frozenset(words(DEFAULT_EXCLUDE_DIRS)), max_file_bytes=500_000)
+    rules = WalkRules(
+        include=tuple(words(DEFAULT_INCLUDE)),
+        exclude_dirs=frozenset(words(DEFAULT_EXCLUDE_DIRS)),
+        max_file_bytes=500_000,
+    )
     texts = []
     root_fd = root_open(str(root.resolve()))
     try:
         for entry in walk(root_fd, rules):
             if isinstance(entry, Candidate) and isinstance(text := read_text(root_fd, entry, rules), str):
-                chunks = chunk_text(text, entry.path, max_chars=settings.RAG_CHUNK_MAX_CHARS, overlap=settings.RAG_CHUNK_OVERLAP)
+                chunks = chunk_text(
+                    text, entry.path, max_chars=settings.RAG_CHUNK_MAX_CHARS, overlap=settings.RAG_CHUNK_OVERLAP
+                )
                 texts.extend(embed_text(chunk, entry.path) for chunk in chunks)
     finally:
         os.close(root_fd)
@@ -117,8 +127,11 @@ def index_bench(root: Path) -> dict:
     embedder.embed(texts, batch_size=settings.RAG_EMBED_BATCH_SIZE)
     encode_seconds = time.perf_counter() - started
 
-    bench_root = WorkspaceRoot.objects.create(name=f"bench {time.time_ns()}", path=str(root.resolve()), reverify_minutes=0)
+    bench_root = WorkspaceRoot.objects.create(
+        name=f"bench {time.time_ns()}", path=str(root.resolve()), reverify_minutes=0
+    )
     try:
+
         def run() -> tuple[IndexJob, float]:
             # Run in this process, not queued: the bench times the work itself.
             # Not forced: the second run is the re-verify of unchanged files.

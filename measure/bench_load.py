@@ -88,8 +88,9 @@ class Client:
             self.connection = None
 
 
-def clients_run(*, url: str, key: str, streams: list[Stream], seconds: float | None = None,
-                stop: threading.Event | None = None) -> tuple[list[Sample], float]:
+def clients_run(
+    *, url: str, key: str, streams: list[Stream], seconds: float | None = None, stop: threading.Event | None = None
+) -> tuple[list[Sample], float]:
     """Each stream on its own thread and connection, one request at a time (closed loop),
     until ``seconds`` have passed or ``stop`` is set; returns the samples and the wall time."""
     stop = stop or threading.Event()
@@ -132,15 +133,23 @@ def samples_summary(samples: list[Sample], elapsed: float) -> dict:
     latencies = [s.seconds for s in samples]
     summary = {
         "requests": len(samples),
-        "p50_ms": percentile_ms(latencies, 50), "p95_ms": percentile_ms(latencies, 95),
-        "p99_ms": percentile_ms(latencies, 99), "max_ms": round(max(latencies) * 1000.0, 2) if latencies else 0.0,
+        "p50_ms": percentile_ms(latencies, 50),
+        "p95_ms": percentile_ms(latencies, 95),
+        "p99_ms": percentile_ms(latencies, 99),
+        "max_ms": round(max(latencies) * 1000.0, 2) if latencies else 0.0,
         "qps": round(len(answered) / elapsed, 2) if elapsed else 0.0,
         "errors": len(samples) - len(answered),
         "warnings": sum(1 for s in answered if s.warnings),
         "stages_ms": stages_summary(answered),
-        "by_kind": {kind.value: {"requests": len(group), "p50_ms": percentile_ms([s.seconds for s in group], 50),
-                                 "p95_ms": percentile_ms([s.seconds for s in group], 95)}
-                    for kind in QueryKind if (group := [s for s in samples if s.kind == kind])},
+        "by_kind": {
+            kind.value: {
+                "requests": len(group),
+                "p50_ms": percentile_ms([s.seconds for s in group], 50),
+                "p95_ms": percentile_ms([s.seconds for s in group], 95),
+            }
+            for kind in QueryKind
+            if (group := [s for s in samples if s.kind == kind])
+        },
     }
     if summary["errors"]:
         summary["error_examples"] = sorted({f"{s.status} {s.error}"[:200] for s in samples if s.status != 200})[:5]
@@ -156,9 +165,13 @@ def stages_summary(answered: list[Sample]) -> dict[str, float]:
     mean = {stage: sum(s.timings.get(stage, 0.0) for s in answered) / len(answered) for stage in STAGES}
     client = sum(s.seconds for s in answered) * 1000.0 / len(answered)
     parts = {
-        "embed": mean["embed"], "embed_wait": mean["embed_wait"], "lexical": mean["lexical"], "vector": mean["vector"],
+        "embed": mean["embed"],
+        "embed_wait": mean["embed_wait"],
+        "lexical": mean["lexical"],
+        "vector": mean["vector"],
         "search_other": mean["search"] - mean["lexical"] - mean["vector"] - mean["embed_wait"],
-        "outside": client - mean["search"], "client": client,
+        "outside": client - mean["search"],
+        "client": client,
     }
     return {name: round(value, 2) for name, value in parts.items()}
 
@@ -184,8 +197,13 @@ def web_server(*, database_url: str, log_path: Path) -> Iterator[str]:
     log_path.parent.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, "DATABASE_URL": database_url}
     with open(log_path, "ab") as log:
-        process = subprocess.Popen(web_command(python=sys.executable, bind=f"127.0.0.1:{port}"), env=env,
-                                   stdout=log, stderr=subprocess.STDOUT, cwd=Path(__file__).resolve().parent.parent)
+        process = subprocess.Popen(
+            web_command(python=sys.executable, bind=f"127.0.0.1:{port}"),
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            cwd=Path(__file__).resolve().parent.parent,
+        )
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + START_TIMEOUT

@@ -25,7 +25,15 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import connection
 
-from measure.bench_load import REQUEST_TIMEOUT, Stream, clients_run, database_url_for, percentile_ms, samples_summary, web_server
+from measure.bench_load import (
+    REQUEST_TIMEOUT,
+    Stream,
+    clients_run,
+    database_url_for,
+    percentile_ms,
+    samples_summary,
+    web_server,
+)
 from measure.bench_queries import query_stream
 from rag_site.errors import ApplicationError
 from retrieval.keys import api_key_create
@@ -65,8 +73,13 @@ def login_flood_bench(options: LoginFloodOptions, *, log: Callable[[str], None] 
     user_model.objects.filter(username=ACCOUNT).delete()
     user = user_model.objects.create_user(ACCOUNT, password=password, is_staff=True)  # the real hasher, as people get
     key_row, raw = api_key_create(name="rag_bench login-flood", rate_limit_per_minute=0)
-    report: dict = {"seconds": options.seconds, "flooders": options.flooders, "searchers": options.searchers,
-                    "mode": options.mode.value, "server": {"url": options.url or None}}
+    report: dict = {
+        "seconds": options.seconds,
+        "flooders": options.flooders,
+        "searchers": options.searchers,
+        "mode": options.mode.value,
+        "server": {"url": options.url or None},
+    }
     try:
         if options.url:
             report |= _measure(options.url, raw, password, options, log)
@@ -84,9 +97,12 @@ def login_flood_bench(options: LoginFloodOptions, *, log: Callable[[str], None] 
 
 def _measure(url: str, key: str, password: str, options: LoginFloodOptions, log: Callable[[str], None]) -> dict:
     log(f"warming up {url} for {WARMUP_SECONDS:.0f} s ...")
-    clients_run(url=url, key=key, streams=_streams(options, 2 * settings.RAG_WEB_THREADS, offset=10_000),
-                seconds=WARMUP_SECONDS)
-    samples, elapsed = clients_run(url=url, key=key, streams=_streams(options, options.searchers), seconds=options.seconds)
+    clients_run(
+        url=url, key=key, streams=_streams(options, 2 * settings.RAG_WEB_THREADS, offset=10_000), seconds=WARMUP_SECONDS
+    )
+    samples, elapsed = clients_run(
+        url=url, key=key, streams=_streams(options, options.searchers), seconds=options.seconds
+    )
     alone = samples_summary(samples, elapsed)
     log(f"  alone: p50 {alone['p50_ms']} ms, p95 {alone['p95_ms']} ms, {alone['qps']} q/s")
 
@@ -99,8 +115,9 @@ def _measure(url: str, key: str, password: str, options: LoginFloodOptions, log:
     flood_started = time.perf_counter()
     try:
         time.sleep(FLOOD_HEAD_START)
-        samples, elapsed = clients_run(url=url, key=key, streams=_streams(options, options.searchers),
-                                       seconds=options.seconds)
+        samples, elapsed = clients_run(
+            url=url, key=key, streams=_streams(options, options.searchers), seconds=options.seconds
+        )
     finally:
         stop.set()
         attempts: list[tuple[int, float]] = receiving.recv() if receiving.poll(REQUEST_TIMEOUT + 10) else []
@@ -109,23 +126,32 @@ def _measure(url: str, key: str, password: str, options: LoginFloodOptions, log:
             flooder.kill()
     flood_seconds = time.perf_counter() - flood_started
     beside = samples_summary(samples, elapsed)
-    log(f"  beside {options.flooders} flooders: p50 {beside['p50_ms']} ms, p95 {beside['p95_ms']} ms, {beside['qps']} q/s")
+    log(
+        f"  beside {options.flooders} flooders: p50 {beside['p50_ms']} ms, p95 {beside['p95_ms']} ms, {beside['qps']} q/s"
+    )
     statuses: dict[str, int] = {}
     for status, _ in attempts:
         statuses[str(status)] = statuses.get(str(status), 0) + 1
     right = _sign_in(url, PAGES[0], password)
     return {
-        "alone": alone, "beside_flood": beside,
-        "flood": {"attempts": len(attempts), "per_second": round(len(attempts) / flood_seconds, 1),
-                  "statuses": statuses, "p50_ms": percentile_ms([s for _, s in attempts], 50),
-                  "p95_ms": percentile_ms([s for _, s in attempts], 95)},
+        "alone": alone,
+        "beside_flood": beside,
+        "flood": {
+            "attempts": len(attempts),
+            "per_second": round(len(attempts) / flood_seconds, 1),
+            "statuses": statuses,
+            "p50_ms": percentile_ms([s for _, s in attempts], 50),
+            "p95_ms": percentile_ms([s for _, s in attempts], 95),
+        },
         "right_password_after_flood": {"status": right, "signed_in": right == 302},
     }
 
 
 def _streams(options: LoginFloodOptions, count: int, *, offset: int = 0) -> list[Stream]:
-    return [((kind, query, options.mode.value) for kind, query in query_stream(seed=options.seed * 1000 + offset + i))
-            for i in range(count)]
+    return [
+        ((kind, query, options.mode.value) for kind, query in query_stream(seed=options.seed * 1000 + offset + i))
+        for i in range(count)
+    ]
 
 
 class _Browser:
@@ -204,13 +230,22 @@ def _sign_in(url: str, page: str, password: str) -> int:
 def report_lines(report: dict) -> list[str]:
     flood, right = report["flood"], report["right_password_after_flood"]
     lines = [f"search ({report['searchers']} client, {report['mode']}){'':<8} p50 ms    p95 ms     q/s  errors"]
-    for label, summary in (("alone", report["alone"]), (f"beside {report['flooders']} login flooders", report["beside_flood"])):
-        lines.append(f"  {label:<34}{summary['p50_ms']:>8}  {summary['p95_ms']:>8}  {summary['qps']:>6}  {summary['errors']:>6}")
+    for label, summary in (
+        ("alone", report["alone"]),
+        (f"beside {report['flooders']} login flooders", report["beside_flood"]),
+    ):
+        lines.append(
+            f"  {label:<34}{summary['p50_ms']:>8}  {summary['p95_ms']:>8}  {summary['qps']:>6}  {summary['errors']:>6}"
+        )
     statuses = ", ".join(f"{status}: {count}" for status, count in sorted(flood["statuses"].items()))
-    lines.append(f"login flood: {flood['attempts']} attempts, {flood['per_second']}/s, answered p50 {flood['p50_ms']} ms "
-                 f"p95 {flood['p95_ms']} ms ({statuses})")
-    lines.append(f"right password after the flood: {right['status']} "
-                 f"({'signed in at once' if right['signed_in'] else 'refused'})")
+    lines.append(
+        f"login flood: {flood['attempts']} attempts, {flood['per_second']}/s, answered p50 {flood['p50_ms']} ms "
+        f"p95 {flood['p95_ms']} ms ({statuses})"
+    )
+    lines.append(
+        f"right password after the flood: {right['status']} "
+        f"({'signed in at once' if right['signed_in'] else 'refused'})"
+    )
     return lines
 
 
@@ -225,13 +260,20 @@ def login_flood_command(command, *, as_json: bool, **options) -> None:
 
     call_command("migrate", interactive=False, verbosity=0)
     if not options["yes"] and not database_is_embedded():
-        raise CommandError(f"this database is not this checkout's embedded one (var/postgres): the bench adds account "
-                           f"{ACCOUNT} and an API key to it for its run. Pass --yes to go ahead.")
+        raise CommandError(
+            f"this database is not this checkout's embedded one (var/postgres): the bench adds account "
+            f"{ACCOUNT} and an API key to it for its run. Pass --yes to go ahead."
+        )
     try:
         modes = [word for word in options["modes"].replace(" ", ",").split(",") if word]
-        bench = LoginFloodOptions(seconds=options["seconds"], flooders=options["flooders"],
-                                  searchers=options["searchers"], mode=Mode.parse(modes[0] if modes else "hybrid"),
-                                  url=options["url"], seed=options["seed"])
+        bench = LoginFloodOptions(
+            seconds=options["seconds"],
+            flooders=options["flooders"],
+            searchers=options["searchers"],
+            mode=Mode.parse(modes[0] if modes else "hybrid"),
+            url=options["url"],
+            seed=options["seed"],
+        )
         log = command.stderr.write if as_json else command.stdout.write
         report = login_flood_bench(bench, log=log)
     except ApplicationError as exc:

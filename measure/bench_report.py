@@ -12,28 +12,45 @@ def report_lines(report: dict) -> list[str]:
     else:
         built = f"reused ({steps['total']} s)"
     server = report["server"]
-    lines = [f"corpus {corpus['source_key']}: {report['chunks']} chunks, {built}",
-             f"server: {server['url'] or 'gunicorn started by the bench'}"
-             + (f", {server['workers']} workers x {server['threads']} threads" if server["workers"] else "")
-             + f"; {report['seconds']} s per run", ""]
+    lines = [
+        f"corpus {corpus['source_key']}: {report['chunks']} chunks, {built}",
+        f"server: {server['url'] or 'gunicorn started by the bench'}"
+        + (f", {server['workers']} workers x {server['threads']} threads" if server["workers"] else "")
+        + f"; {report['seconds']} s per run",
+        "",
+    ]
     results = report.get("results", {})
-    lines.append(f"{'mode':<8} {'clients':>7} {'p50 ms':>8} {'p95 ms':>8} {'p99 ms':>8} {'max ms':>8} {'q/s':>7} "
-                 f"{'errors':>6} {'warned':>6}")
+    lines.append(
+        f"{'mode':<8} {'clients':>7} {'p50 ms':>8} {'p95 ms':>8} {'p99 ms':>8} {'max ms':>8} {'q/s':>7} "
+        f"{'errors':>6} {'warned':>6}"
+    )
     for mode, by_clients in results.items():
         for clients, r in by_clients.items():
-            lines.append(f"{mode:<8} {clients:>7} {r['p50_ms']:>8} {r['p95_ms']:>8} {r['p99_ms']:>8} {r['max_ms']:>8} "
-                         f"{r['qps']:>7} {r['errors']:>6} {r['warnings']:>6}")
+            lines.append(
+                f"{mode:<8} {clients:>7} {r['p50_ms']:>8} {r['p95_ms']:>8} {r['p99_ms']:>8} {r['max_ms']:>8} "
+                f"{r['qps']:>7} {r['errors']:>6} {r['warnings']:>6}"
+            )
     stages = ("embed", "embed_wait", "lexical", "vector", "search_other", "outside", "client")
-    lines += ["", "where the time went, mean ms (embed runs beside lexical; the others add up to client):",
-              f"{'mode':<8} {'clients':>7} " + " ".join(f"{s:>12}" for s in stages)]
+    lines += [
+        "",
+        "where the time went, mean ms (embed runs beside lexical; the others add up to client):",
+        f"{'mode':<8} {'clients':>7} " + " ".join(f"{s:>12}" for s in stages),
+    ]
     for mode, by_clients in results.items():
         for clients, r in by_clients.items():
             lines.append(f"{mode:<8} {clients:>7} " + " ".join(f"{r['stages_ms'].get(s, 0.0):>12}" for s in stages))
     kinds = [kind.value for kind in QueryKind]
-    lines += ["", "p50 / p95 ms by kind of query:", f"{'mode':<8} {'clients':>7} " + " ".join(f"{k:>17}" for k in kinds)]
+    lines += [
+        "",
+        "p50 / p95 ms by kind of query:",
+        f"{'mode':<8} {'clients':>7} " + " ".join(f"{k:>17}" for k in kinds),
+    ]
     for mode, by_clients in results.items():
         for clients, r in by_clients.items():
-            cells = [f"{r['by_kind'][k]['p50_ms']} / {r['by_kind'][k]['p95_ms']}" if k in r["by_kind"] else "-" for k in kinds]
+            cells = [
+                f"{r['by_kind'][k]['p50_ms']} / {r['by_kind'][k]['p95_ms']}" if k in r["by_kind"] else "-"
+                for k in kinds
+            ]
             lines.append(f"{mode:<8} {clients:>7} " + " ".join(f"{c:>17}" for c in cells))
     for mode, by_clients in results.items():
         for clients, r in by_clients.items():
@@ -41,18 +58,27 @@ def report_lines(report: dict) -> list[str]:
                 lines.append(f"error ({mode}, {clients} clients): {example}")
     accuracy = report["accuracy"]
     recall, agreement = accuracy["hnsw_recall_at_10"], accuracy["lexical_agreement_at_10"]
-    lines += ["", f"HNSW recall@10 against exact search: {recall['mean']} (min {recall['min']}, {recall['queries']} queries)",
-              f"lexical top-10 agreement with exhaustive BM25: {agreement['mean']} (min {agreement['min']}, "
-              f"{agreement['queries']} queries)"
-              + ("; by kind: " + ", ".join(f"{kind} {mean}" for kind, mean in agreement["by_kind"].items())
-                 if agreement.get("by_kind") else "")]
+    lines += [
+        "",
+        f"HNSW recall@10 against exact search: {recall['mean']} (min {recall['min']}, {recall['queries']} queries)",
+        f"lexical top-10 agreement with exhaustive BM25: {agreement['mean']} (min {agreement['min']}, "
+        f"{agreement['queries']} queries)"
+        + (
+            "; by kind: " + ", ".join(f"{kind} {mean}" for kind, mean in agreement["by_kind"].items())
+            if agreement.get("by_kind")
+            else ""
+        ),
+    ]
     if contention := report.get("contention"):
         worst = contention["worst_case"]
-        lines += ["", f"contention: one client's questions (hybrid), idle p95 {contention['idle']['p95_ms']} ms, "
-                      f"beside {worst['clients']} worst-case clients p95 {contention['loaded']['p95_ms']} ms: "
-                      f"ratio {contention['p95_ratio']} (target <= {contention['target_ratio']})",
-                  f"  worst-case queries: {worst['answered']} answered, {worst['warned']} answered with a warning, "
-                  f"{worst['failed']} failed (p50 {worst['p50_ms']} ms)"]
+        lines += [
+            "",
+            f"contention: one client's questions (hybrid), idle p95 {contention['idle']['p95_ms']} ms, "
+            f"beside {worst['clients']} worst-case clients p95 {contention['loaded']['p95_ms']} ms: "
+            f"ratio {contention['p95_ratio']} (target <= {contention['target_ratio']})",
+            f"  worst-case queries: {worst['answered']} answered, {worst['warned']} answered with a warning, "
+            f"{worst['failed']} failed (p50 {worst['p50_ms']} ms)",
+        ]
     if explain := report.get("explain"):
         lines += ["", "EXPLAIN ANALYZE, lexical channel, worst-case query:", *explain["lexical_worst_case"]]
     return lines

@@ -72,15 +72,21 @@ def database_is_embedded() -> bool:
 def search_bench(options: SearchBenchOptions, *, log: Callable[[str], None] = print) -> dict:
     corpus = bench_corpus_ensure(chunks=options.chunks, embedded=options.embedded, seed=options.seed, log=log)
     log(f"corpus {corpus.source.key}: {'built' if corpus.built else 'reused'} in {corpus.seconds['total']:.1f} s")
-    report: dict = {"chunks": corpus.chunks, "corpus": corpus.as_dict(), "seconds": options.seconds,
-                    "server": {"workers": None, "threads": None, "url": options.url or None}}
+    report: dict = {
+        "chunks": corpus.chunks,
+        "corpus": corpus.as_dict(),
+        "seconds": options.seconds,
+        "server": {"workers": None, "threads": None, "url": options.url or None},
+    }
     key_row = None
     if options.key:
         raw = options.key
         scope = scope_for(identity_for_key(api_key_authenticate(raw)))
         if scope.bot_ids is not None and BENCH_BOT not in scope.bot_ids:
-            raise ApplicationError(f"the key does not see bot {BENCH_BOT}'s corpus; create one with "
-                                   f"`manage.py rag_apikey create bench --bot-id {BENCH_BOT} --rate-limit 0`")
+            raise ApplicationError(
+                f"the key does not see bot {BENCH_BOT}'s corpus; create one with "
+                f"`manage.py rag_apikey create bench --bot-id {BENCH_BOT} --rate-limit 0`"
+            )
     else:
         key_row, raw = api_key_create(name="rag_bench search", bot_id=BENCH_BOT, rate_limit_per_minute=0)
         scope = scope_for(identity_for_key(key_row))
@@ -113,8 +119,10 @@ def _load(url: str, key: str, options: SearchBenchOptions, log: Callable[[str], 
             samples, elapsed = clients_run(url=url, key=key, streams=streams, seconds=options.seconds)
             summary = samples_summary(samples, elapsed)
             results.setdefault(mode.value, {})[str(clients)] = summary
-            log(f"  {mode.value:<8} {clients:>3} clients: p50 {summary['p50_ms']} ms, p95 {summary['p95_ms']} ms, "
-                f"{summary['qps']} q/s, {summary['errors']} errors")
+            log(
+                f"  {mode.value:<8} {clients:>3} clients: p50 {summary['p50_ms']} ms, p95 {summary['p95_ms']} ms, "
+                f"{summary['qps']} q/s, {summary['errors']} errors"
+            )
     report = {"results": results}
     if options.contention:
         report["contention"] = _contention(url, key, options, log)
@@ -129,19 +137,28 @@ def _stream(seed: int, mode: Mode, kinds: tuple[QueryKind, ...] | None = None) -
 def _contention(url: str, key: str, options: SearchBenchOptions, log: Callable[[str], None]) -> dict:
     """One client's hybrid questions, idle and then beside worst-case senders (lexical and hybrid in turn)."""
     log(f"contention: one client's questions, idle, then beside {CONTENTION_CLIENTS} worst-case clients ...")
-    idle, _ = clients_run(url=url, key=key, streams=[_stream(options.seed, Mode.HYBRID, (QueryKind.QUESTION,))],
-                          seconds=options.seconds)
+    idle, _ = clients_run(
+        url=url, key=key, streams=[_stream(options.seed, Mode.HYBRID, (QueryKind.QUESTION,))], seconds=options.seconds
+    )
     stop = threading.Event()
     worst: dict = {}
     modes = (Mode.LEXICAL.value, Mode.HYBRID.value)
-    streams = [((QueryKind.LONG, WORST_CASE, mode) for mode in cycle(modes[i % 2:] + modes[: i % 2]))
-               for i in range(CONTENTION_CLIENTS)]
-    senders = threading.Thread(target=lambda: worst.update(samples=clients_run(url=url, key=key, streams=streams, stop=stop)[0]))
+    streams = [
+        ((QueryKind.LONG, WORST_CASE, mode) for mode in cycle(modes[i % 2 :] + modes[: i % 2]))
+        for i in range(CONTENTION_CLIENTS)
+    ]
+    senders = threading.Thread(
+        target=lambda: worst.update(samples=clients_run(url=url, key=key, streams=streams, stop=stop)[0])
+    )
     senders.start()
     time.sleep(min(1.0, options.seconds / 4))  # let the worst-case queries get going first
     try:
-        loaded, _ = clients_run(url=url, key=key, streams=[_stream(options.seed, Mode.HYBRID, (QueryKind.QUESTION,))],
-                                seconds=options.seconds)
+        loaded, _ = clients_run(
+            url=url,
+            key=key,
+            streams=[_stream(options.seed, Mode.HYBRID, (QueryKind.QUESTION,))],
+            seconds=options.seconds,
+        )
     finally:
         stop.set()
         senders.join()
@@ -149,10 +166,18 @@ def _contention(url: str, key: str, options: SearchBenchOptions, log: Callable[[
     loaded_p95 = percentile_ms([s.seconds for s in loaded], 95)
     samples = worst.get("samples", [])
     report = {
-        "idle": {"requests": len(idle), "p50_ms": percentile_ms([s.seconds for s in idle], 50), "p95_ms": idle_p95,
-                 "errors": sum(1 for s in idle if s.status != 200)},
-        "loaded": {"requests": len(loaded), "p50_ms": percentile_ms([s.seconds for s in loaded], 50), "p95_ms": loaded_p95,
-                   "errors": sum(1 for s in loaded if s.status != 200)},
+        "idle": {
+            "requests": len(idle),
+            "p50_ms": percentile_ms([s.seconds for s in idle], 50),
+            "p95_ms": idle_p95,
+            "errors": sum(1 for s in idle if s.status != 200),
+        },
+        "loaded": {
+            "requests": len(loaded),
+            "p50_ms": percentile_ms([s.seconds for s in loaded], 50),
+            "p95_ms": loaded_p95,
+            "errors": sum(1 for s in loaded if s.status != 200),
+        },
         "p95_ratio": round(loaded_p95 / idle_p95, 2) if idle_p95 else None,
         "target_ratio": CONTENTION_TARGET,
         "worst_case": {
@@ -164,19 +189,25 @@ def _contention(url: str, key: str, options: SearchBenchOptions, log: Callable[[
             "by_mode": {mode: sum(1 for s in samples if s.mode == mode) for mode in modes},
         },
     }
-    log(f"  idle p95 {idle_p95} ms, loaded p95 {loaded_p95} ms: ratio {report['p95_ratio']} (target <= {CONTENTION_TARGET})")
+    log(
+        f"  idle p95 {idle_p95} ms, loaded p95 {loaded_p95} ms: ratio {report['p95_ratio']} (target <= {CONTENTION_TARGET})"
+    )
     return report
 
 
 def _accuracy(model, scope: Scope) -> dict:
     vector_queries = [q for kind in QueryKind for q in queries_of(kind)]
-    lexical_queries = {kind: list(queries_of(kind)) for kind in (QueryKind.QUESTION, QueryKind.IDENTIFIER, QueryKind.COMMON)}
+    lexical_queries = {
+        kind: list(queries_of(kind)) for kind in (QueryKind.QUESTION, QueryKind.IDENTIFIER, QueryKind.COMMON)
+    }
     lexical_queries[QueryKind.LONG] = list(queries_of(QueryKind.LONG)[:4])
     return {
         "hnsw_recall_at_10": bench_accuracy.hnsw_recall(queries=vector_queries, model=model, scope=scope),
         "lexical_agreement_at_10": bench_accuracy.lexical_agreement(
-            queries=[q for qs in lexical_queries.values() for q in qs], scope=scope,
-            by_kind={kind.value: qs for kind, qs in lexical_queries.items()}),
+            queries=[q for qs in lexical_queries.values() for q in qs],
+            scope=scope,
+            by_kind={kind.value: qs for kind, qs in lexical_queries.items()},
+        ),
     }
 
 

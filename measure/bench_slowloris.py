@@ -39,7 +39,9 @@ class SlowlorisOptions:
     def __post_init__(self) -> None:
         parts = urlsplit(self.url)
         if parts.scheme != "http" or parts.hostname not in LOOPBACK:
-            raise ApplicationError(f"--url must be an http server on loopback (http://127.0.0.1:PORT), got {self.url!r}")
+            raise ApplicationError(
+                f"--url must be an http server on loopback (http://127.0.0.1:PORT), got {self.url!r}"
+            )
         if not 1 <= self.connections <= 256:
             raise ApplicationError(f"--connections must be 1 to 256, got {self.connections}")
         if not 0.1 <= self.interval <= 60:
@@ -74,12 +76,16 @@ class _Attack:
             self.open_failures += 1
             return None
         host, port = self.options.address
-        start = f"{'GET' if self.options.trickle == 'headers' else 'POST'} {SLOW_PATH} HTTP/1.1\r\nHost: {host}:{port}\r\n"
+        start = (
+            f"{'GET' if self.options.trickle == 'headers' else 'POST'} {SLOW_PATH} HTTP/1.1\r\nHost: {host}:{port}\r\n"
+        )
         if self.options.trickle == "body":
             # A form post with a well-formed CSRF cookie: Django's CSRF check then reads
             # the whole body (looking for the token) before any view runs.
-            start += (f"Cookie: csrftoken={'s' * 32}\r\nContent-Type: application/x-www-form-urlencoded\r\n"
-                      "Content-Length: 100000\r\n\r\nusername=")
+            start += (
+                f"Cookie: csrftoken={'s' * 32}\r\nContent-Type: application/x-www-form-urlencoded\r\n"
+                "Content-Length: 100000\r\n\r\nusername="
+            )
         try:
             connection.sendall(start.encode())
         except OSError:
@@ -179,7 +185,9 @@ def slowloris_bench(options: SlowlorisOptions) -> dict:
 def slowloris_arguments(parser) -> None:
     group = parser.add_argument_group("slowloris (also --url: the server, loopback only)")
     group.add_argument("--connections", type=int, default=8, help="Slow connections kept open (default 8).")
-    group.add_argument("--interval", type=float, default=5.0, help="Seconds between a slow connection's sends (default 5).")
+    group.add_argument(
+        "--interval", type=float, default=5.0, help="Seconds between a slow connection's sends (default 5)."
+    )
     group.add_argument("--trickle", choices=TRICKLES, default="headers", help="Trickle header lines or a body.")
     group.add_argument("--probes", type=int, default=4, help="Health probes, one per interval (default 4).")
     group.add_argument("--probe-timeout", type=float, default=10.0, help="Seconds a probe waits (default 10).")
@@ -191,8 +199,12 @@ def slowloris_command(command: BaseCommand, *, as_json: bool, **options) -> None
 
     try:
         bench = SlowlorisOptions(
-            url=options["url"], connections=options["connections"], interval=options["interval"],
-            trickle=options["trickle"], probes=options["probes"], probe_timeout=options["probe_timeout"],
+            url=options["url"],
+            connections=options["connections"],
+            interval=options["interval"],
+            trickle=options["trickle"],
+            probes=options["probes"],
+            probe_timeout=options["probe_timeout"],
             probe_path=options["probe_path"],
         )
     except ApplicationError as exc:

@@ -42,7 +42,11 @@ class Dataset:
 
 def beir_load(directory: Path) -> Dataset:
     """corpus.jsonl, queries.jsonl and qrels/test.tsv; clear errors for anything missing."""
-    paths = {"corpus": directory / "corpus.jsonl", "queries": directory / "queries.jsonl", "qrels": directory / "qrels" / "test.tsv"}
+    paths = {
+        "corpus": directory / "corpus.jsonl",
+        "queries": directory / "queries.jsonl",
+        "qrels": directory / "qrels" / "test.tsv",
+    }
     missing = [str(p) for p in paths.values() if not p.is_file()]
     if missing:
         raise ApplicationError(f"not a BEIR dataset: missing {', '.join(missing)}")
@@ -82,7 +86,9 @@ def dataset_index(dataset: Dataset) -> tuple[Source, int]:
     """
     model = embedding_model_for()
     config = IngestSettings.current()
-    source, _ = Source.objects.get_or_create(key=f"dataset:{dataset.name}", defaults={"kind": Source.Kind.DATASET, "title": dataset.name})
+    source, _ = Source.objects.get_or_create(
+        key=f"dataset:{dataset.name}", defaults={"kind": Source.Kind.DATASET, "title": dataset.name}
+    )
     known = dict(IndexedFile.objects.filter(source=source, generation=0).values_list("path", "fingerprint"))
     batch = Batch(track_files=True, flush_chunks=_FLUSH)
     for doc_id, text in dataset.corpus.items():
@@ -91,8 +97,18 @@ def dataset_index(dataset: Dataset) -> tuple[Source, int]:
         if known.get(doc_id) == stored:
             continue
         chunks = chunk_text(text, f"{doc_id}.txt", max_chars=config.max_chars, overlap=config.overlap)
-        batch.add(Document(source=source, generation=0, path=doc_id, chunks=chunks, model=model, content_hash=digest,
-                           fingerprint=stored, size=len(text)))
+        batch.add(
+            Document(
+                source=source,
+                generation=0,
+                path=doc_id,
+                chunks=chunks,
+                model=model,
+                content_hash=digest,
+                fingerprint=stored,
+                size=len(text),
+            )
+        )
     batch.flush()
     gone = set(known) - set(dataset.corpus)
     if gone:
@@ -107,11 +123,16 @@ def dataset_evaluate(dataset: Dataset, source: Source, *, k: int = 10) -> dict[s
     """One row per channel, all from this run."""
     scope = Scope(kinds=(Source.Kind.DATASET,), source_ids=(source.pk,))
     documents = {doc: tokens(text) for doc, text in dataset.corpus.items()}
-    channels: dict[str, Callable[[str], list[str]]] = {"token-overlap": lambda q: token_overlap_rank(q, documents, limit=DEPTH)}
+    channels: dict[str, Callable[[str], list[str]]] = {
+        "token-overlap": lambda q: token_overlap_rank(q, documents, limit=DEPTH)
+    }
     for name, options in search_rows().items():
         channels[name] = lambda q, options=options: _documents(q, scope, options)
     judged = {q: text for q, text in dataset.queries.items() if q in dataset.qrels}
-    return {name: evaluate({q: rank(text) for q, text in judged.items()}, dataset.qrels, k=k) for name, rank in channels.items()}
+    return {
+        name: evaluate({q: rank(text) for q, text in judged.items()}, dataset.qrels, k=k)
+        for name, rank in channels.items()
+    }
 
 
 def dataset_context(dataset: Dataset, source: Source) -> dict[str, float]:
@@ -128,15 +149,20 @@ def dataset_context(dataset: Dataset, source: Source) -> dict[str, float]:
         best = max(grades.values())
         relevant = {doc for doc, grade in grades.items() if grade > 0}
         shown = {path for path, _, _ in spans}
-        return {"context": float(bool(relevant & shown)),
-                "best": float(best > 0 and any(grades.get(doc) == best for doc in shown)),
-                "recall": len(relevant & shown) / len(relevant) if relevant else 0.0}
+        return {
+            "context": float(bool(relevant & shown)),
+            "best": float(best > 0 and any(grades.get(doc) == best for doc in shown)),
+            "recall": len(relevant & shown) / len(relevant) if relevant else 0.0,
+        }
 
-    return _context_coverage([(text, lambda spans, q=q: inside(q, spans)) for q, text in judged], scope, Source.Kind.DATASET)
+    return _context_coverage(
+        [(text, lambda spans, q=q: inside(q, spans)) for q, text in judged], scope, Source.Kind.DATASET
+    )
 
 
-def _context_coverage(queries: list[tuple[str, Callable[[list[tuple[str, int, int]]], dict[str, float]]]], scope: Scope,
-                      kind: str) -> dict[str, float]:
+def _context_coverage(
+    queries: list[tuple[str, Callable[[list[tuple[str, int, int]]], dict[str, float]]]], scope: Scope, kind: str
+) -> dict[str, float]:
     """``{"<metric>@<budget>": mean}`` of what ``inside`` says of each query's context: one search per query,
     assembled at every budget.
 
@@ -210,8 +236,11 @@ def search_rows() -> dict[str, dict]:
         cross_encoder = replace(config, rerank=replace(config.rerank, backend=RerankBackend.CROSS_ENCODER))
         rows["fused+rerank"] = {"mode": Mode.HYBRID, "rerank": True, "config": cross_encoder}
     if settings.RAG_RERANK_BACKEND == RerankBackend.LLM:
-        rows["fused+llm-rerank"] = {"mode": Mode.HYBRID, "rerank": True,
-                                    "config": replace(config, rerank=replace(config.rerank, backend=RerankBackend.LLM))}
+        rows["fused+llm-rerank"] = {
+            "mode": Mode.HYBRID,
+            "rerank": True,
+            "config": replace(config, rerank=replace(config.rerank, backend=RerankBackend.LLM)),
+        }
     return rows
 
 
@@ -281,13 +310,17 @@ def code_evaluate(queries: list[CodeQuery], root, *, k: int = 10) -> dict[str, d
 
     def overlap(query: CodeQuery) -> list[tuple[str, int, int]]:
         wanted = tokens(query.text)
-        scored = sorted(((len(wanted & words) / len(wanted), where) for where, words in chunk_tokens if wanted & words),
-                        key=lambda pair: (-pair[0], pair[1]))
+        scored = sorted(
+            ((len(wanted & words) / len(wanted), where) for where, words in chunk_tokens if wanted & words),
+            key=lambda pair: (-pair[0], pair[1]),
+        )
         return [where for _, where in scored[:k]]
 
     def search(options: dict) -> Callable[[CodeQuery], list[tuple[str, int, int]]]:
-        return lambda q: [(h.chunk.path, h.chunk.start_line, h.chunk.end_line)
-                          for h in _searched(query=q.text, k=k, scope=scope, **options)]
+        return lambda q: [
+            (h.chunk.path, h.chunk.start_line, h.chunk.end_line)
+            for h in _searched(query=q.text, k=k, scope=scope, **options)
+        ]
 
     channels = {"token-overlap": overlap, **{name: search(options) for name, options in search_rows().items()}}
     report = {}
@@ -295,8 +328,16 @@ def code_evaluate(queries: list[CodeQuery], root, *, k: int = 10) -> dict[str, d
         firsts = []
         for query in queries:
             found = rank(query)
-            firsts.append(next((i for i, (path, start, end) in enumerate(found, start=1)
-                                if path == query.path and start <= query.end_line and end >= query.start_line), None))
+            firsts.append(
+                next(
+                    (
+                        i
+                        for i, (path, start, end) in enumerate(found, start=1)
+                        if path == query.path and start <= query.end_line and end >= query.start_line
+                    ),
+                    None,
+                )
+            )
         report[name] = hit_metrics(firsts, k=k)
     return report
 
@@ -307,8 +348,14 @@ def code_context(queries: list[CodeQuery], root) -> dict[str, float]:
     scope = Scope(kinds=(Source.Kind.FILE,), source_ids=source_ids)
 
     def inside(query: CodeQuery, spans: list[tuple[str, int, int]]) -> dict[str, float]:
-        return {"context": float(any(path == query.path and start <= query.end_line and end >= query.start_line
-                                     for path, start, end in spans))}
+        return {
+            "context": float(
+                any(
+                    path == query.path and start <= query.end_line and end >= query.start_line
+                    for path, start, end in spans
+                )
+            )
+        }
 
     return _context_coverage([(q.text, lambda spans, q=q: inside(q, spans)) for q in queries], scope, Source.Kind.FILE)
 

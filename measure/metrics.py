@@ -32,7 +32,9 @@ def mrr_at(ranking: Sequence[str], relevance: Mapping[str, int], k: int) -> floa
     return 0.0
 
 
-def evaluate(run: Mapping[str, Sequence[str]], qrels: Mapping[str, Mapping[str, int]], *, k: int = 10) -> dict[str, float]:
+def evaluate(
+    run: Mapping[str, Sequence[str]], qrels: Mapping[str, Mapping[str, int]], *, k: int = 10
+) -> dict[str, float]:
     """Mean nDCG@k, Recall@k, Recall@100 and MRR@k over the judged queries."""
     judged = [q for q, rel in qrels.items() if any(r > 0 for r in rel.values())]
     if not judged:
@@ -65,6 +67,8 @@ def token_overlap_rank(query: str, documents: Mapping[str, set[str]], *, limit: 
 def hit_metrics(first_correct: Sequence[int | None], *, k: int = 10) -> dict[str, float]:
     """hit@1/5/k and MRR@k from each query's first correct rank (None: not found)."""
     count = len(first_correct) or 1
-    report = {f"hit@{cut}": sum(1 for r in first_correct if r is not None and r <= cut) / count for cut in sorted({1, 5, k})}
+    report = {
+        f"hit@{cut}": sum(1 for r in first_correct if r is not None and r <= cut) / count for cut in sorted({1, 5, k})
+    }
     report[f"mrr@{k}"] = sum(1.0 / r for r in first_correct if r is not None and r <= k) / count
     return {name: round(value, 4) for name, value in report.items()}

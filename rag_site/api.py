@@ -30,7 +30,9 @@ def _field(location: list) -> str:
 @api.exception_handler(ValidationError)
 def validation_error(request, exc: ValidationError):
     messages = [f"{_field(list(err.get('loc', [])))}: {err.get('msg', 'invalid')}" for err in exc.errors]
-    return api.create_response(request, {"error": "invalid request: " + "; ".join(messages), "detail": messages}, status=422)
+    return api.create_response(
+        request, {"error": "invalid request: " + "; ".join(messages), "detail": messages}, status=422
+    )
 
 
 @api.exception_handler(ApplicationError)

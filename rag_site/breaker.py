@@ -46,8 +46,9 @@ _client: redis.Redis | None = None
 def redis_connect(url: str) -> redis.Redis:
     """A client that gives up fast: short timeouts, and one immediate retry (for a connection
     gone stale across a Redis restart) instead of redis-py's default backoff, seconds per command."""
-    return redis.Redis.from_url(url, socket_timeout=0.5, socket_connect_timeout=0.5, decode_responses=True,
-                                retry=Retry(NoBackoff(), 1))
+    return redis.Redis.from_url(
+        url, socket_timeout=0.5, socket_connect_timeout=0.5, decode_responses=True, retry=Retry(NoBackoff(), 1)
+    )
 
 
 def _redis() -> redis.Redis:
@@ -98,8 +99,13 @@ class Breaker:
     across processes, so it is wall time, injectable for tests.
     """
 
-    def __init__(self, *, redis_client: Callable[[], redis.Redis] | None = _redis,
-                 clock: Callable[[], float] = time.time, prefix: str = PREFIX) -> None:
+    def __init__(
+        self,
+        *,
+        redis_client: Callable[[], redis.Redis] | None = _redis,
+        clock: Callable[[], float] = time.time,
+        prefix: str = PREFIX,
+    ) -> None:
         self._redis_client = redis_client
         self._clock = clock
         self._prefix = prefix
@@ -119,7 +125,9 @@ class Breaker:
         if self._clock() < opened_until:
             return Admission(allowed=False, opened_until=opened_until)
         # Half-open: the lease expires on its own, so a probe whose process died frees the model.
-        leased = self._run(lambda store: store.set(self._key("probe", model), "1", nx=True, px=max(1, int(probe_seconds * 1000))))
+        leased = self._run(
+            lambda store: store.set(self._key("probe", model), "1", nx=True, px=max(1, int(probe_seconds * 1000)))
+        )
         return Admission(allowed=bool(leased), probe=bool(leased), opened_until=opened_until)
 
     def trip(self, model: str, *, seconds: float, reason: str) -> float:
@@ -196,7 +204,7 @@ class Breaker:
         shared = shared and self._redis_usable()
         per_model = 3 + RECENT_MINUTES
         return [
-            _status(name, replies[i * per_model:(i + 1) * per_model], now=now, shared=shared)
+            _status(name, replies[i * per_model : (i + 1) * per_model], now=now, shared=shared)
             for i, name in enumerate(names)
         ]
 
@@ -213,8 +221,11 @@ class Breaker:
                 return operation(self._redis_client())
             except redis.RedisError as exc:
                 # A breaker that fails the call it guards would be worse than none.
-                log.warning("LLM breaker state kept in this process for %.0f s (Redis unreachable): %s",
-                            REDIS_RETRY_SECONDS, exc)
+                log.warning(
+                    "LLM breaker state kept in this process for %.0f s (Redis unreachable): %s",
+                    REDIS_RETRY_SECONDS,
+                    exc,
+                )
                 self._redis_down_until = time.monotonic() + REDIS_RETRY_SECONDS
         return operation(self._local)
 
@@ -232,11 +243,18 @@ def _status(model: str, replies: list, *, now: float, shared: bool) -> ModelStat
             errors[kind] = errors.get(kind, 0) + int(count)
     samples = sorted(float(value) for value in latencies)
     return ModelStatus(
-        model=model, state=state, opened_until=opened_until, reason=record.get("reason", ""),
-        errors=errors, last_error=info.get("last_error", ""), last_error_at=_float(info.get("last_error_at")),
-        latency_samples=len(samples), latency_p50_ms=_percentile(samples, 0.50),
+        model=model,
+        state=state,
+        opened_until=opened_until,
+        reason=record.get("reason", ""),
+        errors=errors,
+        last_error=info.get("last_error", ""),
+        last_error_at=_float(info.get("last_error_at")),
+        latency_samples=len(samples),
+        latency_p50_ms=_percentile(samples, 0.50),
         latency_p95_ms=_percentile(samples, 0.95),
-        latency_mean_ms=round(sum(samples) / len(samples), 1) if samples else None, shared=shared,
+        latency_mean_ms=round(sum(samples) / len(samples), 1) if samples else None,
+        shared=shared,
     )
 
 
@@ -304,12 +322,12 @@ class _MemoryStore:
 
     def ltrim(self, key: str, start: int, end: int) -> None:
         with self._lock:
-            self._data[key] = self._get(key, [])[start:end + 1]
+            self._data[key] = self._get(key, [])[start : end + 1]
 
     def lrange(self, key: str, start: int, end: int) -> list:
         with self._lock:
             values = self._get(key, [])
-            return list(values[start:] if end == -1 else values[start:end + 1])
+            return list(values[start:] if end == -1 else values[start : end + 1])
 
     def sadd(self, key: str, member: str) -> None:
         with self._lock:

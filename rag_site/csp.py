@@ -38,16 +38,39 @@ DEFAULT_POLICY: dict[str, list[str]] = {
 # Directives that fall back to default-src when absent (CSP Level 3): an extra
 # source for one of them starts from default-src's list, or adding a CDN to
 # img-src would silently drop the site's own images.
-_FETCH = {"child-src", "connect-src", "font-src", "frame-src", "img-src", "manifest-src", "media-src", "object-src",
-          "script-src", "style-src", "worker-src"}
+_FETCH = {
+    "child-src",
+    "connect-src",
+    "font-src",
+    "frame-src",
+    "img-src",
+    "manifest-src",
+    "media-src",
+    "object-src",
+    "script-src",
+    "style-src",
+    "worker-src",
+}
 # The -elem and -attr forms fall back to their parent first.
-_PARENT = {"script-src-elem": "script-src", "script-src-attr": "script-src",
-           "style-src-elem": "style-src", "style-src-attr": "style-src"}
+_PARENT = {
+    "script-src-elem": "script-src",
+    "script-src-attr": "script-src",
+    "style-src-elem": "style-src",
+    "style-src-attr": "style-src",
+}
 _OTHER = {"default-src", "base-uri", "form-action", "frame-ancestors", "report-uri", "report-to"}
 DIRECTIVES = _FETCH | set(_PARENT) | _OTHER
 
-_KEYWORDS = {"self", "none", "unsafe-inline", "unsafe-eval", "unsafe-hashes", "strict-dynamic", "report-sample",
-             "wasm-unsafe-eval"}
+_KEYWORDS = {
+    "self",
+    "none",
+    "unsafe-inline",
+    "unsafe-eval",
+    "unsafe-hashes",
+    "strict-dynamic",
+    "report-sample",
+    "wasm-unsafe-eval",
+}
 _NONCE_OR_HASH = re.compile(r"'(?:nonce|sha256|sha384|sha512)-[A-Za-z0-9+/_=-]+'")
 
 

@@ -95,16 +95,18 @@ def postgres_tune(data_dir: Path) -> bool:
     if not conf.exists():
         return False
     shared_buffers = shared_buffers_setting()
-    wanted = "\n".join((
-        "# Written by rag-site (rag_site/embedded.py, postgres_tune) on every start: edit there, not here.",
-        f"shared_buffers = '{shared_buffers}'",
-        "jit = off",
-        "work_mem = '16MB'",
-        "maintenance_work_mem = '512MB'",
-        "random_page_cost = 1.1",
-        "effective_cache_size = '8GB'",
-        "",
-    ))
+    wanted = "\n".join(
+        (
+            "# Written by rag-site (rag_site/embedded.py, postgres_tune) on every start: edit there, not here.",
+            f"shared_buffers = '{shared_buffers}'",
+            "jit = off",
+            "work_mem = '16MB'",
+            "maintenance_work_mem = '512MB'",
+            "random_page_cost = 1.1",
+            "effective_cache_size = '8GB'",
+            "",
+        )
+    )
     tuning = data_dir / TUNING_FILE
     changed = not tuning.exists() or tuning.read_text() != wanted
     if changed:

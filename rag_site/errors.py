@@ -48,8 +48,16 @@ class Forbidden(ApplicationError):
 
 
 # How each kind of service error is said in HTTP (the API and /mcp); the most specific class first.
-HTTP_STATUSES = ((InvalidInput, 422), (NotFound, 404), (Conflict, 409), (Cooldown, 429), (Unavailable, 503),
-                 (Unauthenticated, 401), (Forbidden, 403), (ApplicationError, 400))
+HTTP_STATUSES = (
+    (InvalidInput, 422),
+    (NotFound, 404),
+    (Conflict, 409),
+    (Cooldown, 429),
+    (Unavailable, 503),
+    (Unauthenticated, 401),
+    (Forbidden, 403),
+    (ApplicationError, 400),
+)
 
 
 def http_status(exc: ApplicationError) -> int:

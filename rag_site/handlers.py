@@ -33,7 +33,9 @@ def bad_request(request, exception=None):
 def not_found(request, exception=None):
     if not _api(request):
         return defaults.page_not_found(request, exception)
-    return JsonResponse({"error": f"no such endpoint: {request.method} {request.path} (see /api/docs)", "detail": []}, status=404)
+    return JsonResponse(
+        {"error": f"no such endpoint: {request.method} {request.path} (see /api/docs)", "detail": []}, status=404
+    )
 
 
 def server_error(request):
@@ -54,8 +56,9 @@ def database_unavailable(request: HttpRequest) -> HttpResponse:
         error = {"code": JSONRPC_SERVER_ERROR, "message": DATABASE_UNAVAILABLE}
         response = JsonResponse({"jsonrpc": "2.0", "id": _jsonrpc_id(request), "error": error}, status=503)
     else:
-        response = HttpResponse(f"Service unavailable: {DATABASE_UNAVAILABLE}.", status=503,
-                                content_type="text/plain; charset=utf-8")
+        response = HttpResponse(
+            f"Service unavailable: {DATABASE_UNAVAILABLE}.", status=503, content_type="text/plain; charset=utf-8"
+        )
     response["Retry-After"] = str(DATABASE_RETRY_AFTER_SECONDS)
     return response
 

@@ -96,9 +96,13 @@ class LLMConfig:
     @classmethod
     def from_settings(cls) -> "LLMConfig":
         return cls(
-            base_url=settings.RAG_LLM_BASE_URL, api_key=settings.RAG_LLM_API_KEY, model=settings.RAG_LLM_MODEL,
-            fallback_models=tuple(settings.RAG_LLM_FALLBACK_MODELS), timeout=settings.RAG_LLM_TIMEOUT,
-            max_retries=settings.RAG_LLM_MAX_RETRIES, retry_initial_wait=settings.RAG_LLM_RETRY_INITIAL_WAIT,
+            base_url=settings.RAG_LLM_BASE_URL,
+            api_key=settings.RAG_LLM_API_KEY,
+            model=settings.RAG_LLM_MODEL,
+            fallback_models=tuple(settings.RAG_LLM_FALLBACK_MODELS),
+            timeout=settings.RAG_LLM_TIMEOUT,
+            max_retries=settings.RAG_LLM_MAX_RETRIES,
+            retry_initial_wait=settings.RAG_LLM_RETRY_INITIAL_WAIT,
             rate_limit_initial_wait=settings.RAG_LLM_RATE_LIMIT_INITIAL_WAIT,
             cooldown_seconds=settings.RAG_LLM_FALLBACK_COOLDOWN_SECONDS,
         )
@@ -163,26 +167,46 @@ class LLMClient:
     defaults to the Redis-backed one every process shares.
     """
 
-    def __init__(self, config: LLMConfig, *, breaker: Breaker | None = None, sleep: Callable[[float], None] = time.sleep,
-                 jitter: Callable[[], float] = random.random, http: httpx.Client | None = None) -> None:
+    def __init__(
+        self,
+        config: LLMConfig,
+        *,
+        breaker: Breaker | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+        jitter: Callable[[], float] = random.random,
+        http: httpx.Client | None = None,
+    ) -> None:
         self.config = config
         self.breaker = breaker or process_breaker()
         self._sleep = sleep
         self._jitter = jitter
         headers = {"Authorization": f"Bearer {config.api_key}"} if config.api_key else {}
-        self._http = http or httpx.Client(base_url=config.base_url.rstrip("/") + "/", headers=headers,
-                                          timeout=config.timeout)
+        self._http = http or httpx.Client(
+            base_url=config.base_url.rstrip("/") + "/", headers=headers, timeout=config.timeout
+        )
 
     def with_options(self, **changes: Any) -> "LLMClient":
         """The same connections and breaker with other settings, e.g. ``max_retries=0`` at query time."""
-        return LLMClient(replace(self.config, **changes), breaker=self.breaker, sleep=self._sleep,
-                         jitter=self._jitter, http=self._http)
+        return LLMClient(
+            replace(self.config, **changes),
+            breaker=self.breaker,
+            sleep=self._sleep,
+            jitter=self._jitter,
+            http=self._http,
+        )
 
     def close(self) -> None:
         self._http.close()
 
-    def chat(self, messages: Sequence[dict[str, str]], *, max_tokens: int, temperature: float = 0.0,
-             models: Sequence[str] | None = None, extra_body: dict[str, Any] | None = None) -> str:
+    def chat(
+        self,
+        messages: Sequence[dict[str, str]],
+        *,
+        max_tokens: int,
+        temperature: float = 0.0,
+        models: Sequence[str] | None = None,
+        extra_body: dict[str, Any] | None = None,
+    ) -> str:
         """The assistant's text for ``messages`` (``{"role": ..., "content": ...}``), from the first model of the chain that answers.
 
         ``models`` replaces the configured chain (``RAG_LLM_MODEL`` then
@@ -194,16 +218,25 @@ class LLMClient:
             raise LLMNotConfigured("no language model to call: set RAG_LLM_MODEL")
 
         def call(model: str) -> str:
-            body = {**(extra_body or {}), "model": model, "messages": list(messages), "max_tokens": max_tokens,
-                    "temperature": temperature}
+            body = {
+                **(extra_body or {}),
+                "model": model,
+                "messages": list(messages),
+                "max_tokens": max_tokens,
+                "temperature": temperature,
+            }
             reply = self._post("chat/completions", body)
             try:
                 return reply["choices"][0]["message"].get("content") or ""
             except (KeyError, IndexError, TypeError, AttributeError):
                 raise AttemptError(ErrorKind.BAD_RESPONSE, "no choices[0].message in the answer") from None
 
-        log.debug("LLM chat: %d messages, %d characters, max_tokens %d", len(messages),
-                  sum(len(str(m.get("content", ""))) for m in messages), max_tokens)
+        log.debug(
+            "LLM chat: %d messages, %d characters, max_tokens %d",
+            len(messages),
+            sum(len(str(m.get("content", ""))) for m in messages),
+            max_tokens,
+        )
         return self._run(chain, call)
 
     def embed(self, texts: Sequence[str], *, model: str, dimensions: int | None = None) -> list[list[float]]:
@@ -248,8 +281,10 @@ class LLMClient:
             reopen.append(self.breaker.trip(model, seconds=cooldown, reason=f"{error.kind}: {error.message}"))
             failures.append({"model": model, "error": str(error.kind), "message": error.message, "attempts": attempts})
         retry_after = max(1, round(min(reopen) - self.breaker.now())) if reopen else None
-        raise LLMUnavailable(f"the language model is unavailable: {_summary(failures)}",
-                             details={"models": failures, "retry_after_seconds": retry_after})
+        raise LLMUnavailable(
+            f"the language model is unavailable: {_summary(failures)}",
+            details={"models": failures, "retry_after_seconds": retry_after},
+        )
 
     def _attempts(self, model: str, call: Callable[[str], Any], *, tries: int | None):
         tries = tries or self.config.max_retries + 1
@@ -260,13 +295,15 @@ class LLMClient:
             except AttemptError as error:
                 self.breaker.record_error(model, kind=str(error.kind), message=error.message)
                 if error.kind is ErrorKind.REJECTED:
-                    raise LLMRejected(f"the language model refused the request ({model}): {error.message}",
-                                      details={"model": model}) from None
+                    raise LLMRejected(
+                        f"the language model refused the request ({model}): {error.message}", details={"model": model}
+                    ) from None
                 wait = self._wait(error, attempt) if error.kind.retryable and attempt + 1 < tries else None
                 if wait is None:
                     return None, error, attempt + 1
-                log.warning("LLM %s: %s (attempt %d of %d); retrying in %.1f s",
-                            model, error.kind, attempt + 1, tries, wait)
+                log.warning(
+                    "LLM %s: %s (attempt %d of %d); retrying in %.1f s", model, error.kind, attempt + 1, tries, wait
+                )
                 self._sleep(wait)
             else:
                 self.breaker.record_success(model, latency_seconds=time.monotonic() - started)
@@ -278,7 +315,11 @@ class LLMClient:
             # The server said when: sooner is refused again. Longer than we
             # would wait: skip to the next model (the breaker keeps it away that long).
             return error.retry_after if error.retry_after <= self.config.max_wait else None
-        base = self.config.rate_limit_initial_wait if error.kind is ErrorKind.RATE_LIMIT else self.config.retry_initial_wait
+        base = (
+            self.config.rate_limit_initial_wait
+            if error.kind is ErrorKind.RATE_LIMIT
+            else self.config.retry_initial_wait
+        )
         return backoff_wait(attempt, base=base, cap=self.config.max_wait, jitter=self._jitter)
 
     # --- the wire -----------------------------------------------------------
@@ -292,12 +333,15 @@ class LLMClient:
         if response.status_code >= 400:
             kind = status_kind(response.status_code)
             retry_after = retry_after_seconds(response.headers) if kind.retryable else None
-            raise AttemptError(kind, f"HTTP {response.status_code} {self._provider_text(response)}".rstrip(),
-                               retry_after=retry_after)
+            raise AttemptError(
+                kind, f"HTTP {response.status_code} {self._provider_text(response)}".rstrip(), retry_after=retry_after
+            )
         try:
             return response.json()
         except ValueError:
-            raise AttemptError(ErrorKind.BAD_RESPONSE, f"HTTP {response.status_code} with a body that is not JSON") from None
+            raise AttemptError(
+                ErrorKind.BAD_RESPONSE, f"HTTP {response.status_code} with a body that is not JSON"
+            ) from None
 
     def _provider_text(self, response: httpx.Response) -> str:
         try:
@@ -320,8 +364,9 @@ def _vectors(reply: Any, *, count: int, dimensions: int | None) -> list[list[flo
         raise AttemptError(ErrorKind.BAD_RESPONSE, f"{len(vectors)} vectors for {count} texts")
     sizes = {len(v) for v in vectors}
     if len(sizes) != 1 or (dimensions is not None and sizes != {dimensions}):
-        raise AttemptError(ErrorKind.BAD_RESPONSE,
-                           f"vectors of {sorted(sizes)} dimensions, asked for {dimensions or 'one size'}")
+        raise AttemptError(
+            ErrorKind.BAD_RESPONSE, f"vectors of {sorted(sizes)} dimensions, asked for {dimensions or 'one size'}"
+        )
     return vectors
 
 

@@ -25,7 +25,9 @@ def control_characters_message(value: str, where: str) -> str | None:
     found = CONTROL.search(value)
     if found is None:
         return None
-    return f"{where} contains a control character (U+{ord(found.group()):04X}); NUL and control characters are not allowed"
+    return (
+        f"{where} contains a control character (U+{ord(found.group()):04X}); NUL and control characters are not allowed"
+    )
 
 
 class RefuseControlCharacters:
@@ -44,7 +46,8 @@ class RefuseControlCharacters:
             if problem:
                 break
             problem = control_characters_message(name, "a query-string parameter name") or next(
-                (m for v in values if (m := control_characters_message(v, f"query-string parameter {name!r}"))), None)
+                (m for v in values if (m := control_characters_message(v, f"query-string parameter {name!r}"))), None
+            )
         if problem is None:
             return self.get_response(request)
         if request.path.startswith("/api/"):
@@ -93,8 +96,12 @@ class RetryLostConnection:
         repeatable = request.method in _READ_METHODS or getattr(request, "database_read_only", False)
         if not repeatable or in_transaction:
             return _unavailable(request, exception)
-        log.warning("database connection lost during %s %s (%s): running it again on a fresh connection",
-                    request.method, request.path, type(exception).__name__)
+        log.warning(
+            "database connection lost during %s %s (%s): running it again on a fresh connection",
+            request.method,
+            request.path,
+            type(exception).__name__,
+        )
         match = request.resolver_match
         try:
             response = match.func(request, *match.args, **match.kwargs)

@@ -137,8 +137,11 @@ if _database_url is None:
 # Health checks: a kept connection that PostgreSQL dropped while it was idle (a
 # restart, pg_terminate_backend) is found with one cheap query at a request's
 # first use and replaced, instead of failing that request.
-DATABASES = {"default": dj_database_url.parse(_database_url, conn_max_age=env_int("DB_CONN_MAX_AGE", 60, minimum=0),
-                                              conn_health_checks=True)}
+DATABASES = {
+    "default": dj_database_url.parse(
+        _database_url, conn_max_age=env_int("DB_CONN_MAX_AGE", 60, minimum=0), conn_health_checks=True
+    )
+}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [
@@ -402,7 +405,9 @@ RAG_LLM_API_KEY = env_str("RAG_LLM_API_KEY", "")  # or RAG_LLM_API_KEY_FILE; nev
 RAG_LLM_MODEL = env_str("RAG_LLM_MODEL", "")
 RAG_LLM_FALLBACK_MODELS = env_list("RAG_LLM_FALLBACK_MODELS", [])
 if (RAG_LLM_MODEL or RAG_LLM_FALLBACK_MODELS) and not RAG_LLM_BASE_URL:
-    raise ImproperlyConfigured("RAG_LLM_MODEL or RAG_LLM_FALLBACK_MODELS is set but RAG_LLM_BASE_URL is empty: name the API's base URL")
+    raise ImproperlyConfigured(
+        "RAG_LLM_MODEL or RAG_LLM_FALLBACK_MODELS is set but RAG_LLM_BASE_URL is empty: name the API's base URL"
+    )
 RAG_LLM_TIMEOUT = env_float("RAG_LLM_TIMEOUT", 60.0, minimum=0.1, maximum=3600.0)
 # Retries after a model's first failure (rate limits, timeouts, lost
 # connections, 500/502/503/504), each after a full-jitter wait drawn from
@@ -428,14 +433,22 @@ RAG_CONTEXTUAL_MAX_TOKENS = env_int("RAG_CONTEXTUAL_MAX_TOKENS", 150, minimum=16
 # Description requests in flight at once per indexing process.
 RAG_CONTEXTUAL_CONCURRENCY = env_int("RAG_CONTEXTUAL_CONCURRENCY", 5, minimum=1, maximum=64)
 if RAG_CONTEXTUAL_RETRIEVAL and not RAG_LLM_BASE_URL:
-    raise ImproperlyConfigured("RAG_CONTEXTUAL_RETRIEVAL is on but RAG_LLM_BASE_URL is empty: name the API that writes the descriptions")
+    raise ImproperlyConfigured(
+        "RAG_CONTEXTUAL_RETRIEVAL is on but RAG_LLM_BASE_URL is empty: name the API that writes the descriptions"
+    )
 if RAG_CONTEXTUAL_RETRIEVAL and not RAG_CONTEXTUAL_MODEL:
-    raise ImproperlyConfigured("RAG_CONTEXTUAL_RETRIEVAL is on but no model is named: set RAG_CONTEXTUAL_MODEL or RAG_LLM_MODEL")
+    raise ImproperlyConfigured(
+        "RAG_CONTEXTUAL_RETRIEVAL is on but no model is named: set RAG_CONTEXTUAL_MODEL or RAG_LLM_MODEL"
+    )
 # An API embedding model (RAG_EMBEDDING_MODEL, or a root's or segment's model
 # name, "api:<model>[@<dimensions>]") is served by the same base URL.
 if RAG_EMBEDDING_MODEL.startswith("api:") and not RAG_LLM_BASE_URL:
-    raise ImproperlyConfigured(f"RAG_EMBEDDING_MODEL is {RAG_EMBEDDING_MODEL!r} but RAG_LLM_BASE_URL is empty: name the API that serves it")
+    raise ImproperlyConfigured(
+        f"RAG_EMBEDDING_MODEL is {RAG_EMBEDDING_MODEL!r} but RAG_LLM_BASE_URL is empty: name the API that serves it"
+    )
 if RAG_RERANK_BACKEND == RerankBackend.LLM and not RAG_LLM_BASE_URL:
     raise ImproperlyConfigured("RAG_RERANK_BACKEND is llm but RAG_LLM_BASE_URL is empty: name the API that reranks")
 if RAG_RERANK_BACKEND == RerankBackend.LLM and not (RAG_RERANK_LLM_MODEL or RAG_LLM_MODEL):
-    raise ImproperlyConfigured("RAG_RERANK_BACKEND is llm but no model is named: set RAG_RERANK_LLM_MODEL or RAG_LLM_MODEL")
+    raise ImproperlyConfigured(
+        "RAG_RERANK_BACKEND is llm but no model is named: set RAG_RERANK_LLM_MODEL or RAG_LLM_MODEL"
+    )

@@ -86,7 +86,12 @@ class Supervisor:
         log = open(self.log_path(name), "ab")  # noqa: SIM115 - the child owns it
         try:
             return subprocess.Popen(
-                argv, env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, preexec_fn=_die_with_parent
+                argv,
+                env=env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                preexec_fn=_die_with_parent,
             )
         finally:
             log.close()

@@ -37,7 +37,9 @@ def servers_wanted() -> bool:
     # Read with os.environ, not rag_site.env: this is no setting, so it stays out of env.READ.
     value = os.environ.get("RAG_TEST_SERVERS", "1").strip()
     if value not in ("0", "1"):
-        raise pytest.UsageError(f"RAG_TEST_SERVERS={value!r}: use 1 (start PostgreSQL and Valkey) or 0 (unit tests only)")
+        raise pytest.UsageError(
+            f"RAG_TEST_SERVERS={value!r}: use 1 (start PostgreSQL and Valkey) or 0 (unit tests only)"
+        )
     return value == "1"
 
 

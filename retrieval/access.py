@@ -38,16 +38,25 @@ class Identity:
 
 
 def identity_anonymous(*, address: str = "") -> Identity:
-    return Identity(kind="anonymous", name="anonymous", rate_bucket=f"anon:{address}",
-                    rate_limit=settings.RAG_RATE_LIMIT_ANONYMOUS_PER_MINUTE)
+    return Identity(
+        kind="anonymous",
+        name="anonymous",
+        rate_bucket=f"anon:{address}",
+        rate_limit=settings.RAG_RATE_LIMIT_ANONYMOUS_PER_MINUTE,
+    )
 
 
 def identity_for_key(key: ApiKey) -> Identity:
     limit = settings.RAG_RATE_LIMIT_PER_MINUTE if key.rate_limit_per_minute is None else key.rate_limit_per_minute
     return Identity(
-        kind="key", name=f"API key {key.prefix}", bot_ids=frozenset([key.bot_id] if key.bot_id else []),
-        client_ids=frozenset([key.client_id] if key.client_id else []), channels=frozenset(words(key.channels)),
-        can_manage=key.can_manage, rate_bucket=f"key:{key.pk}", rate_limit=limit,
+        kind="key",
+        name=f"API key {key.prefix}",
+        bot_ids=frozenset([key.bot_id] if key.bot_id else []),
+        client_ids=frozenset([key.client_id] if key.client_id else []),
+        channels=frozenset(words(key.channels)),
+        can_manage=key.can_manage,
+        rate_bucket=f"key:{key.pk}",
+        rate_limit=limit,
     )
 
 
@@ -57,11 +66,18 @@ def identity_for_user(user) -> Identity:
     Superusers see everything; staff may manage (re-index, jobs, roots).
     """
     name = f"user {user.get_username()}"
-    common = {"kind": "user", "name": name, "can_manage": user.is_staff or user.is_superuser,
-              "rate_bucket": f"user:{user.pk}", "rate_limit": settings.RAG_RATE_LIMIT_PER_MINUTE}
+    common = {
+        "kind": "user",
+        "name": name,
+        "can_manage": user.is_staff or user.is_superuser,
+        "rate_bucket": f"user:{user.pk}",
+        "rate_limit": settings.RAG_RATE_LIMIT_PER_MINUTE,
+    }
     if user.is_superuser:
         return Identity(bot_ids=None, client_ids=None, channels=None, **common)
-    grants = AccessGrant.objects.filter(Q(user=user) | Q(group__in=user.groups.all())).values_list("bot_id", "client_id", "channels")
+    grants = AccessGrant.objects.filter(Q(user=user) | Q(group__in=user.groups.all())).values_list(
+        "bot_id", "client_id", "channels"
+    )
     bots, clients, channels = set(), set(), set()
     for bot_id, client_id, granted_channels in grants:
         bots.update([bot_id] if bot_id else [])
@@ -71,8 +87,12 @@ def identity_for_user(user) -> Identity:
 
 
 def scope_for(
-    identity: Identity, *, bot_id: str | None = None, client_id: str | None = None,
-    channels: Iterable[str] | None = None, kinds: Iterable[str] = (),
+    identity: Identity,
+    *,
+    bot_id: str | None = None,
+    client_id: str | None = None,
+    channels: Iterable[str] | None = None,
+    kinds: Iterable[str] = (),
 ) -> Scope:
     """The SQL scope of ``identity``, narrowed by what a request asks for.
 
@@ -83,12 +103,16 @@ def scope_for(
     return Scope(
         bot_ids=_narrowed(identity.bot_ids, [bot_id] if bot_id else None, what="bot", identity=identity),
         client_ids=_narrowed(identity.client_ids, [client_id] if client_id else None, what="client", identity=identity),
-        channels=_narrowed(identity.channels, None if channels is None else list(channels), what="channel", identity=identity),
+        channels=_narrowed(
+            identity.channels, None if channels is None else list(channels), what="channel", identity=identity
+        ),
         kinds=tuple(kinds),
     )
 
 
-def _narrowed(allowed: frozenset[str] | None, asked: list[str] | None, *, what: str, identity: Identity) -> tuple[str, ...] | None:
+def _narrowed(
+    allowed: frozenset[str] | None, asked: list[str] | None, *, what: str, identity: Identity
+) -> tuple[str, ...] | None:
     if asked is None:
         return None if allowed is None else tuple(sorted(allowed))
     refused = sorted(set(asked) - allowed) if allowed is not None else []

@@ -18,11 +18,14 @@ class ApiKeyAdmin(admin.ModelAdmin):
     readonly_fields = ["prefix", "last_used_at", "revoked_at", "created_by", "created_at"]
     fieldsets = [
         (None, {"fields": ["name", "prefix"]}),
-        ("What it may see and do", {
-            "fields": ["bot_id", "client_id", "channels", "can_manage", "rate_limit_per_minute"],
-            "description": "Requests with this key see shared sources plus this bot's, client's and channels'. "
-                           "A request may narrow that, never widen it.",
-        }),
+        (
+            "What it may see and do",
+            {
+                "fields": ["bot_id", "client_id", "channels", "can_manage", "rate_limit_per_minute"],
+                "description": "Requests with this key see shared sources plus this bot's, client's and channels'. "
+                "A request may narrow that, never widen it.",
+            },
+        ),
         ("Lifetime", {"fields": ["expires_at", "revoked_at", "last_used_at", "created_by", "created_at"]}),
     ]
     actions = ["revoke"]
@@ -45,8 +48,13 @@ class ApiKeyAdmin(admin.ModelAdmin):
 
     def response_add(self, request, obj: ApiKey, post_url_continue=None):
         # The key is on this page only: not in a message (messages live in a cookie), not in a log.
-        context = {**self.admin_site.each_context(request), "opts": self.opts, "key": obj, "raw_key": request._new_api_key,
-                   "title": f"API key for {obj.name}"}
+        context = {
+            **self.admin_site.each_context(request),
+            "opts": self.opts,
+            "key": obj,
+            "raw_key": request._new_api_key,
+            "title": f"API key for {obj.name}",
+        }
         response = TemplateResponse(request, "admin/retrieval/apikey/created.html", context)
         response["Cache-Control"] = "no-store"
         return response

@@ -39,7 +39,9 @@ def search_admitted(query: str) -> Iterator[None]:
     with transaction.atomic():
         try:
             with connection.cursor() as cursor:
-                cursor.execute("SELECT set_config('lock_timeout', %s, true)", [f"{settings.RAG_SEARCH_LONG_QUERY_WAIT_MS}ms"])
+                cursor.execute(
+                    "SELECT set_config('lock_timeout', %s, true)", [f"{settings.RAG_SEARCH_LONG_QUERY_WAIT_MS}ms"]
+                )
                 # A random slot: waiters spread over the slots instead of all queueing on the first.
                 cursor.execute("SELECT pg_advisory_xact_lock(%s, %s)", [LOCK_NAMESPACE, random.randrange(slots)])
                 cursor.execute("SELECT set_config('lock_timeout', '0', true)")

@@ -10,7 +10,16 @@ from dataclasses import dataclass
 from retrieval.access import Identity, scope_for
 from retrieval.chunk_ids import chunk_public_id
 from retrieval.schemas import (
-    HitOut, ScopeIn, SearchIn, SearchOut, SkillHitOut, SkillSearchIn, SkillSearchOut, ToolHitOut, ToolSearchIn, ToolSearchOut,
+    HitOut,
+    ScopeIn,
+    SearchIn,
+    SearchOut,
+    SkillHitOut,
+    SkillSearchIn,
+    SkillSearchOut,
+    ToolHitOut,
+    ToolSearchIn,
+    ToolSearchOut,
 )
 from retrieval.scope import Scope
 from retrieval.search import ChannelScore, Hit, Mode, chunks_search, hits_tools
@@ -19,7 +28,9 @@ from sources.models import DESCRIPTION_KEY, Skill, Source, Tool
 
 def payload_scope(identity: Identity, payload: ScopeIn, *, kinds=()) -> Scope:
     """The caller's scope (from its credentials), narrowed by the payload's bot_id, client_id and channels."""
-    return scope_for(identity, bot_id=payload.bot_id, client_id=payload.client_id, channels=payload.channels, kinds=kinds)
+    return scope_for(
+        identity, bot_id=payload.bot_id, client_id=payload.client_id, channels=payload.channels, kinds=kinds
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,12 +43,23 @@ def search_answer(identity: Identity, payload: SearchIn) -> SearchAnswer:
     """What /search answers (the endpoint and the MCP tool ``search``)."""
     scope = payload_scope(identity, payload, kinds=payload.sources)
     hits = chunks_search(
-        query=payload.query, k=payload.k, mode=Mode.parse(payload.mode), scope=scope, mmr=payload.mmr,
-        mmr_lambda=payload.mmr_lambda, rerank=payload.rerank, group=payload.group,
+        query=payload.query,
+        k=payload.k,
+        mode=Mode.parse(payload.mode),
+        scope=scope,
+        mmr=payload.mmr,
+        mmr_lambda=payload.mmr_lambda,
+        rerank=payload.rerank,
+        group=payload.group,
     )
     tools = hits_tools(hits)
-    out = SearchOut(query=payload.query, mode=payload.mode, k=payload.k, warnings=hits.warnings,
-                    hits=[_hit_out(rank, hit, tools) for rank, hit in enumerate(hits, start=1)])
+    out = SearchOut(
+        query=payload.query,
+        mode=payload.mode,
+        k=payload.k,
+        warnings=hits.warnings,
+        hits=[_hit_out(rank, hit, tools) for rank, hit in enumerate(hits, start=1)],
+    )
     return SearchAnswer(out=out, timings=hits.timings)
 
 
@@ -47,9 +69,19 @@ def skills_search_answer(identity: Identity, payload: SkillSearchIn) -> SkillSea
     hits = chunks_search(query=payload.query, k=payload.k, scope=scope, group=True)
     slugs = dict(Skill.objects.filter(source_id__in=[h.chunk.source_id for h in hits]).values_list("source_id", "slug"))
     return SkillSearchOut(
-        query=payload.query, warnings=hits.warnings,
-        skills=[SkillHitOut(slug=slugs[h.chunk.source_id], title=h.title, score=h.score, best_section=h.chunk.context_prefix,
-                            citation=h.citation) for h in hits if h.chunk.source_id in slugs],
+        query=payload.query,
+        warnings=hits.warnings,
+        skills=[
+            SkillHitOut(
+                slug=slugs[h.chunk.source_id],
+                title=h.title,
+                score=h.score,
+                best_section=h.chunk.context_prefix,
+                citation=h.citation,
+            )
+            for h in hits
+            if h.chunk.source_id in slugs
+        ],
     )
 
 
@@ -59,9 +91,15 @@ def tools_search_answer(identity: Identity, payload: ToolSearchIn) -> ToolSearch
     hits = chunks_search(query=payload.query, k=payload.k, scope=scope, group=True)
     tools = hits_tools(hits)
     return ToolSearchOut(
-        query=payload.query, warnings=hits.warnings,
-        tools=[ToolHitOut(key=tools[h.chunk.source_id].key, score=h.score, openai_schema=tools[h.chunk.source_id].openai_schema)
-               for h in hits if h.chunk.source_id in tools],
+        query=payload.query,
+        warnings=hits.warnings,
+        tools=[
+            ToolHitOut(
+                key=tools[h.chunk.source_id].key, score=h.score, openai_schema=tools[h.chunk.source_id].openai_schema
+            )
+            for h in hits
+            if h.chunk.source_id in tools
+        ],
     )
 
 

@@ -14,8 +14,20 @@ from retrieval.auth import READ_AUTH
 from retrieval.context import context_answer
 from retrieval.files import grep_answer, read_answer
 from retrieval.schemas import (
-    API_ERRORS, ContextIn, ContextOut, ErrorOut, GrepIn, GrepOut, ReadIn, ReadOut, SearchIn, SearchOut, SkillSearchIn,
-    SkillSearchOut, ToolSearchIn, ToolSearchOut,
+    API_ERRORS,
+    ContextIn,
+    ContextOut,
+    ErrorOut,
+    GrepIn,
+    GrepOut,
+    ReadIn,
+    ReadOut,
+    SearchIn,
+    SearchOut,
+    SkillSearchIn,
+    SkillSearchOut,
+    ToolSearchIn,
+    ToolSearchOut,
 )
 
 router = Router(tags=["search"], auth=READ_AUTH)
@@ -76,8 +88,16 @@ def read(request, params: Query[ReadIn]):
     character is refused (400); a file that is now a symlink, binary, not
     UTF-8 or too large, or a ``start`` past its end, answers 422.
     """
-    return read_answer(request.auth, root=params.root, path=params.path, start=params.start, end=params.end,
-                       bot_id=params.bot_id, client_id=params.client_id, channels=params.channels)
+    return read_answer(
+        request.auth,
+        root=params.root,
+        path=params.path,
+        start=params.start,
+        end=params.end,
+        bot_id=params.bot_id,
+        client_id=params.client_id,
+        channels=params.channels,
+    )
 
 
 @router.post("/grep", response={200: GrepOut, 404: ErrorOut, **ERRORS})

@@ -102,7 +102,9 @@ class Assembled:
     tokens_used: int = 0
 
 
-def spans_merge(spans: list[Span], *, gap_lines: Callable[[Span, int, int], list[str] | None] | None = None) -> list[Span]:
+def spans_merge(
+    spans: list[Span], *, gap_lines: Callable[[Span, int, int], list[str] | None] | None = None
+) -> list[Span]:
     """Overlapping or adjacent spans of one document as one range, best score first.
 
     Spans at most MERGE_GAP_LINES apart merge too when ``gap_lines(span,
@@ -139,14 +141,20 @@ def _joined(a: Span, b: Span, gap_lines: Callable[[Span, int, int], list[str] | 
         if between is None or len(between) != gap:
             return None
         lines_a = lines_a + between
-    elif gap < 0 and lines_a[len(lines_a) + gap:][:len(lines_b)] != lines_b[:-gap]:
+    elif gap < 0 and lines_a[len(lines_a) + gap :][: len(lines_b)] != lines_b[:-gap]:
         return None
     end = max(a.end_line, b.end_line)
-    lines = lines_a + lines_b[max(-gap, 0):] if b.end_line > a.end_line else lines_a
+    lines = lines_a + lines_b[max(-gap, 0) :] if b.end_line > a.end_line else lines_a
     symbols = [s for s in dict.fromkeys([a.symbol, b.symbol]) if s]
     return replace(
-        a, end_line=end, content="\n".join(lines), score=max(a.score, b.score), symbol=", ".join(symbols),
-        chunk_ids=a.chunk_ids + b.chunk_ids, stale=a.stale or b.stale, pieces=(a.pieces or (a,)) + (b.pieces or (b,)),
+        a,
+        end_line=end,
+        content="\n".join(lines),
+        score=max(a.score, b.score),
+        symbol=", ".join(symbols),
+        chunk_ids=a.chunk_ids + b.chunk_ids,
+        stale=a.stale or b.stale,
+        pieces=(a.pieces or (a,)) + (b.pieces or (b,)),
     )
 
 
@@ -167,7 +175,9 @@ def _one_line(text: str) -> str:
 
 def skill_block(entry: SkillEntry) -> str:
     section = f', section "{_one_line(entry.section)}"' if entry.section else ""
-    return f"- {_one_line(entry.title)} (`{entry.slug}`){section} [{_one_line(entry.citation)}]: {_one_line(entry.why)}\n"
+    return (
+        f"- {_one_line(entry.title)} (`{entry.slug}`){section} [{_one_line(entry.citation)}]: {_one_line(entry.why)}\n"
+    )
 
 
 def file_header(span: Span) -> str:
@@ -211,8 +221,10 @@ def _compacted(span: Span, lines: list[str], keep: int) -> Span:
     tail = keep - head
     first_gone, last_gone = span.start_line + head, span.end_line - tail
     where = (f"root={span.root} " if span.root else "") + f"path={span.path}"
-    marker = _one_line(f"... [lines {first_gone}-{last_gone} omitted: read_range {where} start={first_gone} end={last_gone}] ...")
-    kept = lines[:head] + [marker] + (lines[len(lines) - tail:] if tail else [])
+    marker = _one_line(
+        f"... [lines {first_gone}-{last_gone} omitted: read_range {where} start={first_gone} end={last_gone}] ..."
+    )
+    kept = lines[:head] + [marker] + (lines[len(lines) - tail :] if tail else [])
     return replace(span, content="\n".join(kept), omitted=(first_gone, last_gone))
 
 
@@ -265,8 +277,9 @@ def assemble(skills: list[SkillEntry], spans: list[Span], *, budget: int, count:
     pending = list(spans)
     while pending:
         span = pending.pop(0)
-        overhead = (0 if taken_spans else count(("\n" if taken_skills else "") + FILES_HEADING)) + \
-            (0 if span.document in files else count(file_header(span)))
+        overhead = (0 if taken_spans else count(("\n" if taken_skills else "") + FILES_HEADING)) + (
+            0 if span.document in files else count(file_header(span))
+        )
         block = count(span_block(span))
         if used + overhead + block > budget:
             if span.pieces:
@@ -274,7 +287,9 @@ def assemble(skills: list[SkillEntry], spans: list[Span], *, budget: int, count:
                 # never cuts out the lines that made the range relevant; each waits its turn by its own score.
                 pending = sorted([*span.pieces, *pending], key=lambda candidate: -candidate.score)
                 continue
-            compact = span_compact(span, fits=lambda candidate: used + overhead + count(span_block(candidate)) <= budget)
+            compact = span_compact(
+                span, fits=lambda candidate: used + overhead + count(span_block(candidate)) <= budget
+            )
             if compact is None:
                 dropped.append(Dropped(span.kind, span.citation, span.score, block, over(overhead + block)))
                 continue
@@ -288,13 +303,26 @@ def assemble(skills: list[SkillEntry], spans: list[Span], *, budget: int, count:
     while total > budget and (taken_spans or taken_skills):  # a join the block counts missed
         weakest = taken_spans.pop() if taken_spans else taken_skills.pop()
         size = count(skill_block(weakest) if isinstance(weakest, SkillEntry) else span_block(weakest))
-        dropped.append(Dropped("skill" if isinstance(weakest, SkillEntry) else weakest.kind, weakest.citation,
-                               weakest.score, size, f"over budget: the whole text counted {total} of {budget} tokens"))
+        dropped.append(
+            Dropped(
+                "skill" if isinstance(weakest, SkillEntry) else weakest.kind,
+                weakest.citation,
+                weakest.score,
+                size,
+                f"over budget: the whole text counted {total} of {budget} tokens",
+            )
+        )
         text, blocks = render(taken_skills, taken_spans)
         total = count(text)
     parts = [
-        Part(kind="skill" if isinstance(item, SkillEntry) else item.kind, citation=item.citation, score=item.score,
-             tokens=count(block), content=block if isinstance(item, SkillEntry) else item.content, item=item)
+        Part(
+            kind="skill" if isinstance(item, SkillEntry) else item.kind,
+            citation=item.citation,
+            score=item.score,
+            tokens=count(block),
+            content=block if isinstance(item, SkillEntry) else item.content,
+            item=item,
+        )
         for item, block in blocks
     ]
     return Assembled(text=text, parts=parts, dropped=dropped, tokens_used=total)

@@ -102,12 +102,13 @@ class AnyoneAuth:
 READ_AUTH = [ApiKeyAuth(), SessionAuth(), AnonymousAuth()]
 MANAGE_AUTH = [ApiKeyAuth(), SessionAuth()]
 # Health: every caller gets an answer; a bad key still gets 401; the manage permission adds the details.
-HEALTH_AUTH = [ApiKeyAuth(anyone_when_database_down=True), SessionAuth(anyone_when_database_down=True),
-               AnyoneAuth()]
+HEALTH_AUTH = [ApiKeyAuth(anyone_when_database_down=True), SessionAuth(anyone_when_database_down=True), AnyoneAuth()]
 
 
 def manage_required(request: HttpRequest) -> Identity:
     identity: Identity = request.auth
     if not identity.can_manage:
-        raise Forbidden(f"{identity.name} lacks the manage permission (an API key created with --manage, or a staff account)")
+        raise Forbidden(
+            f"{identity.name} lacks the manage permission (an API key created with --manage, or a staff account)"
+        )
     return identity

@@ -26,7 +26,7 @@ class Channel:
 
     @property
     def name(self) -> str:
-        """"lexical" or "vector:<model id>": how warnings name it, and fusion's key (its weight goes by kind)."""
+        """ "lexical" or "vector:<model id>": how warnings name it, and fusion's key (its weight goes by kind)."""
         return self.kind.value if self.model_id is None else f"{self.kind.value}:{self.model_id}"
 
 
@@ -66,8 +66,13 @@ def thresholded(lists: list[CandidateList]) -> list[CandidateList]:
     for found in lists:
         if found.channel.kind == ChannelKind.VECTOR:
             passing = [c for c in found.candidates if c.score >= c.threshold or c.chunk_id in lexical]
-            found = CandidateList(found.channel, tuple(Candidate(c.chunk_id, rank, c.score, c.source_id, c.path, c.threshold)
-                                                       for rank, c in enumerate(passing, start=1)))
+            found = CandidateList(
+                found.channel,
+                tuple(
+                    Candidate(c.chunk_id, rank, c.score, c.source_id, c.path, c.threshold)
+                    for rank, c in enumerate(passing, start=1)
+                ),
+            )
         kept.append(found)
     return kept
 
@@ -80,11 +85,17 @@ def fused(lists: list[CandidateList], *, method: FusionMethod, lexical_weight: f
     else:
         weights = {ChannelKind.LEXICAL.value: lexical_weight, ChannelKind.VECTOR.value: 1.0}
         if method in (FusionMethod.CONVEX, FusionMethod.MINMAX):
-            pairs = convex_fuse({found.channel.name: [(c.chunk_id, c.score) for c in found.candidates] for found in lists},
-                                weights=weights, minmax=method == FusionMethod.MINMAX)
+            pairs = convex_fuse(
+                {found.channel.name: [(c.chunk_id, c.score) for c in found.candidates] for found in lists},
+                weights=weights,
+                minmax=method == FusionMethod.MINMAX,
+            )
         else:
-            pairs = rrf_fuse({found.channel.name: [c.chunk_id for c in found.candidates] for found in lists},
-                             k=rrf_k, weights=weights)
+            pairs = rrf_fuse(
+                {found.channel.name: [c.chunk_id for c in found.candidates] for found in lists},
+                k=rrf_k,
+                weights=weights,
+            )
     return [Scored(chunk_id, score, *where[chunk_id]) for chunk_id, score in pairs]
 
 

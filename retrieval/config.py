@@ -31,8 +31,12 @@ class LexicalConfig:
 
     @classmethod
     def from_settings(cls) -> "LexicalConfig":
-        return cls(ranking=settings.RAG_LEXICAL_RANKING, max_words=settings.RAG_LEXICAL_MAX_WORDS,
-                   postings=settings.RAG_LEXICAL_POSTINGS, substring_scan=settings.RAG_LEXICAL_SUBSTRING_SCAN)
+        return cls(
+            ranking=settings.RAG_LEXICAL_RANKING,
+            max_words=settings.RAG_LEXICAL_MAX_WORDS,
+            postings=settings.RAG_LEXICAL_POSTINGS,
+            substring_scan=settings.RAG_LEXICAL_SUBSTRING_SCAN,
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,16 +75,23 @@ class SearchConfig:
             fusion=settings.RAG_FUSION,
             lexical_weight=settings.RAG_FUSION_LEXICAL_WEIGHT,
             rrf_k=settings.RAG_RRF_K,
-            thresholds=Thresholds(skill=settings.RAG_SIMILARITY_THRESHOLD_SKILL, file=settings.RAG_SIMILARITY_THRESHOLD_FILE,
-                                  tool=settings.RAG_SIMILARITY_THRESHOLD_TOOL),
+            thresholds=Thresholds(
+                skill=settings.RAG_SIMILARITY_THRESHOLD_SKILL,
+                file=settings.RAG_SIMILARITY_THRESHOLD_FILE,
+                tool=settings.RAG_SIMILARITY_THRESHOLD_TOOL,
+            ),
             mmr_lambda=settings.RAG_MMR_LAMBDA,
-            rerank=RerankConfig(enabled=settings.RAG_RERANK_ENABLED, model=settings.RAG_RERANK_MODEL,
-                                max_chunks=settings.RAG_RERANK_MAX_CHUNKS, min_chars=settings.RAG_RERANK_MIN_CHARS,
-                                score_threshold=settings.RAG_RERANK_SCORE_THRESHOLD,
-                                backend=settings.RAG_RERANK_BACKEND,
-                                llm_models=(settings.RAG_RERANK_LLM_MODEL,) if settings.RAG_RERANK_LLM_MODEL else (),
-                                llm_passage_chars=settings.RAG_RERANK_LLM_PASSAGE_CHARS,
-                                llm_timeout=settings.RAG_RERANK_LLM_TIMEOUT),
+            rerank=RerankConfig(
+                enabled=settings.RAG_RERANK_ENABLED,
+                model=settings.RAG_RERANK_MODEL,
+                max_chunks=settings.RAG_RERANK_MAX_CHUNKS,
+                min_chars=settings.RAG_RERANK_MIN_CHARS,
+                score_threshold=settings.RAG_RERANK_SCORE_THRESHOLD,
+                backend=settings.RAG_RERANK_BACKEND,
+                llm_models=(settings.RAG_RERANK_LLM_MODEL,) if settings.RAG_RERANK_LLM_MODEL else (),
+                llm_passage_chars=settings.RAG_RERANK_LLM_PASSAGE_CHARS,
+                llm_timeout=settings.RAG_RERANK_LLM_TIMEOUT,
+            ),
             lexical=LexicalConfig.from_settings(),
             statement_timeout_ms=settings.RAG_SEARCH_STATEMENT_TIMEOUT_MS,
             hnsw_ef_search=settings.RAG_HNSW_EF_SEARCH,

@@ -49,15 +49,25 @@ def context_search(*, query: str, scope: Scope, k: dict[str, int]) -> tuple[dict
     for kind, wanted in k.items():
         if wanted <= 0:
             continue
-        found = chunks_search(query=query, k=wanted, scope=replace(scope, kinds=(kind,)),
-                              group=kind in (Source.Kind.SKILL, Source.Kind.TOOL))
+        found = chunks_search(
+            query=query,
+            k=wanted,
+            scope=replace(scope, kinds=(kind,)),
+            group=kind in (Source.Kind.SKILL, Source.Kind.TOOL),
+        )
         hits[kind] = list(found)
         warnings.extend(w for w in found.warnings if w not in warnings)
     return hits, warnings
 
 
-def context_assemble(hits: dict[str, list[Hit]], *, query: str, budget: int, encoding: str | None = None,
-                     warnings: list[str] | None = None) -> Context:
+def context_assemble(
+    hits: dict[str, list[Hit]],
+    *,
+    query: str,
+    budget: int,
+    encoding: str | None = None,
+    warnings: list[str] | None = None,
+) -> Context:
     """``context_search``'s hits within ``budget``."""
     skills, spans = context_pieces(hits, query=query)
     assembled = assemble(skills, spans, budget=budget, count=lambda text: token_count(text, encoding=encoding))
@@ -72,28 +82,51 @@ def context_pieces(hits: dict[str, list[Hit]], *, query: str) -> tuple[list[Skil
     return skills, spans_merge(spans, gap_lines=_gap_reader(indexed))
 
 
-def context_for(identity: Identity, *, query: str, budget: int, kinds: list[str], k: dict[str, int],
-                bot_id: str | None = None, client_id: str | None = None, channels: list[str] | None = None) -> Context:
+def context_for(
+    identity: Identity,
+    *,
+    query: str,
+    budget: int,
+    kinds: list[str],
+    k: dict[str, int],
+    bot_id: str | None = None,
+    client_id: str | None = None,
+    channels: list[str] | None = None,
+) -> Context:
     """``context_build`` in the caller's scope (the one scope rule), for the kinds asked (empty: all)."""
     scope = scope_for(identity, bot_id=bot_id, client_id=client_id, channels=channels)
     asked = set(kinds or KINDS)
-    return context_build(query=query, budget=budget, scope=scope, k={kind: k.get(kind, 0) for kind in KINDS if kind in asked})
+    return context_build(
+        query=query, budget=budget, scope=scope, k={kind: k.get(kind, 0) for kind in KINDS if kind in asked}
+    )
 
 
 def _skill_entries(hits: list[Hit], query: str) -> list[SkillEntry]:
-    skills = {s.source_id: s for s in Skill.objects.filter(source_id__in=[h.chunk.source_id for h in hits])
-              .only("source_id", "slug", "indexed_at", "content_hash", "index_status")}
+    skills = {
+        s.source_id: s
+        for s in Skill.objects.filter(source_id__in=[h.chunk.source_id for h in hits]).only(
+            "source_id", "slug", "indexed_at", "content_hash", "index_status"
+        )
+    }
     words = {w.lower() for w in _WORD.findall(query)}
     entries = []
     for hit in hits:
         skill = skills.get(hit.chunk.source_id)
         if skill is None:  # deleted since the search
             continue
-        entries.append(SkillEntry(
-            slug=skill.slug, title=hit.title, section=hit.chunk.context_prefix, citation=hit.citation,
-            why=_why(hit, words), score=hit.score, indexed_at=skill.indexed_at, content_hash=skill.content_hash,
-            stale=skill.index_status != IndexStatus.INDEXED,  # edited, re-index queued or failed
-        ))
+        entries.append(
+            SkillEntry(
+                slug=skill.slug,
+                title=hit.title,
+                section=hit.chunk.context_prefix,
+                citation=hit.citation,
+                why=_why(hit, words),
+                score=hit.score,
+                indexed_at=skill.indexed_at,
+                content_hash=skill.content_hash,
+                stale=skill.index_status != IndexStatus.INDEXED,  # edited, re-index queued or failed
+            )
+        )
     return entries
 
 
@@ -112,7 +145,9 @@ def _spans(hits: list[Hit]) -> tuple[list[Span], dict[str, IndexedFile]]:
         return [], {}
     states = _file_states(hits)
     current = _files_now(hits)
-    roots = dict(WorkspaceRoot.objects.filter(pk__in={_root_id(h.chunk.source) for h in hits}).values_list("pk", "name"))
+    roots = dict(
+        WorkspaceRoot.objects.filter(pk__in={_root_id(h.chunk.source) for h in hits}).values_list("pk", "name")
+    )
     spans, indexed = [], {}
     for hit in hits:
         chunk = hit.chunk
@@ -122,14 +157,28 @@ def _spans(hits: list[Hit]) -> tuple[list[Span], dict[str, IndexedFile]]:
             indexed[document] = state
         root_id = _root_id(chunk.source)
         # A root's file without its index row (caught mid-update) counts as changed: nothing vouches for it.
-        stale = root_id is not None and (state is None or current.get((chunk.source_id, chunk.path)) != (state.size, state.mtime_ns))
-        spans.append(Span(
-            document=document, path=chunk.path or chunk.source.key, start_line=chunk.start_line, end_line=chunk.end_line,
-            content=chunk.content, score=hit.score, kind=chunk.source.kind, root_id=root_id, root=roots.get(root_id, ""),
-            language=chunk.language, symbol=chunk.symbol, chunk_ids=(chunk.pk,),
-            indexed_at=state.indexed_at if state else None, content_hash=state.content_hash if state else chunk.content_hash,
-            stale=stale,
-        ))
+        stale = root_id is not None and (
+            state is None or current.get((chunk.source_id, chunk.path)) != (state.size, state.mtime_ns)
+        )
+        spans.append(
+            Span(
+                document=document,
+                path=chunk.path or chunk.source.key,
+                start_line=chunk.start_line,
+                end_line=chunk.end_line,
+                content=chunk.content,
+                score=hit.score,
+                kind=chunk.source.kind,
+                root_id=root_id,
+                root=roots.get(root_id, ""),
+                language=chunk.language,
+                symbol=chunk.symbol,
+                chunk_ids=(chunk.pk,),
+                indexed_at=state.indexed_at if state else None,
+                content_hash=state.content_hash if state else chunk.content_hash,
+                stale=stale,
+            )
+        )
     return spans, indexed
 
 
@@ -144,11 +193,14 @@ def _gap_reader(indexed: dict[str, IndexedFile]):
             return None
         if span.document not in files:
             current = files_text(root_id=span.root_id, paths=[span.path])[span.path]
-            unchanged = current is not None and (current.size, current.mtime_ns) == (state.size, state.mtime_ns) \
+            unchanged = (
+                current is not None
+                and (current.size, current.mtime_ns) == (state.size, state.mtime_ns)
                 and len(current.text.encode()) == state.size
+            )
             files[span.document] = file_lines(current.text) if unchanged else None
         lines = files[span.document]
-        return lines[first - 1:last] if lines is not None and last <= len(lines) else None
+        return lines[first - 1 : last] if lines is not None and last <= len(lines) else None
 
     return gap_lines
 
@@ -189,26 +241,56 @@ def _tool_schemas(hits: list[Hit]) -> list[dict]:
 def context_answer(identity: Identity, payload: ContextIn) -> ContextOut:
     """``POST /api/v1/context`` and the MCP tool get_context: the request in, the schema out."""
     k = payload.k.model_dump() | ({} if payload.include_tools else {"tool": 0})
-    context = context_for(identity, query=payload.query, budget=payload.budget_tokens, kinds=payload.sources, k=k,
-                          bot_id=payload.bot_id, client_id=payload.client_id, channels=payload.channels)
+    context = context_for(
+        identity,
+        query=payload.query,
+        budget=payload.budget_tokens,
+        kinds=payload.sources,
+        k=k,
+        bot_id=payload.bot_id,
+        client_id=payload.client_id,
+        channels=payload.channels,
+    )
     assembled = context.assembled
     return ContextOut(
-        query=payload.query, tokenizer=settings.RAG_CONTEXT_TOKENIZER, budget_tokens=payload.budget_tokens,
-        tokens_used=assembled.tokens_used, text=assembled.text if payload.format == "markdown" else "",
+        query=payload.query,
+        tokenizer=settings.RAG_CONTEXT_TOKENIZER,
+        budget_tokens=payload.budget_tokens,
+        tokens_used=assembled.tokens_used,
+        text=assembled.text if payload.format == "markdown" else "",
         parts=[_part_out(part) for part in assembled.parts],
-        tools=context.tools, tools_tokens=token_count(json.dumps(context.tools)) if context.tools else 0,
-        dropped=[DroppedOut(kind=d.kind, citation=d.citation, score=d.score, tokens=d.tokens, reason=d.reason)
-                 for d in assembled.dropped],
+        tools=context.tools,
+        tools_tokens=token_count(json.dumps(context.tools)) if context.tools else 0,
+        dropped=[
+            DroppedOut(kind=d.kind, citation=d.citation, score=d.score, tokens=d.tokens, reason=d.reason)
+            for d in assembled.dropped
+        ],
         warnings=context.warnings,
     )
 
 
 def _part_out(part: Part) -> ContextPartOut:
     item = part.item
-    common = {"kind": part.kind, "citation": part.citation, "score": part.score, "tokens": part.tokens,
-              "content": part.content, "indexed_at": item.indexed_at, "content_hash": item.content_hash, "stale": item.stale}
+    common = {
+        "kind": part.kind,
+        "citation": part.citation,
+        "score": part.score,
+        "tokens": part.tokens,
+        "content": part.content,
+        "indexed_at": item.indexed_at,
+        "content_hash": item.content_hash,
+        "stale": item.stale,
+    }
     if isinstance(item, SkillEntry):
         return ContextPartOut(**common, title=item.title, slug=item.slug, section=item.section, why=item.why)
-    return ContextPartOut(**common, root=item.root, path=item.path, start_line=item.start_line, end_line=item.end_line, language=item.language,
-                  symbol=item.symbol, compacted=item.omitted is not None,
-                  omitted_lines=list(item.omitted) if item.omitted else None)
+    return ContextPartOut(
+        **common,
+        root=item.root,
+        path=item.path,
+        start_line=item.start_line,
+        end_line=item.end_line,
+        language=item.language,
+        symbol=item.symbol,
+        compacted=item.omitted is not None,
+        omitted_lines=list(item.omitted) if item.omitted else None,
+    )

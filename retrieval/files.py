@@ -61,8 +61,15 @@ class VisibleRoot:
     symlink_target: str
 
 
-_ROOT_FIELDS = ("name", "path", "max_file_bytes", "scan_secrets", "hard_links_inside", "directory_identity",
-                "symlink_target")
+_ROOT_FIELDS = (
+    "name",
+    "path",
+    "max_file_bytes",
+    "scan_secrets",
+    "hard_links_inside",
+    "directory_identity",
+    "symlink_target",
+)
 _ROOT_COLUMNS = ", ".join(f"r.{name}" for name in _ROOT_FIELDS)
 
 
@@ -125,7 +132,10 @@ def file_lines(text: str) -> list[str]:
 
 
 def files_visible(
-    *, scope: Scope, root: str | None = None, path: str | None = None,
+    *,
+    scope: Scope,
+    root: str | None = None,
+    path: str | None = None,
 ) -> tuple[list[VisibleRoot], list[VisibleFile]]:
     """The roots (``root``: a name or id; None: all) with a source in ``scope``, and their indexed files, in one query.
 
@@ -152,8 +162,8 @@ def files_visible(
     roots: dict[int, VisibleRoot] = {}
     files: dict[tuple[int, str], VisibleFile] = {}
     for root_id, *row in rows:
-        visible = roots.setdefault(root_id, VisibleRoot(root_id, *row[:len(_ROOT_FIELDS)]))
-        indexed = row[len(_ROOT_FIELDS):]
+        visible = roots.setdefault(root_id, VisibleRoot(root_id, *row[: len(_ROOT_FIELDS)]))
+        indexed = row[len(_ROOT_FIELDS) :]
         if indexed[0] is not None:
             # While segments are reassigned a path may briefly have two rows: the first one counts.
             files.setdefault((root_id, indexed[0]), VisibleFile(visible, *indexed))
@@ -161,22 +171,36 @@ def files_visible(
 
 
 def read_answer(
-    identity: Identity, *, root: str, path: str, start: int = 1, end: int | None = None,
-    bot_id: str | None = None, client_id: str | None = None, channels: Iterable[str] | None = None,
+    identity: Identity,
+    *,
+    root: str,
+    path: str,
+    start: int = 1,
+    end: int | None = None,
+    bot_id: str | None = None,
+    client_id: str | None = None,
+    channels: Iterable[str] | None = None,
 ) -> ReadOut:
     """Lines ``start``..``end`` (from 1, inclusive) of one indexed file the caller may see, exactly as on disk now."""
     if problem := path_problem(path):
         raise ApplicationError(f"refused: {problem}", details={"field": "path"})
     if start < 1 or (end is not None and end < start):
-        raise InvalidInput(f"lines {start}-{end} are not a range: start is 1 or more, end not before start",
-                           details={"field": "end" if start >= 1 else "start"})
+        raise InvalidInput(
+            f"lines {start}-{end} are not a range: start is 1 or more, end not before start",
+            details={"field": "end" if start >= 1 else "start"},
+        )
     file, current = file_current(identity, root=root, path=path, bot_id=bot_id, client_id=client_id, channels=channels)
     return _lines_out(file, current, start=start, end=end)
 
 
 def file_current(
-    identity: Identity, *, root: str, path: str,
-    bot_id: str | None = None, client_id: str | None = None, channels: Iterable[str] | None = None,
+    identity: Identity,
+    *,
+    root: str,
+    path: str,
+    bot_id: str | None = None,
+    client_id: str | None = None,
+    channels: Iterable[str] | None = None,
 ) -> tuple[VisibleFile, CurrentText]:
     """One indexed file the caller may see, and its whole text as on disk now (read_range and the viewer)."""
     if problem := path_problem(path):
@@ -198,8 +222,13 @@ def grep_answer(identity: Identity, payload: GrepIn) -> GrepOut:
     """
     deadline = time.monotonic() + settings.RAG_GREP_TIMEOUT_SECONDS
     matcher = grep_matcher(pattern=payload.pattern, regex=payload.regex, case_sensitive=payload.case_sensitive)
-    scope = scope_for(identity, bot_id=payload.bot_id, client_id=payload.client_id, channels=payload.channels,
-                      kinds=[Source.Kind.FILE])
+    scope = scope_for(
+        identity,
+        bot_id=payload.bot_id,
+        client_id=payload.client_id,
+        channels=payload.channels,
+        kinds=[Source.Kind.FILE],
+    )
     roots, files = files_visible(scope=scope, root=payload.root)
     if payload.root is not None:
         chosen = _root_chosen(roots, payload.root)
@@ -214,12 +243,25 @@ def grep_answer(identity: Identity, payload: GrepIn) -> GrepOut:
             if len(matches) == payload.max_matches:
                 stopped = "max matches"  # one more match than asked for: there are more
                 break
-            matches.append(GrepMatchOut(root=file.root.name, path=file.path, line=number,
-                                        text=line[:GREP_LINE_CHARS], citation=f"{file.path}:{number}-{number}"))
+            matches.append(
+                GrepMatchOut(
+                    root=file.root.name,
+                    path=file.path,
+                    line=number,
+                    text=line[:GREP_LINE_CHARS],
+                    citation=f"{file.path}:{number}-{number}",
+                )
+            )
     if stopped is None and counts.timed_out:
         stopped = "time limit"
-    return GrepOut(pattern=payload.pattern, matches=matches, files_searched=counts.searched,
-                   files_skipped=counts.skipped, truncated=stopped is not None, stopped=stopped)
+    return GrepOut(
+        pattern=payload.pattern,
+        matches=matches,
+        files_searched=counts.searched,
+        files_skipped=counts.skipped,
+        truncated=stopped is not None,
+        stopped=stopped,
+    )
 
 
 def grep_matcher(*, pattern: str, regex: bool, case_sensitive: bool) -> GrepMatcher:
@@ -230,11 +272,14 @@ def grep_matcher(*, pattern: str, regex: bool, case_sensitive: bool) -> GrepMatc
     options.literal = not regex
     try:
         line = re2.compile(pattern, options)
-        text = line if not regex else None if _NOT_LINE_LOCAL.search(pattern) else re2.compile("(?m)" + pattern, options)
+        text = (
+            line if not regex else None if _NOT_LINE_LOCAL.search(pattern) else re2.compile("(?m)" + pattern, options)
+        )
     except re2.error as exc:
         reason = exc.args[0].decode("utf-8", "replace") if exc.args and isinstance(exc.args[0], bytes) else str(exc)
-        raise InvalidInput(f"invalid regex (RE2 syntax: no backreferences or lookaround): {reason}",
-                           details={"field": "pattern"}) from None
+        raise InvalidInput(
+            f"invalid regex (RE2 syntax: no backreferences or lookaround): {reason}", details={"field": "pattern"}
+        ) from None
     return GrepMatcher(line=line.search, text=text.search if text is not None else None)
 
 
@@ -286,8 +331,9 @@ def _root_fd(root: VisibleRoot) -> int:
     except RootChanged:
         raise
     except (ApplicationError, OSError):
-        raise Unavailable(f"the directory of root {root.name!r} cannot be opened now (missing, or outside "
-                          "RAG_ROOT_BASE_DIRS)") from None
+        raise Unavailable(
+            f"the directory of root {root.name!r} cannot be opened now (missing, or outside RAG_ROOT_BASE_DIRS)"
+        ) from None
 
 
 def _root_open(root: VisibleRoot) -> int | None:
@@ -340,12 +386,16 @@ def _current_text(root_fd: int, path: str, root: VisibleRoot, *, indexed_hash: s
     if isinstance(text, walk.Skipped):
         return text.reason
     if info.st_nlink > 1 and content_hash(text) != indexed_hash:
-        return f"{walk.HARD_LINK} ({info.st_nlink} links) changed since it was indexed; the next index job checks it again"
+        return (
+            f"{walk.HARD_LINK} ({info.st_nlink} links) changed since it was indexed; the next index job checks it again"
+        )
     return CurrentText(text, info.st_size, info.st_mtime_ns)
 
 
 def _rules(root: VisibleRoot) -> walk.WalkRules:
-    return walk.WalkRules(include=(), exclude_dirs=frozenset(), max_file_bytes=root.max_file_bytes, scan_secrets=root.scan_secrets)
+    return walk.WalkRules(
+        include=(), exclude_dirs=frozenset(), max_file_bytes=root.max_file_bytes, scan_secrets=root.scan_secrets
+    )
 
 
 def _current_or_error(file: VisibleFile) -> CurrentText:
@@ -364,17 +414,27 @@ def _current_or_error(file: VisibleFile) -> CurrentText:
 def _lines_out(file: VisibleFile, current: CurrentText, *, start: int, end: int | None) -> ReadOut:
     lines = file_lines(current.text)
     if start > len(lines):
-        raise InvalidInput(f"line {start} is past the end of {file.path!r} ({len(lines)} lines)",
-                           details={"field": "start", "total_lines": len(lines)})
+        raise InvalidInput(
+            f"line {start} is past the end of {file.path!r} ({len(lines)} lines)",
+            details={"field": "start", "total_lines": len(lines)},
+        )
     cap = settings.RAG_READ_MAX_LINES
     asked = start + cap - 1 if end is None else end
     last = min(asked, start + cap - 1, len(lines))
-    shown, cut = lines_within_chars(lines[start - 1:last], settings.RAG_READ_MAX_CHARS)
+    shown, cut = lines_within_chars(lines[start - 1 : last], settings.RAG_READ_MAX_CHARS)
     last = start + len(shown) - 1
     return ReadOut(
-        root=file.root.name, path=file.path, start_line=start, end_line=last, total_lines=len(lines),
-        content="\n".join(shown), citation=f"{file.path}:{start}-{last}", truncated=cut or asked - start + 1 > cap,
-        language=language_for(file.path), indexed_at=file.indexed_at, indexed_hash=file.content_hash,
+        root=file.root.name,
+        path=file.path,
+        start_line=start,
+        end_line=last,
+        total_lines=len(lines),
+        content="\n".join(shown),
+        citation=f"{file.path}:{start}-{last}",
+        truncated=cut or asked - start + 1 > cap,
+        language=language_for(file.path),
+        indexed_at=file.indexed_at,
+        indexed_hash=file.content_hash,
         stale=(current.size, current.mtime_ns) != (file.size, file.mtime_ns),
     )
 
@@ -392,8 +452,9 @@ def lines_within_chars(lines: list[str], cap: int) -> tuple[list[str], bool]:
     return lines, False
 
 
-def _matching_lines(files: list[VisibleFile], matcher: GrepMatcher, counts: _Counts, *,
-                    deadline: float) -> Iterator[tuple[VisibleFile, int, str]]:
+def _matching_lines(
+    files: list[VisibleFile], matcher: GrepMatcher, counts: _Counts, *, deadline: float
+) -> Iterator[tuple[VisibleFile, int, str]]:
     """(file, line number, line) of every matching line, root by root; counts what was searched and skipped."""
     for root, group in groupby(files, key=attrgetter("root")):
         group = list(group)

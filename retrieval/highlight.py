@@ -81,8 +81,8 @@ def _mark_text(text: str, words: set[str]) -> str:
             continue  # an entity, not a word
         for start, end in _camel_spans(token.group()):
             if token.group()[start:end].lower() in words:
-                out.append(text[last:token.start() + start])
-                out.append(f"<mark>{text[token.start() + start:token.start() + end]}</mark>")
+                out.append(text[last : token.start() + start])
+                out.append(f"<mark>{text[token.start() + start : token.start() + end]}</mark>")
                 last = token.start() + end
     out.append(text[last:])
     return "".join(out)
@@ -106,7 +106,7 @@ def snippet(*, content: str, kind: str, path: str, first_line: int, words: set[s
     lines = content.split("\n")
     first_match = next((n for n, line in enumerate(lines) if {w.lower() for w in word_parts(line)} & words), 0)
     start = max(0, min(first_match - 2, len(lines) - WINDOW_LINES))
-    window = lines[start:start + WINDOW_LINES]
+    window = lines[start : start + WINDOW_LINES]
     text = "\n".join(window)
     if kind == "skill":
         rendered = _MARKDOWN.render(text)
@@ -115,12 +115,18 @@ def snippet(*, content: str, kind: str, path: str, first_line: int, words: set[s
         formatter = HtmlFormatter(nowrap=True)
         numbers = "\n".join(str(first_line + start + n) for n in range(len(window)))
         code = pygments_highlight(text, lexer, formatter).rstrip("\n")
-        rendered = (f'<div class="code"><pre class="linenos" aria-hidden="true">{numbers}</pre>'
-                    f'<pre class="highlight"><code>{code}</code></pre></div>')
+        rendered = (
+            f'<div class="code"><pre class="linenos" aria-hidden="true">{numbers}</pre>'
+            f'<pre class="highlight"><code>{code}</code></pre></div>'
+        )
     else:
         rendered = f'<p class="plain">{html.escape(text)}</p>'
-    return Snippet(html=mark_html(rendered, words), start_line=first_line + start,
-                   end_line=first_line + start + len(window) - 1, cut=len(window) < len(lines))
+    return Snippet(
+        html=mark_html(rendered, words),
+        start_line=first_line + start,
+        end_line=first_line + start + len(window) - 1,
+        cut=len(window) < len(lines),
+    )
 
 
 @functools.cache

@@ -22,12 +22,27 @@ def _digest(raw: str) -> str:
 
 @transaction.atomic
 def api_key_create(
-    *, name: str, bot_id: str = "", client_id: str = "", channels: str = "", can_manage: bool = False,
-    expires_at: datetime | None = None, rate_limit_per_minute: int | None = None, created_by=None,
+    *,
+    name: str,
+    bot_id: str = "",
+    client_id: str = "",
+    channels: str = "",
+    can_manage: bool = False,
+    expires_at: datetime | None = None,
+    rate_limit_per_minute: int | None = None,
+    created_by=None,
 ) -> tuple[ApiKey, str]:
     """A new key row and the key itself (``rag_<prefix>_<secret>``), which is not stored and cannot be shown again."""
-    key = ApiKey(name=name, bot_id=bot_id, client_id=client_id, channels=channels, can_manage=can_manage,
-                 expires_at=expires_at, rate_limit_per_minute=rate_limit_per_minute, created_by=created_by)
+    key = ApiKey(
+        name=name,
+        bot_id=bot_id,
+        client_id=client_id,
+        channels=channels,
+        can_manage=can_manage,
+        expires_at=expires_at,
+        rate_limit_per_minute=rate_limit_per_minute,
+        created_by=created_by,
+    )
     raw = api_key_assign(key)
     key.full_clean()  # the scope names follow the same rules as in the admin
     key.save()
@@ -44,7 +59,7 @@ def api_key_assign(key: ApiKey) -> str:
 
 def api_key_authenticate(raw: str) -> ApiKey:
     """The active key for ``raw``, or ApplicationError(401) saying why not (never echoing the key)."""
-    prefix = raw[len(KEY_START):].split("_", 1)[0] if raw.startswith(KEY_START) else ""
+    prefix = raw[len(KEY_START) :].split("_", 1)[0] if raw.startswith(KEY_START) else ""
     key = ApiKey.objects.filter(prefix=prefix).first() if prefix else None
     # Compared in constant time, and compared even when no row matched, so
     # the answer takes as long for an unknown prefix as for a wrong secret.

@@ -77,13 +77,23 @@ QUERY_LEXEMES = """
 
 def lexeme_params(query: str) -> dict:
     """``QUERY_LEXEMES``'s parameters: the query and the identifier pattern the stored vectors were split with."""
-    return {"query": query, "identifier_camel": IDENTIFIER_CAMEL[0], "identifier_camel_to": IDENTIFIER_CAMEL[1],
-            "identifier_separators": IDENTIFIER_SEPARATORS, "identifier_spaces": " " * len(IDENTIFIER_SEPARATORS)}
+    return {
+        "query": query,
+        "identifier_camel": IDENTIFIER_CAMEL[0],
+        "identifier_camel_to": IDENTIFIER_CAMEL[1],
+        "identifier_separators": IDENTIFIER_SEPARATORS,
+        "identifier_spaces": " " * len(IDENTIFIER_SEPARATORS),
+    }
 
 
 # The tables the SQL below reads, by the names their models give them.
-TABLES = {"chunk": Chunk._meta.db_table, "source": Source._meta.db_table, "posting": LexicalPosting._meta.db_table,
-          "term": LexicalTerm._meta.db_table, "lexical_source": LexicalSourceStats._meta.db_table}
+TABLES = {
+    "chunk": Chunk._meta.db_table,
+    "source": Source._meta.db_table,
+    "posting": LexicalPosting._meta.db_table,
+    "term": LexicalTerm._meta.db_table,
+    "lexical_source": LexicalSourceStats._meta.db_table,
+}
 
 
 # "quoted phrases" and -excluded words are web search syntax: such a query
@@ -141,8 +151,14 @@ def lexical_query(query: str, *, config: LexicalConfig) -> str:
 
 
 def lexical_candidates(
-    *, query: str, scope: Scope, limit: int, ranking: LexicalRanking | None = None, warnings: list[str] | None = None,
-    config: LexicalConfig | None = None, collection: Collection | None = None,
+    *,
+    query: str,
+    scope: Scope,
+    limit: int,
+    ranking: LexicalRanking | None = None,
+    warnings: list[str] | None = None,
+    config: LexicalConfig | None = None,
+    collection: Collection | None = None,
 ) -> list[Candidate]:
     """The best ``limit`` chunks for the query's words, inside the scope.
 
@@ -161,8 +177,9 @@ def lexical_candidates(
     query = lexical_query(query, config=config)
     collection = collection or collection_statistics(query=query, scope=scope)
     if collection.words == 0:
-        return _substring(query=query, scope=scope, limit=limit, collection=collection, warnings=warnings,
-                          scan=config.substring_scan)
+        return _substring(
+            query=query, scope=scope, limit=limit, collection=collection, warnings=warnings, scan=config.substring_scan
+        )
     if ranking == LexicalRanking.TS_RANK:
         return _ts_rank(query=query, scope=scope, limit=limit)
     if not collection.terms or not collection.chunks:
@@ -210,8 +227,15 @@ def collection_read(rows: list[tuple]) -> Collection:
     sources, chunks, total, source_ids, generations = rows[0][:5]
     words = [row for row in rows if row[5] is not None]
     terms = tuple(Term(lexeme=row[5], df=int(row[6]), df_all=int(row[7])) for row in words if row[6] > 0)
-    return Collection(sources=int(sources), chunks=int(chunks), total_length=int(total), terms=terms, words=len(words),
-                      source_ids=tuple(source_ids or ()), generations=tuple(generations or ()))
+    return Collection(
+        sources=int(sources),
+        chunks=int(chunks),
+        total_length=int(total),
+        terms=terms,
+        words=len(words),
+        source_ids=tuple(source_ids or ()),
+        generations=tuple(generations or ()),
+    )
 
 
 def read_plan(collection: Collection, *, limit: int, budget: int) -> list[TermRead]:
@@ -257,8 +281,15 @@ def _bm25(*, query: str, limit: int, collection: Collection, reads: list[TermRea
     incomplete = [number for number, read in enumerate(reads, start=1) if not read.complete]
     operators = bool(_OPERATORS.search(query))
     params.update(
-        query=query, words=[read.term.lexeme for read in reads], idf=idf, incomplete=incomplete, avgdl=collection.average_length,
-        rescore=_rescored(limit, len(incomplete)), limit=limit, k1=BM25_K1, b=BM25_B,
+        query=query,
+        words=[read.term.lexeme for read in reads],
+        idf=idf,
+        incomplete=incomplete,
+        avgdl=collection.average_length,
+        rescore=_rescored(limit, len(incomplete)),
+        limit=limit,
+        k1=BM25_K1,
+        b=BM25_B,
     )
     sql = _BM25.format(
         **TABLES,
@@ -275,8 +306,10 @@ def _candidates(sql: str, params: dict) -> list[Candidate]:
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         rows = cursor.fetchall()
-    return [Candidate(chunk_id=chunk_id, rank=rank, score=float(score), source_id=source_id, path=path)
-            for rank, (chunk_id, score, source_id, path) in enumerate(rows, start=1)]
+    return [
+        Candidate(chunk_id=chunk_id, rank=rank, score=float(score), source_id=source_id, path=path)
+        for rank, (chunk_id, score, source_id, path) in enumerate(rows, start=1)
+    ]
 
 
 def _rescored(limit: int, incomplete: int) -> int:
@@ -305,8 +338,10 @@ def idf_of(collection: Collection, term: Term) -> float:
 
 
 # float8 throughout: a bare 0.75 is numeric in PostgreSQL, and numeric arithmetic per posting cost a third of the query.
-_TERM_SCORE = ("(%(idf)s::float8[])[{term}] * {tf} * (%(k1)s::float8 + 1)"
-               " / ({tf} + %(k1)s::float8 * (1 - %(b)s::float8 + %(b)s::float8 * {dl} / %(avgdl)s::float8))")
+_TERM_SCORE = (
+    "(%(idf)s::float8[])[{term}] * {tf} * (%(k1)s::float8 + 1)"
+    " / ({tf} + %(k1)s::float8 * (1 - %(b)s::float8 + %(b)s::float8 * {dl} / %(avgdl)s::float8))"
+)
 
 
 # Phrases and exclusions: checked on the candidates' stored vectors.
@@ -379,15 +414,23 @@ _TS_RANK = """
 
 
 def _substring(
-    *, query: str, scope: Scope, limit: int, collection: Collection, warnings: list[str] | None, scan: int,
+    *,
+    query: str,
+    scope: Scope,
+    limit: int,
+    collection: Collection,
+    warnings: list[str] | None,
+    scan: int,
 ) -> list[Candidate]:
     """Chunks holding the text as typed, among the newest ``scan`` in scope (bounded, never a full scan)."""
     where, params = scope.chunk_sql()
     params.update(query=query, limit=limit, scan=scan)
     found = _candidates(_SUBSTRING.format(where=where, **TABLES), params)
     if collection.chunks > scan and warnings is not None:
-        warnings.append(f"lexical: the query has no indexable word, so it was matched as text in the newest {scan:,} "
-                        f"of {collection.chunks:,} chunks (RAG_LEXICAL_SUBSTRING_SCAN)")
+        warnings.append(
+            f"lexical: the query has no indexable word, so it was matched as text in the newest {scan:,} "
+            f"of {collection.chunks:,} chunks (RAG_LEXICAL_SUBSTRING_SCAN)"
+        )
     return found
 
 

@@ -40,7 +40,17 @@ from retrieval.answers import search_answer, skills_search_answer, tools_search_
 from retrieval.context import context_answer
 from retrieval.files import grep_answer, read_answer
 from retrieval.schemas import (
-    ContextIn, ContextOut, GrepIn, GrepOut, ReadIn, ReadOut, SearchIn, SearchOut, SkillSearchIn, SkillSearchOut, ToolSearchIn,
+    ContextIn,
+    ContextOut,
+    GrepIn,
+    GrepOut,
+    ReadIn,
+    ReadOut,
+    SearchIn,
+    SearchOut,
+    SkillSearchIn,
+    SkillSearchOut,
+    ToolSearchIn,
     ToolSearchOut,
 )
 from sources.schemas import SkillDetailOut
@@ -67,8 +77,13 @@ INSTRUCTIONS = (
 
 class SkillGetIn(Schema):
     # get_skill's arguments (the HTTP endpoint takes the slug from its path).
-    slug: str = Field(..., min_length=1, max_length=200, pattern=r"^[-a-zA-Z0-9_]+$",
-                      description="The skill's slug, as search_skills, search (skill:<slug>:...) and get_context name it.")
+    slug: str = Field(
+        ...,
+        min_length=1,
+        max_length=200,
+        pattern=r"^[-a-zA-Z0-9_]+$",
+        description="The skill's slug, as search_skills, search (skill:<slug>:...) and get_context name it.",
+    )
 
 
 def _compact_json(out: BaseModel) -> str:
@@ -87,8 +102,11 @@ class McpTool:
 
     def definition(self) -> types.Tool:
         return types.Tool(
-            name=self.name, title=self.title, description=self.description,
-            input_schema=schema_for_model(self.schema_in), output_schema=schema_for_model(self.schema_out, mode="serialization"),
+            name=self.name,
+            title=self.title,
+            description=self.description,
+            input_schema=schema_for_model(self.schema_in),
+            output_schema=schema_for_model(self.schema_out, mode="serialization"),
             annotations=types.ToolAnnotations(read_only_hint=True, open_world_hint=False),
         )
 
@@ -113,10 +131,16 @@ def _cleaned(node: Any, definitions: dict[str, Any], *, resolving: tuple[str, ..
     if name in definitions:
         if name in resolving:
             raise ValueError(f"{name} refers to itself: a tool schema cannot inline it")
-        return _cleaned({**definitions[name], **{k: v for k, v in node.items() if k != "$ref"}}, definitions,
-                        resolving=(*resolving, name))
-    return {key: _cleaned(value, definitions, resolving=resolving, names=key in ("properties", "patternProperties"))
-            for key, value in node.items() if not (key == "title" and isinstance(value, str))}
+        return _cleaned(
+            {**definitions[name], **{k: v for k, v in node.items() if k != "$ref"}},
+            definitions,
+            resolving=(*resolving, name),
+        )
+    return {
+        key: _cleaned(value, definitions, resolving=resolving, names=key in ("properties", "patternProperties"))
+        for key, value in node.items()
+        if not (key == "title" and isinstance(value, str))
+    }
 
 
 def _read_text(out: ReadOut) -> str:
@@ -147,7 +171,8 @@ TOOLS: tuple[McpTool, ...] = (
             "Hits are chunks, not whole files, and files may have changed since indexing: verify a citation with "
             "read_range before quoting it. `sources` limits the kinds, `group: true` gives one hit per file or skill."
         ),
-        schema_in=SearchIn, schema_out=SearchOut,
+        schema_in=SearchIn,
+        schema_out=SearchOut,
         answer=lambda identity, payload: search_answer(identity, payload).out,
     ),
     McpTool(
@@ -161,7 +186,9 @@ TOOLS: tuple[McpTool, ...] = (
             "tools parameter. Quote only what the text shows; to see more lines around a citation, or to check one "
             "before quoting it, use read_range."
         ),
-        schema_in=ContextIn, schema_out=ContextOut, answer=context_answer,
+        schema_in=ContextIn,
+        schema_out=ContextOut,
+        answer=context_answer,
         # format=parts leaves the text empty: then the parts are the answer.
         text=lambda out: out.text or _compact_json(out),
     ),
@@ -173,7 +200,9 @@ TOOLS: tuple[McpTool, ...] = (
             "`slug`, `title`, best-matching section and `score`, not its text. Call get_skill with the slug to read the "
             "whole skill before following it."
         ),
-        schema_in=SkillSearchIn, schema_out=SkillSearchOut, answer=skills_search_answer,
+        schema_in=SkillSearchIn,
+        schema_out=SkillSearchOut,
+        answer=skills_search_answer,
     ),
     McpTool(
         name="get_skill",
@@ -183,7 +212,8 @@ TOOLS: tuple[McpTool, ...] = (
             "and index status. Use it after search_skills, search or get_context named a skill. A skill this key may "
             "not see answers 'does not exist', like a missing one; a skill an admin disabled answers 'is disabled'."
         ),
-        schema_in=SkillGetIn, schema_out=SkillDetailOut,
+        schema_in=SkillGetIn,
+        schema_out=SkillDetailOut,
         answer=lambda identity, payload: skill_detail_answer(identity, payload.slug),
         text=lambda out: out.body,
     ),
@@ -195,7 +225,9 @@ TOOLS: tuple[McpTool, ...] = (
             "`score` and `openai_schema`, the definition in OpenAI function format, ready for a model's tools "
             "parameter. It does not run anything."
         ),
-        schema_in=ToolSearchIn, schema_out=ToolSearchOut, answer=tools_search_answer,
+        schema_in=ToolSearchIn,
+        schema_out=ToolSearchOut,
+        answer=tools_search_answer,
     ),
     McpTool(
         name="read_range",
@@ -210,10 +242,17 @@ TOOLS: tuple[McpTool, ...] = (
             "changed since it was indexed, so search results may cite old lines: trust these. Only indexed files "
             "this key may see; any other answers 'not found'."
         ),
-        schema_in=ReadIn, schema_out=ReadOut,
+        schema_in=ReadIn,
+        schema_out=ReadOut,
         answer=lambda identity, payload: read_answer(
-            identity, root=payload.root, path=payload.path, start=payload.start, end=payload.end,
-            bot_id=payload.bot_id, client_id=payload.client_id, channels=payload.channels,
+            identity,
+            root=payload.root,
+            path=payload.path,
+            start=payload.start,
+            end=payload.end,
+            bot_id=payload.bot_id,
+            client_id=payload.client_id,
+            channels=payload.channels,
         ),
         text=_read_text,
     ),
@@ -224,10 +263,13 @@ TOOLS: tuple[McpTool, ...] = (
             "The lines of the indexed files this key may see that contain `pattern`: literal and case-insensitive by "
             "default, an RE2 regular expression with `regex: true`. Each match has its root, path, line number and "
             "citation (path:7-7). Use it for exact strings, identifiers and error messages, where search (which "
-            "ranks by meaning) may miss or blur them; narrow with `root` and `glob` (\"*.py\", \"docs/**\"). "
+            'ranks by meaning) may miss or blur them; narrow with `root` and `glob` ("*.py", "docs/**"). '
             "`stopped` says when the scan ended early (max_matches or the time limit)."
         ),
-        schema_in=GrepIn, schema_out=GrepOut, answer=grep_answer, text=_grep_text,
+        schema_in=GrepIn,
+        schema_out=GrepOut,
+        answer=grep_answer,
+        text=_grep_text,
     ),
 )
 _BY_NAME = {tool.name: tool for tool in TOOLS}
@@ -236,7 +278,8 @@ _BY_NAME = {tool.name: tool for tool in TOOLS}
 def _refused(message: str, *, status: int, details: Any = None) -> types.CallToolResult:
     # A tool error, not a protocol error: the model sees why and can correct its call.
     return types.CallToolResult(
-        content=[types.TextContent(text=message)], is_error=True,
+        content=[types.TextContent(text=message)],
+        is_error=True,
         structured_content={"error": message, "status": status, "detail": details or {}},
     )
 
@@ -254,7 +297,9 @@ async def _call_tool(ctx: ServerRequestContext, params: types.CallToolRequestPar
     tool = _BY_NAME.get(params.name)
     if tool is None:
         # Not a tool error: the spec answers a call to no such tool with a protocol error.
-        raise MCPError(code=types.INVALID_PARAMS, message=f"unknown tool {params.name!r}; the tools are {', '.join(_BY_NAME)}")
+        raise MCPError(
+            code=types.INVALID_PARAMS, message=f"unknown tool {params.name!r}; the tools are {', '.join(_BY_NAME)}"
+        )
     identity = CALLER.get()  # unset only if the server were served without the view: fail loudly
     try:
         payload = tool.schema_in.model_validate(params.arguments or {})
@@ -270,7 +315,9 @@ async def _call_tool(ctx: ServerRequestContext, params: types.CallToolRequestPar
             return _refused("the database connection was lost", status=503)
         log.exception("MCP tool %s failed", tool.name)
         return _refused("internal error; the server log has the details", status=500)
-    return types.CallToolResult(content=[types.TextContent(text=tool.text(out))], structured_content=out.model_dump(mode="json"))
+    return types.CallToolResult(
+        content=[types.TextContent(text=tool.text(out))], structured_content=out.model_dump(mode="json")
+    )
 
 
 @functools.cache
@@ -286,6 +333,11 @@ def _input_schema(name: str) -> dict[str, Any] | None:
 def mcp_server() -> Server:
     """The one MCP server of this process (it holds only handlers: each request gets its own session manager)."""
     return Server(
-        "rag-site", version=importlib.metadata.version("rag-site"), title="rag-site retrieval", instructions=INSTRUCTIONS,
-        on_list_tools=_list_tools, on_call_tool=_call_tool, get_tool_input_schema=_input_schema,
+        "rag-site",
+        version=importlib.metadata.version("rag-site"),
+        title="rag-site retrieval",
+        instructions=INSTRUCTIONS,
+        on_list_tools=_list_tools,
+        on_call_tool=_call_tool,
+        get_tool_input_schema=_input_schema,
     )

@@ -75,15 +75,21 @@ def mcp_endpoint(request: HttpRequest) -> HttpResponse:
     """The MCP server (Streamable HTTP, stateless, JSON responses); POST only."""
     if request.method != "POST":
         # Stateless: no session to resume (GET) or end (DELETE).
-        response = _error(f"{request.method} is not served here: send JSON-RPC messages with POST "
-                          "(stateless server: no SSE stream, no sessions)", status=405)
+        response = _error(
+            f"{request.method} is not served here: send JSON-RPC messages with POST "
+            "(stateless server: no SSE stream, no sessions)",
+            status=405,
+        )
         response["Allow"] = "POST"
         return response
     origin = request.headers.get("Origin")
     if origin is not None and not origin_allowed(origin):
-        return _error(f"Origin {origin!r} is not allowed: a browser may call /mcp only from a host in ALLOWED_HOSTS "
-                      "or an origin in CSRF_TRUSTED_ORIGINS (DNS-rebinding protection)", status=403,
-                      details={"field": "Origin"})
+        return _error(
+            f"Origin {origin!r} is not allowed: a browser may call /mcp only from a host in ALLOWED_HOSTS "
+            "or an origin in CSRF_TRUSTED_ORIGINS (DNS-rebinding protection)",
+            status=403,
+            details={"field": "Origin"},
+        )
     try:
         identity = _authenticated(request)
         body = request.body
@@ -124,7 +130,11 @@ def invalid_id(body: bytes) -> str | None:
     value = message["id"]
     if jsonrpc_id_usable(value):
         return None
-    kind = "null" if value is None else {dict: "an object", list: "an array", bool: "a boolean"}.get(type(value), "a fraction")
+    kind = (
+        "null"
+        if value is None
+        else {dict: "an object", list: "an array", bool: "a boolean"}.get(type(value), "a fraction")
+    )
     return f"id must be a string or an integer, not {kind}"
 
 
@@ -139,7 +149,8 @@ def origin_allowed(origin: str) -> bool:
         return False
     if origin in settings.CSRF_TRUSTED_ORIGINS or any(
         # "https://*.example.com", read as Django's CSRF check reads it.
-        "*" in trusted and urlsplit(trusted).scheme == parsed.scheme
+        "*" in trusted
+        and urlsplit(trusted).scheme == parsed.scheme
         and is_same_domain(parsed.netloc, urlsplit(trusted).netloc.lstrip("*"))
         for trusted in settings.CSRF_TRUSTED_ORIGINS
     ):
@@ -152,8 +163,9 @@ def origin_allowed(origin: str) -> bool:
 def _authenticated(request: HttpRequest) -> Identity:
     identity = _auth(request)  # parses "Bearer <key>", checks the key, counts the rate limit
     if identity is None:
-        raise Unauthenticated("authentication required: send 'Authorization: Bearer <API key>' "
-                              "(manage.py rag_apikey create)")
+        raise Unauthenticated(
+            "authentication required: send 'Authorization: Bearer <API key>' (manage.py rag_apikey create)"
+        )
     return identity
 
 
@@ -174,8 +186,11 @@ def _scope(request: HttpRequest) -> dict:
         "query_string": request.META.get("QUERY_STRING", "").encode("latin-1"),
         "root_path": "",
         # WSGI hands header values over as latin-1 strings: encoding them back is lossless.
-        "headers": [(name.lower().encode("latin-1"), value.encode("latin-1"))
-                    for name, value in request.headers.items() if name.lower() not in _PRIVATE_HEADERS],
+        "headers": [
+            (name.lower().encode("latin-1"), value.encode("latin-1"))
+            for name, value in request.headers.items()
+            if name.lower() not in _PRIVATE_HEADERS
+        ],
         "client": (request.META.get("REMOTE_ADDR", ""), 0),
         "server": (request.META.get("SERVER_NAME", ""), int(request.META.get("SERVER_PORT") or 80)),
     }
@@ -184,7 +199,9 @@ def _scope(request: HttpRequest) -> dict:
 async def _served(scope: dict, body: bytes) -> tuple[int, list[tuple[str, str]], bytes]:
     """Run one request through a fresh stateless session manager; the response's status, headers and body."""
     limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE or DEFAULT_MAX_REQUEST_BODY_SIZE
-    manager = StreamableHTTPSessionManager(app=mcp_server(), json_response=True, stateless=True, max_request_body_size=limit)
+    manager = StreamableHTTPSessionManager(
+        app=mcp_server(), json_response=True, stateless=True, max_request_body_size=limit
+    )
     status, headers, content = 500, [], bytearray()
     request_sent, response_done = False, anyio.Event()
 

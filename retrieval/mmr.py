@@ -6,7 +6,11 @@ import numpy as np
 
 
 def mmr_order(
-    ranked: Sequence[tuple[Hashable, float]], vectors: Mapping[Hashable, np.ndarray], *, lambda_: float = 0.7, k: int = 10
+    ranked: Sequence[tuple[Hashable, float]],
+    vectors: Mapping[Hashable, np.ndarray],
+    *,
+    lambda_: float = 0.7,
+    k: int = 10,
 ) -> list[tuple[Hashable, float]]:
     """Re-order ``ranked`` (id, relevance) to trade relevance for diversity.
 

@@ -51,8 +51,11 @@ class RefusalLimitMiddleware:
             return self.get_response(request)
         bucket = f"refused:{request.META.get('REMOTE_ADDR', '')}"
         try:
-            rate_limit_peek(bucket=bucket, limit=limit,
-                            message=f"too many refused requests from your address ({limit} answers 401 or 403 per minute)")
+            rate_limit_peek(
+                bucket=bucket,
+                limit=limit,
+                message=f"too many refused requests from your address ({limit} answers 401 or 403 per minute)",
+            )
         except Cooldown as exc:
             return _jsonrpc_too_many(request, exc) if on_mcp else _too_many(exc)
         response = self.get_response(request)
@@ -71,8 +74,11 @@ def _too_many(exc: Cooldown) -> JsonResponse:
 
 def _jsonrpc_too_many(request: HttpRequest, exc: Cooldown) -> JsonResponse:
     """A JSON-RPC error response, answering the request's id when it can be read (else null, as the spec says)."""
-    body = {"jsonrpc": "2.0", "id": _jsonrpc_id(request),
-            "error": {"code": JSONRPC_TOO_MANY, "message": exc.message, "data": {"status": 429, **exc.details}}}
+    body = {
+        "jsonrpc": "2.0",
+        "id": _jsonrpc_id(request),
+        "error": {"code": JSONRPC_TOO_MANY, "message": exc.message, "data": {"status": 429, **exc.details}},
+    }
     return error_headers(JsonResponse(body, status=429), 429, exc.details)
 
 

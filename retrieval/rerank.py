@@ -98,8 +98,13 @@ def _skipped(reason: str) -> Reranked:
 
 
 def rerank(
-    query: str, items: Sequence[tuple[Hashable, str]], *, scorer: CrossEncoderScorer | None,
-    max_chunks: int, min_chars: int, score_threshold: float,
+    query: str,
+    items: Sequence[tuple[Hashable, str]],
+    *,
+    scorer: CrossEncoderScorer | None,
+    max_chunks: int,
+    min_chars: int,
+    score_threshold: float,
 ) -> Reranked:
     """Reorder the first ``max_chunks`` fused ``(id, text)`` items by cross-encoder score.
 

@@ -28,8 +28,9 @@ _JSON = re.compile(r"\{.*?\}|\[.*?\]", re.DOTALL)
 class LLMScorer:
     """Scores (query, passage) pairs by the place a language model gives each passage (0: left out)."""
 
-    def __init__(self, client: Callable[[], LLMClient], *, models: Sequence[str], passage_chars: int,
-                 max_tokens: int = 200) -> None:
+    def __init__(
+        self, client: Callable[[], LLMClient], *, models: Sequence[str], passage_chars: int, max_tokens: int = 200
+    ) -> None:
         self.client = client  # made when a search reranks: a provider not configured is then a reason, not a crash
         self.models = tuple(models)
         self.passage_chars = passage_chars
@@ -39,9 +40,13 @@ class LLMScorer:
     def score(self, query: str, texts: list[str]) -> list[float]:
         if not texts:
             return []
-        passages = "\n\n".join(f"[{number}] {_cut(text, self.passage_chars)}" for number, text in enumerate(texts, start=1))
-        messages = [{"role": "system", "content": _INSTRUCTIONS},
-                    {"role": "user", "content": f"Query: {query}\n\nPassages:\n\n{passages}"}]
+        passages = "\n\n".join(
+            f"[{number}] {_cut(text, self.passage_chars)}" for number, text in enumerate(texts, start=1)
+        )
+        messages = [
+            {"role": "system", "content": _INSTRUCTIONS},
+            {"role": "user", "content": f"Query: {query}\n\nPassages:\n\n{passages}"},
+        ]
         try:
             answer = self.client().chat(messages, max_tokens=self.max_tokens, models=self.models or None)
         except LLMError as exc:

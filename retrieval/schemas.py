@@ -22,8 +22,14 @@ def _no_control_characters(value: str) -> str:
 Flag = Annotated[bool, Strict()]
 
 
-_JSON_TYPES = {str: "a string", list: "an array", int: "a number", float: "a number", bool: "a boolean",
-               type(None): "null"}
+_JSON_TYPES = {
+    str: "a string",
+    list: "an array",
+    int: "a number",
+    float: "a number",
+    bool: "a boolean",
+    type(None): "null",
+}
 
 
 class BodyIn(Schema):
@@ -44,7 +50,9 @@ class BodyIn(Schema):
 
 
 # Every free-text field of a request: trimmed, never empty or only spaces, no NUL or control characters.
-Query = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=2000), AfterValidator(_no_control_characters)]
+Query = Annotated[
+    str, StringConstraints(strip_whitespace=True, min_length=1, max_length=2000), AfterValidator(_no_control_characters)
+]
 
 _NARROW = "Optional: narrow the caller's scope (from its API key or account) to this {}; asking for one it may not see is refused (403)."
 
@@ -55,21 +63,29 @@ class ScopeIn(BodyIn):
     bot_id: str | None = Field(None, pattern=f"^(?:{SCOPE_NAME})?$", description=_NARROW.format("bot"))
     client_id: str | None = Field(None, pattern=f"^(?:{SCOPE_NAME})?$", description=_NARROW.format("client"))
     channels: list[Annotated[str, StringConstraints(pattern=f"^{SCOPE_NAME}$")]] | None = Field(
-        None, max_length=50, description=_NARROW.format("list of channels") + " [] = ungated sources only.",
+        None,
+        max_length=50,
+        description=_NARROW.format("list of channels") + " [] = ungated sources only.",
     )
 
 
 class SearchIn(ScopeIn):
     query: Query = Field(..., description="What to look for, in plain words (1-2000 characters).")
-    k: int = Field(settings.RAG_SEARCH_DEFAULT_K, ge=1, le=settings.RAG_SEARCH_MAX_K, description="How many hits to return.")
+    k: int = Field(
+        settings.RAG_SEARCH_DEFAULT_K, ge=1, le=settings.RAG_SEARCH_MAX_K, description="How many hits to return."
+    )
     mode: Literal["hybrid", "lexical", "vector"] = Field("hybrid", description="Which channels to use.")
-    mmr: Flag = Field(False, description="Re-order the fused pool by Maximal Marginal Relevance (fewer near-duplicates).")
+    mmr: Flag = Field(
+        False, description="Re-order the fused pool by Maximal Marginal Relevance (fewer near-duplicates)."
+    )
     mmr_lambda: float | None = Field(None, ge=0.0, le=1.0, description="MMR trade-off; default RAG_MMR_LAMBDA (0.7).")
     rerank: Flag | None = Field(
         None, description="Rerank the fused hits with the cross-encoder (RAG_RERANK_MODEL); default RAG_RERANK_ENABLED."
     )
     group: Flag = Field(False, description="At most one hit (the best chunk) per source: per skill, file or tool.")
-    sources: list[Literal["skill", "file", "tool"]] = Field(default_factory=list, description="Kinds of source to search; empty = all.")
+    sources: list[Literal["skill", "file", "tool"]] = Field(
+        default_factory=list, description="Kinds of source to search; empty = all."
+    )
 
 
 class ChannelOut(Schema):
@@ -90,13 +106,20 @@ class HitOut(Schema):
     language: str
     symbol: str
     content: str
-    contextual_description: str = Field("", description="With contextual retrieval on: the sentence or two that situate "
-                                                        "the chunk in its document (embedded and indexed with it).")
+    contextual_description: str = Field(
+        "",
+        description="With contextual retrieval on: the sentence or two that situate "
+        "the chunk in its document (embedded and indexed with it).",
+    )
     rank: int = Field(..., description="Position in this result, from 1.")
     score: float = Field(..., description="The score the hits are ordered by: rerank score when reranked, else fused.")
-    channels: dict[str, ChannelOut] = Field(..., description="Rank and score in each channel that found the chunk (lexical: BM25; vector: cosine).")
+    channels: dict[str, ChannelOut] = Field(
+        ..., description="Rank and score in each channel that found the chunk (lexical: BM25; vector: cosine)."
+    )
     fused: ChannelOut | None = Field(None, description="Rank and score after fusion (hybrid mode).")
-    rerank: ChannelOut | None = Field(None, description="Rank and score (0 to 1) from the reranker (cross-encoder or language model), when it ran.")
+    rerank: ChannelOut | None = Field(
+        None, description="Rank and score (0 to 1) from the reranker (cross-encoder or language model), when it ran."
+    )
     tool: dict | None = Field(None, description="For tool hits: the full schema in OpenAI function format.")
 
 
@@ -105,7 +128,9 @@ class SearchOut(Schema):
     mode: str
     k: int
     hits: list[HitOut]
-    warnings: list[str] = Field(default_factory=list, description="What was skipped and why (a failing model, a skipped rerank).")
+    warnings: list[str] = Field(
+        default_factory=list, description="What was skipped and why (a failing model, a skipped rerank)."
+    )
 
 
 class ErrorOut(Schema):
@@ -126,21 +151,30 @@ class ContextK(BodyIn):
     """How many hits of each kind to consider; 0 leaves that kind out."""
 
     skill: int = Field(5, ge=0, le=settings.RAG_SEARCH_MAX_K, description="Distinct skills in the skill index.")
-    file: int = Field(8, ge=0, le=settings.RAG_SEARCH_MAX_K, description="File chunks considered as evidence (before merging).")
+    file: int = Field(
+        8, ge=0, le=settings.RAG_SEARCH_MAX_K, description="File chunks considered as evidence (before merging)."
+    )
     tool: int = Field(5, ge=0, le=settings.RAG_SEARCH_MAX_K, description="Tool schemas returned beside the text.")
 
 
 class ContextIn(ScopeIn):
     query: Query = Field(..., description="The task or question the context is for.")
     budget_tokens: int = Field(
-        ..., ge=64, le=settings.RAG_CONTEXT_MAX_BUDGET_TOKENS,
+        ...,
+        ge=64,
+        le=settings.RAG_CONTEXT_MAX_BUDGET_TOKENS,
         description="The most tokens the text may take, counted with RAG_CONTEXT_TOKENIZER (named in the answer).",
     )
-    sources: list[Literal["skill", "file", "tool"]] = Field(default_factory=list, description="Kinds to include; empty = all.")
+    sources: list[Literal["skill", "file", "tool"]] = Field(
+        default_factory=list, description="Kinds to include; empty = all."
+    )
     k: ContextK = Field(default_factory=ContextK)
-    include_tools: Flag = Field(True, description="Return the tools that fit (in tools, outside the text); false = none.")
+    include_tools: Flag = Field(
+        True, description="Return the tools that fit (in tools, outside the text); false = none."
+    )
     format: Literal["markdown", "parts"] = Field(
-        "markdown", description="markdown: the ready text and its parts; parts: the structured parts only (text empty).",
+        "markdown",
+        description="markdown: the ready text and its parts; parts: the structured parts only (text empty).",
     )
 
 
@@ -164,7 +198,10 @@ class ContextPartOut(Schema):
     omitted_lines: list[int] | None = Field(None, description="[first, last] line left out by compaction.")
     indexed_at: datetime | None = None
     content_hash: str = Field("", description="Hash of the file (or skill) content that was indexed.")
-    stale: bool = Field(False, description="The file changed on disk since it was indexed (size or mtime), or the skill awaits re-indexing.")
+    stale: bool = Field(
+        False,
+        description="The file changed on disk since it was indexed (size or mtime), or the skill awaits re-indexing.",
+    )
 
 
 class DroppedOut(Schema):
@@ -182,7 +219,9 @@ class ContextOut(Schema):
     tokens_used: int = Field(..., description="Tokens of text (with format=parts: of the text the parts would make).")
     text: str = Field(..., description="Ready to inject: the skill index, then file evidence, best at both ends.")
     parts: list[ContextPartOut] = Field(..., description="The text's blocks in text order.")
-    tools: list[dict] = Field(..., description="Tools for the model's tools parameter (OpenAI function format), best first.")
+    tools: list[dict] = Field(
+        ..., description="Tools for the model's tools parameter (OpenAI function format), best first."
+    )
     tools_tokens: int = Field(..., description="Tokens of the tools as JSON (not counted in budget_tokens).")
     dropped: list[DroppedOut] = Field(..., description="What did not fit the budget, and why.")
     warnings: list[str] = Field(default_factory=list)
@@ -215,7 +254,9 @@ class ToolSearchIn(ScopeIn):
 class ToolHitOut(Schema):
     key: str
     score: float
-    openai_schema: dict = Field(..., description="The tool in OpenAI function format: {type: function, function: {...}}.")
+    openai_schema: dict = Field(
+        ..., description="The tool in OpenAI function format: {type: function, function: {...}}."
+    )
 
 
 class ToolSearchOut(Schema):
@@ -225,6 +266,7 @@ class ToolSearchOut(Schema):
 
 
 # read and grep
+
 
 def _glob_checked(value: str) -> str:
     # Indexed paths are relative and never hold "..", "\" or control
@@ -242,8 +284,10 @@ class ReadIn(ScopeIn):
     path: str = Field(..., description='The file inside the root, as search cites it: relative and "/"-separated.')
     start: int = Field(1, ge=1, description="First line to return (from 1).")
     end: int | None = Field(
-        None, ge=1, description=f"Last line to return (inclusive); default and cap: start + RAG_READ_MAX_LINES - 1 "
-                                f"({settings.RAG_READ_MAX_LINES} lines).",
+        None,
+        ge=1,
+        description=f"Last line to return (inclusive); default and cap: start + RAG_READ_MAX_LINES - 1 "
+        f"({settings.RAG_READ_MAX_LINES} lines).",
     )
 
 
@@ -251,35 +295,49 @@ class ReadOut(Schema):
     root: str = Field(..., description="The root's name.")
     path: str
     start_line: int
-    end_line: int = Field(..., description="The last line returned: the request's end, clamped to the caps and the file.")
+    end_line: int = Field(
+        ..., description="The last line returned: the request's end, clamped to the caps and the file."
+    )
     total_lines: int = Field(..., description="Lines in the file now.")
     content: str = Field(..., description='The lines exactly as in the file, joined with "\\n" (no numbering added).')
     citation: str = Field(..., description="path:start_line-end_line")
     truncated: bool = Field(
-        ..., description="The answer was cut: the request asked for more lines than RAG_READ_MAX_LINES, or its lines ran "
-                         "past RAG_READ_MAX_CHARS characters (cut at a whole line; a single longer line is cut at the cap).",
+        ...,
+        description="The answer was cut: the request asked for more lines than RAG_READ_MAX_LINES, or its lines ran "
+        "past RAG_READ_MAX_CHARS characters (cut at a whole line; a single longer line is cut at the cap).",
     )
     language: str
     indexed_at: datetime = Field(..., description="When the file was last indexed.")
     indexed_hash: str = Field(..., description="SHA-256 of the file's text when it was indexed.")
     stale: bool = Field(
-        ..., description="The file's size or modification time differ from the indexed copy: search may cite old lines.",
+        ...,
+        description="The file's size or modification time differ from the indexed copy: search may cite old lines.",
     )
 
 
 class GrepIn(ScopeIn):
-    pattern: Annotated[str, StringConstraints(min_length=1, max_length=1000), AfterValidator(_no_control_characters)] = Field(
-        ..., description="What to find in each line (1-1000 characters): literal text, or an RE2 regex with regex=true.",
+    pattern: Annotated[
+        str, StringConstraints(min_length=1, max_length=1000), AfterValidator(_no_control_characters)
+    ] = Field(
+        ...,
+        description="What to find in each line (1-1000 characters): literal text, or an RE2 regex with regex=true.",
     )
-    regex: Flag = Field(False, description="Read pattern as an RE2 regular expression (no backreferences or lookaround).")
+    regex: Flag = Field(
+        False, description="Read pattern as an RE2 regular expression (no backreferences or lookaround)."
+    )
     case_sensitive: Flag = Field(False, description="Match letter case exactly.")
-    root: RootName | None = Field(None, description="Only this root (name or numeric id); default: every root the caller may see.")
+    root: RootName | None = Field(
+        None, description="Only this root (name or numeric id); default: every root the caller may see."
+    )
     glob: Annotated[str, StringConstraints(min_length=1, max_length=512), AfterValidator(_glob_checked)] | None = Field(
-        None, description='Only files whose path inside the root matches this fnmatch pattern ("*" crosses "/"), '
-                          'e.g. "*.py", "docs/**".',
+        None,
+        description='Only files whose path inside the root matches this fnmatch pattern ("*" crosses "/"), '
+        'e.g. "*.py", "docs/**".',
     )
     max_matches: int = Field(
-        min(50, settings.RAG_GREP_MAX_MATCHES), ge=1, le=settings.RAG_GREP_MAX_MATCHES,
+        min(50, settings.RAG_GREP_MAX_MATCHES),
+        ge=1,
+        le=settings.RAG_GREP_MAX_MATCHES,
         description="Stop after this many matching lines.",
     )
 
@@ -297,9 +355,11 @@ class GrepOut(Schema):
     matches: list[GrepMatchOut] = Field(..., description="In file order: root name, then path, then line.")
     files_searched: int
     files_skipped: int = Field(
-        ..., description="Indexed files that could not be read now (deleted, replaced by a symlink, binary, too large).",
+        ...,
+        description="Indexed files that could not be read now (deleted, replaced by a symlink, binary, too large).",
     )
     truncated: bool = Field(..., description="More matches may exist: the scan stopped early.")
     stopped: Literal["time limit", "max matches"] | None = Field(
-        None, description="Why the scan stopped early: RAG_GREP_TIMEOUT_SECONDS or max_matches; null when every file was searched.",
+        None,
+        description="Why the scan stopped early: RAG_GREP_TIMEOUT_SECONDS or max_matches; null when every file was searched.",
     )

@@ -36,6 +36,7 @@ class Scope:
 
     def source_filter(self, *, prefix: str = "", enabled_only: bool = True) -> Q:
         """The rule over sources as an ORM filter; ``prefix`` reaches them from another model ("source__")."""
+
         def q(**lookups) -> Q:
             return Q(**{prefix + name: value for name, value in lookups.items()})
 
@@ -45,7 +46,9 @@ class Scope:
         if self.client_ids is not None:
             rule &= q(client_id="") | q(client_id__in=self.client_ids) if self.client_ids else q(client_id="")
         if self.channels is not None:
-            rule &= q(channels__len=0) | q(channels__overlap=list(self.channels)) if self.channels else q(channels__len=0)
+            rule &= (
+                q(channels__len=0) | q(channels__overlap=list(self.channels)) if self.channels else q(channels__len=0)
+            )
         # Kept evaluation data never shows in real searches.
         rule &= q(kind__in=self.kinds) if self.kinds else ~q(kind=Source.Kind.DATASET)
         if self.source_ids:
@@ -71,7 +74,9 @@ class Scope:
             clauses.append(f"({alias}.client_id = '' OR {alias}.client_id = ANY(%(scope_client_ids)s::text[]))")
             params["scope_client_ids"] = list(self.client_ids)
         if self.channels is not None:
-            clauses.append(f"(cardinality({alias}.channels) = 0 OR {alias}.channels::text[] && %(scope_channels)s::text[])")
+            clauses.append(
+                f"(cardinality({alias}.channels) = 0 OR {alias}.channels::text[] && %(scope_channels)s::text[])"
+            )
             params["scope_channels"] = list(self.channels)
         if self.kinds:
             clauses.append(f"{alias}.kind = ANY(%(scope_kinds)s::text[])")

@@ -25,12 +25,23 @@ from psycopg.errors import QueryCanceled
 from rag_site.errors import ApplicationError, Unavailable, connection_lost
 from rag_site.llm import llm_client
 from retrieval.admission import search_admitted
-from retrieval.candidates import LEXICAL, Candidate, CandidateList, Channel, ChannelKind, Scored, best_per_source, fused, thresholded
+from retrieval.candidates import (
+    LEXICAL,
+    Candidate,
+    CandidateList,
+    Channel,
+    ChannelKind,
+    Scored,
+    best_per_source,
+    fused,
+    thresholded,
+)
 from retrieval.choices import RerankBackend
 from retrieval.config import SearchConfig
 from retrieval.lexical import lexical_candidates, lexical_query
 from retrieval.mmr import mmr_order
-from retrieval.rerank import cross_encoder_for, rerank as rerank_head
+from retrieval.rerank import cross_encoder_for
+from retrieval.rerank import rerank as rerank_head
 from retrieval.rerank_llm import LLMScorer
 from retrieval.scope import Scope
 from retrieval.session import search_session
@@ -124,8 +135,16 @@ STAGES = ("embed", "embed_wait", "lexical", "vector", "search")
 
 
 def chunks_search(
-    *, query: str, k: int | None = None, mode: Mode = Mode.HYBRID, scope: Scope = Scope(), mmr: bool = False,
-    mmr_lambda: float | None = None, rerank: bool | None = None, group: bool = False, config: SearchConfig | None = None,
+    *,
+    query: str,
+    k: int | None = None,
+    mode: Mode = Mode.HYBRID,
+    scope: Scope = Scope(),
+    mmr: bool = False,
+    mmr_lambda: float | None = None,
+    rerank: bool | None = None,
+    group: bool = False,
+    config: SearchConfig | None = None,
 ) -> SearchResult:
     """The ``k`` best chunks for ``query``, each explaining its ranks.
 
@@ -148,8 +167,9 @@ def chunks_search(
     timings: dict[str, float] = {}
 
     with search_admitted(query):  # a long query waits for one of few slots (retrieval/admission.py)
-        lists = _candidate_lists(query=query, mode=mode, scope=scope, limit=limit, config=config, warnings=warnings,
-                                 timings=timings)
+        lists = _candidate_lists(
+            query=query, mode=mode, scope=scope, limit=limit, config=config, warnings=warnings, timings=timings
+        )
     lists = thresholded(lists)
     order = fused(lists, method=config.fusion, lexical_weight=config.lexical_weight, rrf_k=config.rrf_k)
     if group:
@@ -162,7 +182,9 @@ def chunks_search(
     if reranking:
         ranked, reranked = _reranked(query, ranked, rows, config=config, warnings=warnings)
     if mmr:
-        ranked = mmr_order(ranked, _vectors(ranked, rows), lambda_=config.mmr_lambda if mmr_lambda is None else mmr_lambda, k=k)
+        ranked = mmr_order(
+            ranked, _vectors(ranked, rows), lambda_=config.mmr_lambda if mmr_lambda is None else mmr_lambda, k=k
+        )
     hits = _explained(ranked[:k], rows, lists=lists, fused=order if len(lists) > 1 else [], reranked=reranked)
     _timed_add(timings, "search", time.perf_counter() - started)
     return SearchResult(hits=hits, warnings=warnings, timings=timings)
@@ -179,7 +201,14 @@ def _check(*, query: str, k: int, mmr_lambda: float | None) -> None:
 
 
 def _candidate_lists(
-    *, query: str, mode: Mode, scope: Scope, limit: int, config: SearchConfig, warnings: list[str], timings: dict[str, float],
+    *,
+    query: str,
+    mode: Mode,
+    scope: Scope,
+    limit: int,
+    config: SearchConfig,
+    warnings: list[str],
+    timings: dict[str, float],
 ) -> list[CandidateList]:
     """The candidate lists: lexical, and one vector list per visible model.
 
@@ -189,25 +218,53 @@ def _candidate_lists(
     """
     words = lexical_query(query, config=config.lexical) if mode.lexical else None
     with search_session(scope=scope, lexical_query=words, vector=mode.vector, limit=limit, config=config) as opened:
-        embeddings = {model.pk: _embedding_pool.submit(_embed, model, query, device=config.device) for model in opened.models}
+        embeddings = {
+            model.pk: _embedding_pool.submit(_embed, model, query, device=config.device) for model in opened.models
+        }
         lists: list[CandidateList] = []
         failures: list[str] = []
         if mode.lexical:
             _timed_add(timings, "lexical", opened.seconds)
-            _collect(lists, LEXICAL, lambda: _timed(timings, "lexical", lexical_candidates, query=query, scope=scope,
-                                                     limit=limit, warnings=warnings, config=config.lexical,
-                                                     collection=opened.collection),
-                     failures, config=config)
+            _collect(
+                lists,
+                LEXICAL,
+                lambda: _timed(
+                    timings,
+                    "lexical",
+                    lexical_candidates,
+                    query=query,
+                    scope=scope,
+                    limit=limit,
+                    warnings=warnings,
+                    config=config.lexical,
+                    collection=opened.collection,
+                ),
+                failures,
+                config=config,
+            )
 
         def vector_list(model: EmbeddingModel) -> list[Candidate]:
             vector, seconds = _timed(timings, "embed_wait", embeddings[model.pk].result)
             _timed_add(timings, "embed", seconds)
-            return _timed(timings, "vector", vector_rows, vector=vector, model=model, scope=scope, limit=limit,
-                          thresholds=config.thresholds)
+            return _timed(
+                timings,
+                "vector",
+                vector_rows,
+                vector=vector,
+                model=model,
+                scope=scope,
+                limit=limit,
+                thresholds=config.thresholds,
+            )
 
         for model in opened.models:
-            _collect(lists, Channel(ChannelKind.VECTOR, model.pk), lambda model=model: vector_list(model), failures,
-                     config=config)
+            _collect(
+                lists,
+                Channel(ChannelKind.VECTOR, model.pk),
+                lambda model=model: vector_list(model),
+                failures,
+                config=config,
+            )
     warnings.extend(failures)
     if failures and not lists:
         # Every list failed (a model that would not load, SQL cancelled by the
@@ -290,8 +347,10 @@ def _collect(lists: list[CandidateList], channel: Channel, run, failures: list[s
             raise
         if isinstance(exc.__cause__, QueryCanceled):
             log.warning("search channel %s timed out", name)
-            failures.append(f"{name} skipped: it took longer than RAG_SEARCH_STATEMENT_TIMEOUT_MS "
-                            f"({config.statement_timeout_ms} ms)")
+            failures.append(
+                f"{name} skipped: it took longer than RAG_SEARCH_STATEMENT_TIMEOUT_MS "
+                f"({config.statement_timeout_ms} ms)"
+            )
         else:
             log.exception("search channel %s failed", name)
             failures.append(f"{name} skipped: {exc}")
@@ -305,11 +364,20 @@ def _rows(pool: list[Scored], *, embeddings: bool) -> dict[int, Chunk]:
     the channels read it is missing)."""
     # The tsvector never, the vector only for MMR: nothing else reads them, and parsing them was a fifth of a search's time.
     deferred = ("search_vector",) if embeddings else ("search_vector", "embedding")
-    return Chunk.objects.select_related("source").defer(*deferred).in_bulk([item.chunk_id for item in pool]) if pool else {}
+    return (
+        Chunk.objects.select_related("source").defer(*deferred).in_bulk([item.chunk_id for item in pool])
+        if pool
+        else {}
+    )
 
 
 def _reranked(
-    query: str, ranked: list[tuple[int, float]], rows: dict[int, Chunk], *, config: SearchConfig, warnings: list[str],
+    query: str,
+    ranked: list[tuple[int, float]],
+    rows: dict[int, Chunk],
+    *,
+    config: SearchConfig,
+    warnings: list[str],
 ) -> tuple[list[tuple[int, float]], dict[int, float]]:
     """The first RAG_RERANK_MAX_CHUNKS in cross-encoder order and their scores, or the order as it was with a warning.
 
@@ -317,9 +385,12 @@ def _reranked(
     model's cost, and unscored chunks would have no comparable score.
     """
     result = rerank_head(
-        query, [(chunk_id, rows[chunk_id].content if chunk_id in rows else "") for chunk_id, _ in ranked],
+        query,
+        [(chunk_id, rows[chunk_id].content if chunk_id in rows else "") for chunk_id, _ in ranked],
         scorer=_scorer(config),
-        max_chunks=config.rerank.max_chunks, min_chars=config.rerank.min_chars, score_threshold=config.rerank.score_threshold,
+        max_chunks=config.rerank.max_chunks,
+        min_chars=config.rerank.min_chars,
+        score_threshold=config.rerank.score_threshold,
     )
     if result.skipped:
         warnings.append(f"rerank skipped: {result.skipped}")
@@ -331,18 +402,28 @@ def _scorer(config: SearchConfig):
     """The configured reranker: the cross-encoder, or the language model (one bounded try per query)."""
     rerank = config.rerank
     if rerank.backend == RerankBackend.LLM:
-        return LLMScorer(lambda: llm_client().with_options(max_retries=0, timeout=rerank.llm_timeout),
-                         models=rerank.llm_models, passage_chars=rerank.llm_passage_chars)
+        return LLMScorer(
+            lambda: llm_client().with_options(max_retries=0, timeout=rerank.llm_timeout),
+            models=rerank.llm_models,
+            passage_chars=rerank.llm_passage_chars,
+        )
     return cross_encoder_for(rerank.model, device=config.device) if rerank.model else None
 
 
 def _vectors(ranked: list[tuple[int, float]], rows: dict[int, Chunk]) -> dict:
-    return {chunk_id: rows[chunk_id].embedding for chunk_id, _ in ranked
-            if chunk_id in rows and rows[chunk_id].embedding is not None}
+    return {
+        chunk_id: rows[chunk_id].embedding
+        for chunk_id, _ in ranked
+        if chunk_id in rows and rows[chunk_id].embedding is not None
+    }
 
 
 def _explained(
-    top: list[tuple[int, float]], rows: dict[int, Chunk], *, lists: list[CandidateList], fused: list[Scored],
+    top: list[tuple[int, float]],
+    rows: dict[int, Chunk],
+    *,
+    lists: list[CandidateList],
+    fused: list[Scored],
     reranked: dict[int, float],
 ) -> tuple[Hit, ...]:
     """The hits, each with its rank and score in every list that had it, in the fused order and in the reranked one."""
@@ -352,10 +433,18 @@ def _explained(
         for c in found.candidates:
             scores.setdefault(c.chunk_id, ChannelScore(c.rank, c.score))
     fused_rank = {item.chunk_id: ChannelScore(rank, item.score) for rank, item in enumerate(fused, start=1)}
-    rerank_rank = {chunk_id: ChannelScore(rank, score)
-                   for rank, (chunk_id, score) in enumerate(sorted(reranked.items(), key=lambda p: -p[1]), start=1)}
+    rerank_rank = {
+        chunk_id: ChannelScore(rank, score)
+        for rank, (chunk_id, score) in enumerate(sorted(reranked.items(), key=lambda p: -p[1]), start=1)
+    }
     return tuple(
-        Hit(chunk=rows[chunk_id], score=score, fused=fused_rank.get(chunk_id), rerank=rerank_rank.get(chunk_id),
-            channels={name: scores[chunk_id] for name, scores in channels.items() if chunk_id in scores})
-        for chunk_id, score in top if chunk_id in rows  # a chunk deleted since the channels read it is left out
+        Hit(
+            chunk=rows[chunk_id],
+            score=score,
+            fused=fused_rank.get(chunk_id),
+            rerank=rerank_rank.get(chunk_id),
+            channels={name: scores[chunk_id] for name, scores in channels.items() if chunk_id in scores},
+        )
+        for chunk_id, score in top
+        if chunk_id in rows  # a chunk deleted since the channels read it is left out
     )

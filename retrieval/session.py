@@ -48,8 +48,9 @@ _RESTORE_TIMEOUT = "set_config('statement_timeout', %(statement_timeout)s, false
 # A NULL value resets a setting: the HNSW ones were unset when pgvector had not run in this session yet.
 # Read back, such a reset placeholder is '' (NULLIF above): restoring '' once pgvector has loaded in the
 # session is refused ('invalid value for parameter "hnsw.ef_search"'), restoring NULL is not.
-_RESTORE_HNSW = ("set_config('hnsw.ef_search', %(ef_search)s, false), "
-                 "set_config('hnsw.iterative_scan', %(iterative_scan)s, false)")
+_RESTORE_HNSW = (
+    "set_config('hnsw.ef_search', %(ef_search)s, false), set_config('hnsw.iterative_scan', %(iterative_scan)s, false)"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,7 +62,12 @@ class Opened:
 
 @contextmanager
 def search_session(
-    *, scope: Scope, lexical_query: str | None, vector: bool, limit: int, config: SearchConfig,
+    *,
+    scope: Scope,
+    lexical_query: str | None,
+    vector: bool,
+    limit: int,
+    config: SearchConfig,
 ) -> Iterator[Opened]:
     """The search's settings for the block; the models it embeds for (``vector``) and the lexical statistics of
     ``lexical_query`` (None: no lexical channel)."""
@@ -71,8 +77,10 @@ def search_session(
         cursor.execute(sql, params)
         rows = cursor.fetchall()
     previous = dict(zip(("statement_timeout", "ef_search", "iterative_scan"), rows[0][:3]))
-    models = [EmbeddingModel.from_db(connection.alias, list(_MODEL_FIELDS), [fields[name] for name in _MODEL_FIELDS])
-              for fields in rows[0][3]]
+    models = [
+        EmbeddingModel.from_db(connection.alias, list(_MODEL_FIELDS), [fields[name] for name in _MODEL_FIELDS])
+        for fields in rows[0][3]
+    ]
     collection = collection_read([row[4:] for row in rows]) if lexical_query is not None else None
     try:
         yield Opened(models=models, collection=collection, seconds=time.perf_counter() - started)
@@ -81,7 +89,9 @@ def search_session(
             cursor.execute(f"SELECT {_RESTORE_TIMEOUT}" + (f", {_RESTORE_HNSW}" if vector else ""), previous)
 
 
-def _open_sql(*, scope: Scope, lexical_query: str | None, vector: bool, limit: int, config: SearchConfig) -> tuple[str, dict]:
+def _open_sql(
+    *, scope: Scope, lexical_query: str | None, vector: bool, limit: int, config: SearchConfig
+) -> tuple[str, dict]:
     params: dict = {"statement_timeout": f"{config.statement_timeout_ms}ms"}
     hnsw = models = ""
     if vector:
@@ -97,5 +107,6 @@ def _open_sql(*, scope: Scope, lexical_query: str | None, vector: bool, limit: i
         lexical_columns = "".join(f", lexical.c{number}" for number in range(COLLECTION_COLUMNS))
         columns = ", ".join(f"c{number}" for number in range(COLLECTION_COLUMNS))
         lexical_join = f" LEFT JOIN ({collection}) AS lexical({columns}) ON TRUE"
-    return _OPEN.format(hnsw=hnsw, models=models or "'[]'::json", lexical_columns=lexical_columns,
-                        lexical_join=lexical_join), params
+    return _OPEN.format(
+        hnsw=hnsw, models=models or "'[]'::json", lexical_columns=lexical_columns, lexical_join=lexical_join
+    ), params

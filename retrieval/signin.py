@@ -88,8 +88,12 @@ def _locked(kind: str, milliseconds: int) -> Refusal:
     return Refusal(f"Too many failed sign-ins {whose}. Try again in {wait_in_words(seconds)}.", 429, seconds)
 
 
-UNAVAILABLE = Refusal("Sign-in is unavailable right now: its failure counter cannot be reached. "
-                      f"Try again in {wait_in_words(UNAVAILABLE_RETRY_SECONDS)}.", 503, UNAVAILABLE_RETRY_SECONDS)
+UNAVAILABLE = Refusal(
+    "Sign-in is unavailable right now: its failure counter cannot be reached. "
+    f"Try again in {wait_in_words(UNAVAILABLE_RETRY_SECONDS)}.",
+    503,
+    UNAVAILABLE_RETRY_SECONDS,
+)
 BUSY = Refusal(f"Sign-in is busy. Try again in {wait_in_words(BUSY_RETRY_SECONDS)}.", 429, BUSY_RETRY_SECONDS)
 
 

@@ -19,15 +19,19 @@ from sources.models import Chunk, EmbeddingModel, Source
 def models_sql(scope: Scope) -> tuple[str, dict]:
     """The embedding models whose vectors ``scope`` can see (one vector query each), as a SELECT of their rows."""
     where, params = scope.source_sql()
-    return (f"SELECT m.* FROM {EmbeddingModel._meta.db_table} m WHERE m.id IN ("
-            f"SELECT s.embedding_model_id FROM {Source._meta.db_table} s WHERE {where})"), params
+    return (
+        f"SELECT m.* FROM {EmbeddingModel._meta.db_table} m WHERE m.id IN ("
+        f"SELECT s.embedding_model_id FROM {Source._meta.db_table} s WHERE {where})"
+    ), params
 
 
 def hnsw_settings_sql(*, ef_search: str, is_local: str) -> str:
     """set_config calls for the HNSW search (``ef_search``, ``is_local``: SQL expressions). Iterative scans keep
     returning rows when the scope filter removes many of the nearest ones."""
-    return (f"set_config('hnsw.ef_search', {ef_search}, {is_local}), "
-            f"set_config('hnsw.iterative_scan', 'relaxed_order', {is_local})")
+    return (
+        f"set_config('hnsw.ef_search', {ef_search}, {is_local}), "
+        f"set_config('hnsw.iterative_scan', 'relaxed_order', {is_local})"
+    )
 
 
 def ef_search(*, configured: int, limit: int) -> int:
@@ -35,7 +39,9 @@ def ef_search(*, configured: int, limit: int) -> int:
     return max(configured, limit)
 
 
-def vector_rows(*, vector: np.ndarray, model: EmbeddingModel, scope: Scope, limit: int, thresholds: Thresholds) -> list[Candidate]:
+def vector_rows(
+    *, vector: np.ndarray, model: EmbeddingModel, scope: Scope, limit: int, thresholds: Thresholds
+) -> list[Candidate]:
     """The query, with the HNSW settings already applied (retrieval.session does it once per search)."""
     halfvec = HalfVectorField(dimensions=int(model.dimensions))
     # The same literal as ever: halfvec rounds it, and a longer one could round a component the other way.
@@ -44,24 +50,39 @@ def vector_rows(*, vector: np.ndarray, model: EmbeddingModel, scope: Scope, limi
     distance = CosineDistance(Cast("embedding", halfvec), Cast(Value(literal), halfvec))
     threshold = Coalesce(
         F("source__similarity_threshold"),
-        Case(When(source__kind=Source.Kind.SKILL, then=Value(thresholds.skill)),
-             When(source__kind=Source.Kind.FILE, then=Value(thresholds.file)),
-             When(source__kind=Source.Kind.TOOL, then=Value(thresholds.tool)), default=Value(0.0)),
+        Case(
+            When(source__kind=Source.Kind.SKILL, then=Value(thresholds.skill)),
+            When(source__kind=Source.Kind.FILE, then=Value(thresholds.file)),
+            When(source__kind=Source.Kind.TOOL, then=Value(thresholds.tool)),
+            default=Value(0.0),
+        ),
         output_field=FloatField(),
     )
-    rows = (Chunk.objects.filter(scope.chunk_filter(), embedding_model_id=model.pk)
-            .annotate(distance=distance, threshold=threshold).order_by("distance")
-            .values_list("pk", "distance", "threshold", "source_id", "path")[:limit])
-    return [Candidate(chunk_id=pk, rank=rank, score=1 - distance, source_id=source_id, path=path, threshold=threshold)
-            for rank, (pk, distance, threshold, source_id, path) in enumerate(rows, start=1)]
+    rows = (
+        Chunk.objects.filter(scope.chunk_filter(), embedding_model_id=model.pk)
+        .annotate(distance=distance, threshold=threshold)
+        .order_by("distance")
+        .values_list("pk", "distance", "threshold", "source_id", "path")[:limit]
+    )
+    return [
+        Candidate(chunk_id=pk, rank=rank, score=1 - distance, source_id=source_id, path=path, threshold=threshold)
+        for rank, (pk, distance, threshold, source_id, path) in enumerate(rows, start=1)
+    ]
 
 
 def vector_candidates(
-    *, vector: np.ndarray, model: EmbeddingModel, scope: Scope, limit: int, config: SearchConfig | None = None,
+    *,
+    vector: np.ndarray,
+    model: EmbeddingModel,
+    scope: Scope,
+    limit: int,
+    config: SearchConfig | None = None,
 ) -> list[Candidate]:
     """``vector_rows`` on its own (benchmarks, tests): the HNSW settings for this query only."""
     config = config or SearchConfig.from_settings()
     with transaction.atomic(), connection.cursor() as cursor:
-        cursor.execute(f"SELECT {hnsw_settings_sql(ef_search='%s', is_local='true')}",
-                       [str(ef_search(configured=config.hnsw_ef_search, limit=limit))])
+        cursor.execute(
+            f"SELECT {hnsw_settings_sql(ef_search='%s', is_local='true')}",
+            [str(ef_search(configured=config.hnsw_ef_search, limit=limit))],
+        )
         return vector_rows(vector=vector, model=model, scope=scope, limit=limit, thresholds=config.thresholds)

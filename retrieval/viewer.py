@@ -18,6 +18,7 @@ from retrieval.files import file_current, file_lines
 from retrieval.highlight import highlight_css, lexer_for
 from sources.selectors import skill_readable
 
+
 def view_skill(request, slug: str):
     if not request.user.is_authenticated:
         return redirect_to_login(request.get_full_path())
@@ -25,8 +26,14 @@ def view_skill(request, slug: str):
         skill = skill_readable(identity_for_user(request.user), slug)
     except NotFound as exc:
         return _not_found(request, exc)
-    return _page(request, title=skill.title or (skill.source.title if skill.source_id else "") or slug,
-                 subtitle="skill", text=skill.body, lexer=MarkdownLexer(stripnl=False), cite=f"skill:{slug}")
+    return _page(
+        request,
+        title=skill.title or (skill.source.title if skill.source_id else "") or slug,
+        subtitle="skill",
+        text=skill.body,
+        lexer=MarkdownLexer(stripnl=False),
+        cite=f"skill:{slug}",
+    )
 
 
 def view_file(request, root: str, path: str):
@@ -38,21 +45,41 @@ def view_file(request, root: str, path: str):
         return _not_found(request, exc)
     lexer = lexer_for(path)
     stale = (current.size, current.mtime_ns) != (file.size, file.mtime_ns)
-    return _page(request, title=path, subtitle=f"{file.root.name} · {lexer.name}", text=current.text, lexer=lexer,
-                 cite=path, stale=stale)
+    return _page(
+        request,
+        title=path,
+        subtitle=f"{file.root.name} · {lexer.name}",
+        text=current.text,
+        lexer=lexer,
+        cite=path,
+        stale=stale,
+    )
 
 
 def _page(request, *, title: str, subtitle: str, text: str, lexer, cite: str, stale: bool = False):
     code = highlight(text, lexer, HtmlFormatter(linenos="inline", linespans="L", wrapcode=True))
-    return render(request, "retrieval/view.html", {
-        "title": title, "subtitle": subtitle, "code": code, "cite": cite, "lines": len(file_lines(text)),
-        "stale": stale, "highlight_css": highlight_css(),
-    })
+    return render(
+        request,
+        "retrieval/view.html",
+        {
+            "title": title,
+            "subtitle": subtitle,
+            "code": code,
+            "cite": cite,
+            "lines": len(file_lines(text)),
+            "stale": stale,
+            "highlight_css": highlight_css(),
+        },
+    )
 
 
 def _not_found(request, exc: ApplicationError):
     # A file found but refused keeps the API's status (a root no longer its directory: 409; a hard link: 422); an
     # address that names nothing readable (a bad path too) is simply not found.
     refused = isinstance(exc, (Conflict, InvalidInput, Unavailable))
-    return render(request, "retrieval/view.html", {"title": "Cannot be shown" if refused else "Not found",
-                                                   "error": exc.message}, status=http_status(exc) if refused else 404)
+    return render(
+        request,
+        "retrieval/view.html",
+        {"title": "Cannot be shown" if refused else "Not found", "error": exc.message},
+        status=http_status(exc) if refused else 404,
+    )

@@ -45,9 +45,14 @@ class Filters:
             page = min(max(int(get.get("page", "1")), 1), settings.RAG_SEARCH_MAX_K // PAGE_SIZE)
         except ValueError:
             page = 1
-        return cls(query=get.get("q", "").strip()[:2000], kind=kind if kind in dict(KINDS) else "",
-                   root=get.get("root", "") if get.get("root", "").isdigit() else "",
-                   language=get.get("language", "")[:32], mode=mode if mode in dict(MODES) else "hybrid", page=page)
+        return cls(
+            query=get.get("q", "").strip()[:2000],
+            kind=kind if kind in dict(KINDS) else "",
+            root=get.get("root", "") if get.get("root", "").isdigit() else "",
+            language=get.get("language", "")[:32],
+            mode=mode if mode in dict(MODES) else "hybrid",
+            page=page,
+        )
 
     def url(self, **changes) -> str:
         """The page's URL for these filters (with ``changes``), without the defaults."""
@@ -66,40 +71,61 @@ def search_page(request):
         return HttpResponseClientRedirect(login.url) if request.htmx else login
     filters = Filters.from_request(request)
     scope = scope_for(identity_for_user(request.user))
-    context = {"filters": filters, "kinds": KINDS, "modes": MODES, "highlight_css": highlight_css(), **_filter_choices(scope)}
+    context = {
+        "filters": filters,
+        "kinds": KINDS,
+        "modes": MODES,
+        "highlight_css": highlight_css(),
+        **_filter_choices(scope),
+    }
     if filters.query:
         context.update(_results(filters, scope, context["roots"]))
     else:
         context.update(_landing(scope))
     more = request.htmx and request.GET.get("more") == "1"
-    template = ("retrieval/search.html#more" if more else "retrieval/search.html#results" if request.htmx
-                else "retrieval/search.html")
+    template = (
+        "retrieval/search.html#more"
+        if more
+        else "retrieval/search.html#results"
+        if request.htmx
+        else "retrieval/search.html"
+    )
     return render(request, template, context)
 
 
 def _results(filters: Filters, scope, roots: list[WorkspaceRoot]) -> dict:
     kind = (Source.Kind.FILE,) if filters.language else (filters.kind,) if filters.kind else scope.kinds
-    narrowed = dataclasses.replace(scope, kinds=kind,
-                                   source_ids=_root_source_ids(roots, filters.root, scope) if filters.root else scope.source_ids)
+    narrowed = dataclasses.replace(
+        scope, kinds=kind, source_ids=_root_source_ids(roots, filters.root, scope) if filters.root else scope.source_ids
+    )
     if filters.root and not narrowed.source_ids:
         return {"hits": [], "total": 0, "more": False, "more_url": "", "elapsed_ms": 0, "warnings": []}
     k = filters.page * PAGE_SIZE
     started = time.perf_counter()
     try:
         # A language narrows the fused pool (RAG_SEARCH_CANDIDATES chunks): languages are not in the indexes.
-        found = chunks_search(query=filters.query, k=max(k, settings.RAG_SEARCH_CANDIDATES) if filters.language else k,
-                              mode=Mode.parse(filters.mode), scope=narrowed)
+        found = chunks_search(
+            query=filters.query,
+            k=max(k, settings.RAG_SEARCH_CANDIDATES) if filters.language else k,
+            mode=Mode.parse(filters.mode),
+            scope=narrowed,
+        )
     except ApplicationError as exc:
         return {"error": exc.message}
     hits = [hit for hit in found if hit.chunk.language == filters.language] if filters.language else list(found)
-    shown = hits[(filters.page - 1) * PAGE_SIZE:k]
+    shown = hits[(filters.page - 1) * PAGE_SIZE : k]
     words = matching_words(filters.query, [hit.chunk.content for hit in shown])
     elapsed_ms = round((time.perf_counter() - started) * 1000)
     more = len(hits) > k or (len(found) == k and k < settings.RAG_SEARCH_MAX_K)
     return {
-        "hits": [_hit_view(hit, rank, words) for rank, hit in enumerate(shown, start=(filters.page - 1) * PAGE_SIZE + 1)],
-        "total": min(len(hits), k), "more": more, "more_url": filters.url(page=filters.page + 1) + "&more=1" if more else "",
-        "elapsed_ms": elapsed_ms, "warnings": found.warnings,
+        "hits": [
+            _hit_view(hit, rank, words) for rank, hit in enumerate(shown, start=(filters.page - 1) * PAGE_SIZE + 1)
+        ],
+        "total": min(len(hits), k),
+        "more": more,
+        "more_url": filters.url(page=filters.page + 1) + "&more=1" if more else "",
+        "elapsed_ms": elapsed_ms,
+        "warnings": found.warnings,
     }
 
 
@@ -114,8 +140,14 @@ def _hit_view(hit: Hit, rank: int, words: set[str]) -> dict:
         url = reverse("view-file", args=[root_id, chunk.path]) + anchor
     else:
         url = ""  # a tool is its schema: nothing more to open
-    return {"hit": hit, "rank": rank, "kind": source.kind, "snippet": shown, "url": url,
-            "description": (chunk.metadata or {}).get(DESCRIPTION_KEY, "")}
+    return {
+        "hit": hit,
+        "rank": rank,
+        "kind": source.kind,
+        "snippet": shown,
+        "url": url,
+        "description": (chunk.metadata or {}).get(DESCRIPTION_KEY, ""),
+    }
 
 
 def _root_source_ids(roots: list[WorkspaceRoot], root_id: str, scope) -> tuple[int, ...]:
@@ -139,8 +171,12 @@ def _languages(scope) -> list[str]:
     key = "search-languages:" + hashlib.sha256(repr(scope).encode()).hexdigest()
     languages = cache.get(key)
     if languages is None:
-        languages = sorted(Chunk.objects.filter(scope.chunk_filter(), source__kind=Source.Kind.FILE)
-                           .exclude(language="").values_list("language", flat=True).distinct())
+        languages = sorted(
+            Chunk.objects.filter(scope.chunk_filter(), source__kind=Source.Kind.FILE)
+            .exclude(language="")
+            .values_list("language", flat=True)
+            .distinct()
+        )
         cache.set(key, languages, timeout=60)
     return languages
 
@@ -148,9 +184,11 @@ def _languages(scope) -> list[str]:
 def _landing(scope) -> dict:
     """What the empty page says: how much of each kind is searchable, what waits, what failed."""
     skills = Skill.objects.filter(source__in=scope.source_ids_sql(enabled_only=False))
-    states = skills.aggregate(indexed=Count("pk", filter=Q(index_status=IndexStatus.INDEXED)),
-                              failed=Count("pk", filter=Q(index_status=IndexStatus.FAILED)),
-                              pending=Count("pk", filter=~Q(index_status__in=[IndexStatus.INDEXED, IndexStatus.FAILED])))
+    states = skills.aggregate(
+        indexed=Count("pk", filter=Q(index_status=IndexStatus.INDEXED)),
+        failed=Count("pk", filter=Q(index_status=IndexStatus.FAILED)),
+        pending=Count("pk", filter=~Q(index_status__in=[IndexStatus.INDEXED, IndexStatus.FAILED])),
+    )
     files = IndexedFile.objects.filter(source__in=scope.source_ids_sql(), source__kind=Source.Kind.FILE)
     tools = Tool.objects.filter(source__in=scope.source_ids_sql(), index_status=IndexStatus.INDEXED)
     return {**states, "files": files.count(), "tools": tools.count()}

@@ -40,7 +40,9 @@ def warm_up() -> list[str]:
     loaded.append(f"tokenizer {settings.RAG_CONTEXT_TOKENIZER}")
     if settings.RAG_RERANK_ENABLED:
         try:
-            cross_encoder_for(settings.RAG_RERANK_MODEL, device=settings.RAG_EMBEDDING_DEVICE).score("warm up", ["warm up"])
+            cross_encoder_for(settings.RAG_RERANK_MODEL, device=settings.RAG_EMBEDDING_DEVICE).score(
+                "warm up", ["warm up"]
+            )
             loaded.append(f"cross-encoder {settings.RAG_RERANK_MODEL}")
         except Exception as exc:  # noqa: BLE001 - a reranker that fails is skipped by search with a warning too
             log.warning("warm-up: cross-encoder %s not loaded: %s", settings.RAG_RERANK_MODEL, exc)

@@ -5,8 +5,8 @@ from retrieval.auth import HEALTH_AUTH, MANAGE_AUTH, READ_AUTH, manage_required
 from retrieval.schemas import API_ERRORS, ErrorOut
 from sources import tasks
 from sources.health import health_check
-from sources.selectors import job_get, roots_with_latest_job, skill_detail_answer, skills_visible
 from sources.schemas import CheckOut, HealthOut, JobOut, ReindexIn, ReindexOut, RootOut, SkillDetailOut, SkillOut
+from sources.selectors import job_get, roots_with_latest_job, skill_detail_answer, skills_visible
 
 router = Router(tags=["sources"])
 ERRORS = {**API_ERRORS, 404: ErrorOut}
@@ -33,7 +33,9 @@ def roots_list(request):
     return roots_with_latest_job()
 
 
-@router.post("/roots/{root_id}/reindex", response={202: ReindexOut, 200: ReindexOut, 409: ErrorOut, **ERRORS}, auth=MANAGE_AUTH)
+@router.post(
+    "/roots/{root_id}/reindex", response={202: ReindexOut, 200: ReindexOut, 409: ErrorOut, **ERRORS}, auth=MANAGE_AUTH
+)
 def root_reindex(request, root_id: int, payload: ReindexIn = Body(ReindexIn())):
     """Queue a re-index (202). If one is already queued or running, that job is returned (200, created=false).
 
@@ -53,8 +55,13 @@ def index_job(request, job_id: int):
     return job_get(job_id)
 
 
-@router.get("/health", response={200: HealthOut, 503: HealthOut, **HEALTH_ERRORS}, auth=HEALTH_AUTH,
-            tags=["health"], exclude_none=True)
+@router.get(
+    "/health",
+    response={200: HealthOut, 503: HealthOut, **HEALTH_ERRORS},
+    auth=HEALTH_AUTH,
+    tags=["health"],
+    exclude_none=True,
+)
 def health(request):
     """Database, broker, workers, beat, embedding model and, when one is configured, the language model
     (``llm``): 200 when the database and the broker answer, else 503.
@@ -67,5 +74,8 @@ def health(request):
     by class, last error and latency)."""
     report = health_check()
     detailed = request.auth.can_manage
-    checks = {name: CheckOut(ok=check.ok, details=check.details if detailed else None) for name, check in report.checks.items()}
+    checks = {
+        name: CheckOut(ok=check.ok, details=check.details if detailed else None)
+        for name, check in report.checks.items()
+    }
     return Status(200 if report.critical_ok else 503, HealthOut(status=report.status, checks=checks))

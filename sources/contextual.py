@@ -40,7 +40,7 @@ LOOKUP_BATCH = 2000
 
 SYSTEM_PROMPT = (
     "You write index notes for a search engine. Given a document and one excerpt of it, answer with one or two "
-    "sentences that begin with \"This chunk\" and say what the excerpt covers, what role it plays in the document, "
+    'sentences that begin with "This chunk" and say what the excerpt covers, what role it plays in the document, '
     "and which names (functions, settings, products, people) it concerns. Answer with the sentences only."
 )
 
@@ -54,14 +54,16 @@ class DescriptionRequest:
 
 
 def contextual_identity() -> str:
-    """"" when descriptions are off; else the describing model and prompt version (part of every fingerprint)."""
+    """ "" when descriptions are off; else the describing model and prompt version (part of every fingerprint)."""
     if not settings.RAG_CONTEXTUAL_RETRIEVAL:
         return ""
     return f"{settings.RAG_CONTEXTUAL_MODEL}#prompt-{PROMPT_VERSION}"
 
 
 def description_key(request: DescriptionRequest, *, identity: str) -> str:
-    return hashlib.sha256("\x1f".join((request.document_hash, request.chunk, identity)).encode("utf-8", "surrogatepass")).hexdigest()
+    return hashlib.sha256(
+        "\x1f".join((request.document_hash, request.chunk, identity)).encode("utf-8", "surrogatepass")
+    ).hexdigest()
 
 
 def description_messages(request: DescriptionRequest) -> list[dict[str, str]]:
@@ -71,12 +73,16 @@ def description_messages(request: DescriptionRequest) -> list[dict[str, str]]:
     name = f' path="{request.path}"' if request.path else ""
     return [
         {"role": "system", "content": SYSTEM_PROMPT},
-        {"role": "user", "content": f"<document{name}>\n{document}\n</document>\n\n<excerpt>\n{request.chunk}\n</excerpt>"},
+        {
+            "role": "user",
+            "content": f"<document{name}>\n{document}\n</document>\n\n<excerpt>\n{request.chunk}\n</excerpt>",
+        },
     ]
 
 
-def descriptions_get(requests: Sequence[DescriptionRequest], *, identity: str,
-                     on_progress: Callable[[], None] | None = None) -> list[str | None]:
+def descriptions_get(
+    requests: Sequence[DescriptionRequest], *, identity: str, on_progress: Callable[[], None] | None = None
+) -> list[str | None]:
     """A description per request, in order: from the cache, else from the model (None where it failed).
 
     ``on_progress`` runs in the calling thread after each model answer (a
@@ -89,7 +95,8 @@ def descriptions_get(requests: Sequence[DescriptionRequest], *, identity: str,
         written = _describe(missing, on_progress=on_progress)
         ChunkDescription.objects.bulk_create(
             [ChunkDescription(key=key, description=text, model=identity) for key, text in written.items()],
-            batch_size=1000, ignore_conflicts=True,  # another worker may have described the same chunk meanwhile
+            batch_size=1000,
+            ignore_conflicts=True,  # another worker may have described the same chunk meanwhile
         )
         known.update(written)
     return [known.get(key) for key in keys]
@@ -99,8 +106,11 @@ def _cached(keys: set[str]) -> dict[str, str]:
     found: dict[str, str] = {}
     ordered = sorted(keys)
     for start in range(0, len(ordered), LOOKUP_BATCH):
-        found.update(ChunkDescription.objects.filter(key__in=ordered[start : start + LOOKUP_BATCH])
-                     .values_list("key", "description"))
+        found.update(
+            ChunkDescription.objects.filter(key__in=ordered[start : start + LOOKUP_BATCH]).values_list(
+                "key", "description"
+            )
+        )
     return found
 
 
@@ -123,8 +133,9 @@ def _describe(requests: dict[str, DescriptionRequest], *, on_progress: Callable[
         return " ".join(text.split())[:DESCRIPTION_CHARS] or None
 
     written: dict[str, str] = {}
-    pool = ThreadPoolExecutor(max_workers=min(settings.RAG_CONTEXTUAL_CONCURRENCY, len(requests)),
-                              thread_name_prefix="describe")
+    pool = ThreadPoolExecutor(
+        max_workers=min(settings.RAG_CONTEXTUAL_CONCURRENCY, len(requests)), thread_name_prefix="describe"
+    )
     try:
         futures = {pool.submit(one, request): key for key, request in requests.items()}
         for future in as_completed(futures):

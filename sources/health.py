@@ -45,13 +45,15 @@ class Health:
 def health_check() -> Health:
     database = _database()
     broker = _broker()
-    return Health({
-        "database": database,
-        "broker": broker,
-        **_heartbeats(reachable=broker.ok),
-        "embedding_model": _embedding_model(database_ok=database.ok),
-        **({"llm": _llm()} if llm_configured() else {}),
-    })
+    return Health(
+        {
+            "database": database,
+            "broker": broker,
+            **_heartbeats(reachable=broker.ok),
+            "embedding_model": _embedding_model(database_ok=database.ok),
+            **({"llm": _llm()} if llm_configured() else {}),
+        }
+    )
 
 
 def _database() -> Check:
@@ -90,8 +92,11 @@ def _heartbeats(*, reachable: bool) -> dict[str, Check]:
     beat_ok = beat is not None and beat <= heartbeats.BEAT_STALE
     beat_check = Check(beat_ok, {"age_seconds": beat, "recovery_sweep_age_seconds": sweep})
     if not beat_ok:
-        beat_check.details["error"] = ("beat has not published a task in the last 24 h" if beat is None
-                                       else f"beat last published a task {beat:.0f} s ago")
+        beat_check.details["error"] = (
+            "beat has not published a task in the last 24 h"
+            if beat is None
+            else f"beat last published a task {beat:.0f} s ago"
+        )
     return {"worker": worker, "beat": beat_check}
 
 
@@ -126,5 +131,6 @@ def _llm() -> Check:
     details: dict[str, Any] = {"models": [status.as_dict() for status in statuses]}
     if not ok:
         details["error"] = "every model is cooling down after failures: " + "; ".join(
-            f"{status.model} ({status.reason})" if status.reason else status.model for status in open_)
+            f"{status.model} ({status.reason})" if status.reason else status.model for status in open_
+        )
     return Check(ok, details)

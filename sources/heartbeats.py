@@ -40,7 +40,7 @@ def redis_client() -> redis.Redis:
 
 
 def broker_ping() -> str:
-    """"" when the broker answers PING, else why not."""
+    """ "" when the broker answers PING, else why not."""
     try:
         redis_client().ping()
     except redis.RedisError as exc:
@@ -76,7 +76,7 @@ def heartbeat_ages(prefix: str = "") -> dict[str, float]:
     One SCAN and one pipelined round trip for every record's PTTL.
     """
     client = redis_client()
-    names = sorted(key.decode()[len(PREFIX):] for key in client.scan_iter(match=f"{PREFIX}{prefix}*", count=500))
+    names = sorted(key.decode()[len(PREFIX) :] for key in client.scan_iter(match=f"{PREFIX}{prefix}*", count=500))
     pipeline = client.pipeline(transaction=False)
     for name in names:
         pipeline.pttl(PREFIX + name)

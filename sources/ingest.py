@@ -55,8 +55,12 @@ class IngestSettings:
 
     @classmethod
     def current(cls) -> "IngestSettings":
-        return cls(max_chars=settings.RAG_CHUNK_MAX_CHARS, overlap=settings.RAG_CHUNK_OVERLAP,
-                   long_texts=settings.RAG_EMBED_LONG_TEXTS, contextual=contextual_identity())
+        return cls(
+            max_chars=settings.RAG_CHUNK_MAX_CHARS,
+            overlap=settings.RAG_CHUNK_OVERLAP,
+            long_texts=settings.RAG_EMBED_LONG_TEXTS,
+            contextual=contextual_identity(),
+        )
 
 
 def content_hash(text: str) -> str:
@@ -66,8 +70,15 @@ def content_hash(text: str) -> str:
 
 def fingerprint(*, content: str, model: str, config: IngestSettings) -> str:
     """The one fingerprint of stored chunks: ``content`` is the document's content hash, ``model`` the model's identity."""
-    parts = [content, CHUNKING_VERSION, str(config.max_chars), str(config.overlap), config.long_texts,
-             config.contextual, model]
+    parts = [
+        content,
+        CHUNKING_VERSION,
+        str(config.max_chars),
+        str(config.overlap),
+        config.long_texts,
+        config.contextual,
+        model,
+    ]
     return hashlib.sha256("\x1f".join(parts).encode()).hexdigest()
 
 
@@ -148,8 +159,9 @@ def embed_text(chunk: ChunkResult, path: str = "") -> str:
     return f"{header}\n\n{body}" if header else body
 
 
-def documents_describe(documents: Sequence[Document], *, identity: str,
-                       on_batch: Callable[[], None] | None = None) -> int:
+def documents_describe(
+    documents: Sequence[Document], *, identity: str, on_batch: Callable[[], None] | None = None
+) -> int:
     """Give every chunk of ``documents`` its contextual description (cached or written now); returns how many got none.
 
     A document with a chunk left undescribed keeps an empty fingerprint: its
@@ -160,8 +172,10 @@ def documents_describe(documents: Sequence[Document], *, identity: str,
     for d in documents:
         text = d.text or "\n".join(chunk.content for chunk in d.chunks)
         digest = d.content_hash or content_hash(text)
-        requests.extend(DescriptionRequest(document_hash=digest, path=d.path, document=text, chunk=chunk.content)
-                        for chunk in d.chunks)
+        requests.extend(
+            DescriptionRequest(document_hash=digest, path=d.path, document=text, chunk=chunk.content)
+            for chunk in d.chunks
+        )
     descriptions = iter(descriptions_get(requests, identity=identity, on_progress=on_batch))
     undescribed = 0
     for d in documents:
@@ -195,16 +209,22 @@ def documents_embed(documents: Sequence[Document], *, on_batch: Callable[[], Non
     for model, group in _by_model(documents).items():
         texts = [embed_text(chunk, d.path) for d in group for chunk in d.chunks]
         try:
-            vectors = embedder_for(provider=model.provider, name=model.name, device=settings.RAG_EMBEDDING_DEVICE).embed(
-                texts, batch_size=settings.RAG_EMBED_BATCH_SIZE, pieces=settings.RAG_EMBED_LONG_TEXTS == "pieces",
+            vectors = embedder_for(
+                provider=model.provider, name=model.name, device=settings.RAG_EMBEDDING_DEVICE
+            ).embed(
+                texts,
+                batch_size=settings.RAG_EMBED_BATCH_SIZE,
+                pieces=settings.RAG_EMBED_LONG_TEXTS == "pieces",
                 on_batch=on_batch,
             )
         except EmbeddingError as exc:
             raise IndexingError(str(exc)) from exc
         if len(texts) and vectors.shape[1] != model.dimensions:
             # Never stored: the model's HNSW index and every query read N dimensions.
-            raise IndexingError(f"the embedding model {model} answered with {vectors.shape[1]}-dimensional vectors, "
-                                f"but its row says {model.dimensions}; nothing was stored")
+            raise IndexingError(
+                f"the embedding model {model} answered with {vectors.shape[1]}-dimensional vectors, "
+                f"but its row says {model.dimensions}; nothing was stored"
+            )
         offset = 0
         for d in group:
             d.vectors = vectors[offset : offset + len(d.chunks)]
@@ -225,10 +245,21 @@ def documents_replace(documents: Sequence[Document], *, track_files: bool) -> in
     Chunk.objects.bulk_create(
         [
             Chunk(
-                source=d.source, generation=d.generation, path=d.path, chunk_index=index, content=chunk.content,
-                context_prefix=chunk.context_prefix, language=chunk.language, symbol=chunk.symbol,
-                start_line=chunk.start_line, end_line=chunk.end_line, content_hash=content_hash(chunk.content),
-                embedding=vector, embedding_model=d.model, chunking_version=CHUNKING_VERSION, metadata=chunk.metadata,
+                source=d.source,
+                generation=d.generation,
+                path=d.path,
+                chunk_index=index,
+                content=chunk.content,
+                context_prefix=chunk.context_prefix,
+                language=chunk.language,
+                symbol=chunk.symbol,
+                start_line=chunk.start_line,
+                end_line=chunk.end_line,
+                content_hash=content_hash(chunk.content),
+                embedding=vector,
+                embedding_model=d.model,
+                chunking_version=CHUNKING_VERSION,
+                metadata=chunk.metadata,
             )
             for d in documents
             for index, (chunk, vector) in enumerate(zip(d.chunks, d.vectors, strict=True))
@@ -239,16 +270,31 @@ def documents_replace(documents: Sequence[Document], *, track_files: bool) -> in
         IndexedFile.objects.bulk_create(
             [
                 IndexedFile(
-                    source=d.source, generation=d.generation, path=d.path, size=d.size, mtime_ns=d.mtime_ns,
-                    content_hash=d.content_hash, fingerprint=d.fingerprint, chunking_version=CHUNKING_VERSION,
-                    embedding_model=d.model, chunk_count=len(d.chunks),
+                    source=d.source,
+                    generation=d.generation,
+                    path=d.path,
+                    size=d.size,
+                    mtime_ns=d.mtime_ns,
+                    content_hash=d.content_hash,
+                    fingerprint=d.fingerprint,
+                    chunking_version=CHUNKING_VERSION,
+                    embedding_model=d.model,
+                    chunk_count=len(d.chunks),
                 )
                 for d in documents
             ],
             update_conflicts=True,
             unique_fields=["source", "generation", "path"],
-            update_fields=["size", "mtime_ns", "content_hash", "fingerprint", "chunking_version", "embedding_model",
-                           "chunk_count", "indexed_at"],
+            update_fields=[
+                "size",
+                "mtime_ns",
+                "content_hash",
+                "fingerprint",
+                "chunking_version",
+                "embedding_model",
+                "chunk_count",
+                "indexed_at",
+            ],
         )
     return deleted
 
@@ -260,7 +306,9 @@ class Batch:
     see RAG_INDEX_FLUSH_CHUNKS.
     """
 
-    def __init__(self, *, track_files: bool, flush_chunks: int | None = None, on_batch: Callable[[], None] | None = None) -> None:
+    def __init__(
+        self, *, track_files: bool, flush_chunks: int | None = None, on_batch: Callable[[], None] | None = None
+    ) -> None:
         self.track_files = track_files
         self.flush_chunks = flush_chunks or settings.RAG_INDEX_FLUSH_CHUNKS
         self.on_batch = on_batch
@@ -308,16 +356,26 @@ def item_store(item_model: type, pk: int, document: Document, **fields) -> int |
     """
     documents_embed([document])
     # Stored all the same: a chunk without its description still serves; the next indexing describes it.
-    note = (f"indexed, but {document.undescribed} of {len(document.chunks)} chunks have no contextual description "
-            "(the language model failed); the next indexing tries again") if document.undescribed else ""
+    note = (
+        (
+            f"indexed, but {document.undescribed} of {len(document.chunks)} chunks have no contextual description "
+            "(the language model failed); the next indexing tries again"
+        )
+        if document.undescribed
+        else ""
+    )
     with transaction.atomic():
         if not item_model.objects.select_for_update().filter(pk=pk).exists():
             return None
         deleted = documents_replace([document], track_files=False)
         Source.objects.filter(pk=document.source.pk).update(embedding_model=document.model)
         item_model.objects.filter(pk=pk).update(
-            content_hash=document.content_hash, fingerprint=document.fingerprint, indexed_at=timezone.now(),
-            index_status=IndexStatus.INDEXED, last_error=note, **fields,
+            content_hash=document.content_hash,
+            fingerprint=document.fingerprint,
+            indexed_at=timezone.now(),
+            index_status=IndexStatus.INDEXED,
+            last_error=note,
+            **fields,
         )
     return deleted
 

@@ -28,7 +28,11 @@ MAX_ERRORS_KEPT = 100
 
 
 def root_job_request(
-    *, root_id: int, force: bool = False, trigger: str = "admin", ignore_cooldown: bool = False,
+    *,
+    root_id: int,
+    force: bool = False,
+    trigger: str = "admin",
+    ignore_cooldown: bool = False,
 ) -> tuple[IndexJob, bool]:
     """Create a queued job for the root, or return the one already queued or running.
 
@@ -86,8 +90,12 @@ def job_start(*, job_id: int) -> IndexJob | None:
         return None  # this session runs it already
     if holder is not None or not locks.root_lock_try(root_id):
         # Another live session indexes the root. Its own job goes on; a second job would only wait for it.
-        job_finish(job_id=job_id, status=JobStatus.CANCELLED, message="another worker is indexing this root right now",
-                   only_queued=True)
+        job_finish(
+            job_id=job_id,
+            status=JobStatus.CANCELLED,
+            message="another worker is indexing this root right now",
+            only_queued=True,
+        )
         return None
     try:
         job = _claim(job_id)
@@ -150,7 +158,9 @@ def _claim(job_id: int) -> IndexJob | None:
         job.started_at = job.started_at or now
         job.heartbeat_at = now
         job.worker = worker_name()
-        job.save(update_fields=["status", "started_at", "heartbeat_at", "worker", "attempt", "message", "errors", *_COUNTERS])
+        job.save(
+            update_fields=["status", "started_at", "heartbeat_at", "worker", "attempt", "message", "errors", *_COUNTERS]
+        )
     return job
 
 
@@ -162,8 +172,9 @@ def job_progress(job: IndexJob, **counters: int) -> None:
     job.errors = job.errors[:MAX_ERRORS_KEPT]
     mine = IndexJob.objects.filter(pk=job.pk, status=JobStatus.RUNNING, worker=job.worker)
     if not mine.update(heartbeat_at=job.heartbeat_at, errors=job.errors, **_counters(job)):
-        raise ApplicationError(f"index job {job.pk} is no longer this worker's ({job.worker}): it was cancelled, "
-                               "handed on or finished")
+        raise ApplicationError(
+            f"index job {job.pk} is no longer this worker's ({job.worker}): it was cancelled, handed on or finished"
+        )
 
 
 def job_cancel(*, job_id: int, by: str) -> bool:
@@ -173,18 +184,29 @@ def job_cancel(*, job_id: int, by: str) -> bool:
     batch): its worker finds the job no longer its own. What it stored so far
     stays, and the next job continues from there (fingerprints decide).
     """
-    return bool(IndexJob.objects.filter(pk=job_id, status__in=ACTIVE_JOB_STATUSES).update(
-        status=JobStatus.CANCELLED, message=f"cancelled by {by}", finished_at=timezone.now(),
-    ))
+    return bool(
+        IndexJob.objects.filter(pk=job_id, status__in=ACTIVE_JOB_STATUSES).update(
+            status=JobStatus.CANCELLED,
+            message=f"cancelled by {by}",
+            finished_at=timezone.now(),
+        )
+    )
 
 
-def job_finish(*, job_id: int, status: str, message: str = "", job: IndexJob | None = None, only_queued: bool = False) -> None:
+def job_finish(
+    *, job_id: int, status: str, message: str = "", job: IndexJob | None = None, only_queued: bool = False
+) -> None:
     """Record the outcome, once: a finished job keeps its verdict.
 
     With ``job`` (the run's own copy) only that run's owner may finish it: a
     worker the job was taken from cannot overwrite its new owner's work.
     """
-    fields = {"status": status, "message": message[:4000], "finished_at": timezone.now(), "heartbeat_at": timezone.now()}
+    fields = {
+        "status": status,
+        "message": message[:4000],
+        "finished_at": timezone.now(),
+        "heartbeat_at": timezone.now(),
+    }
     rows = IndexJob.objects.filter(pk=job_id, status__in=[JobStatus.QUEUED] if only_queued else ACTIVE_JOB_STATUSES)
     if job is not None:
         fields.update(_counters(job), errors=job.errors[:MAX_ERRORS_KEPT])
@@ -192,8 +214,19 @@ def job_finish(*, job_id: int, status: str, message: str = "", job: IndexJob | N
     rows.update(**fields)
 
 
-_COUNTERS = ("files_total", "files_seen", "files_changed", "files_unchanged", "files_skipped", "files_failed",
-             "files_deleted", "chunks_queued", "chunks_embedded", "chunks_deleted", "chunks_undescribed")
+_COUNTERS = (
+    "files_total",
+    "files_seen",
+    "files_changed",
+    "files_unchanged",
+    "files_skipped",
+    "files_failed",
+    "files_deleted",
+    "chunks_queued",
+    "chunks_embedded",
+    "chunks_deleted",
+    "chunks_undescribed",
+)
 
 
 def _counters(job: IndexJob) -> dict[str, int]:
@@ -201,8 +234,11 @@ def _counters(job: IndexJob) -> dict[str, int]:
 
 
 def _give_up(job: IndexJob, reason: str) -> None:
-    job_finish(job_id=job.pk, status=JobStatus.FAILED,
-               message=f"{reason}; {job.attempt} attempt(s) failed the same way, giving up (RAG_JOB_MAX_ATTEMPTS)")
+    job_finish(
+        job_id=job.pk,
+        status=JobStatus.FAILED,
+        message=f"{reason}; {job.attempt} attempt(s) failed the same way, giving up (RAG_JOB_MAX_ATTEMPTS)",
+    )
     log.warning("index job %s failed for good: %s", job.pk, reason)
 
 

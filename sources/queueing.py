@@ -31,8 +31,9 @@ def queued_mark(model: type, object_id: int) -> None:
     """A skill or tool is queued; a note that it waited for the broker goes, a real indexing error stays until the next success."""
     model.objects.filter(pk=object_id).update(
         index_status=IndexStatus.QUEUED,
-        last_error=Case(When(last_error__startswith=BROKER_WAIT, then=Value("")), default=F("last_error"),
-                        output_field=TextField()),
+        last_error=Case(
+            When(last_error__startswith=BROKER_WAIT, then=Value("")), default=F("last_error"), output_field=TextField()
+        ),
     )
 
 

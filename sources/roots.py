@@ -23,7 +23,17 @@ from rag_site.errors import ApplicationError, Conflict
 from sources import jobs, locks
 from sources.chunking import chunk_text
 from sources.ingest import Batch, Document, IngestSettings, content_hash, embedding_model_for, fingerprint
-from sources.models import Chunk, EmbeddingModel, IndexedFile, IndexJob, JobStatus, Segment, Source, WorkspaceRoot, words
+from sources.models import (
+    Chunk,
+    EmbeddingModel,
+    IndexedFile,
+    IndexJob,
+    JobStatus,
+    Segment,
+    Source,
+    WorkspaceRoot,
+    words,
+)
 from sources.walk import REPLACED, Candidate, Skipped, WalkRules, read_text, root_open, walk
 
 log = logging.getLogger(__name__)
@@ -50,7 +60,9 @@ def root_path_validate(path: str) -> str:
         raise ApplicationError(f"{path!r} is not an existing directory")
     allowed = settings.RAG_ROOT_BASE_DIRS
     if not any(os.path.commonpath([real, base]) == base for base in allowed):
-        raise ApplicationError(f"{real!r} is outside the allowed base directories ({', '.join(allowed)}; RAG_ROOT_BASE_DIRS)")
+        raise ApplicationError(
+            f"{real!r} is outside the allowed base directories ({', '.join(allowed)}; RAG_ROOT_BASE_DIRS)"
+        )
     return real
 
 
@@ -100,12 +112,16 @@ def root_pin(*, path: str, confirm: bool, pinned: WorkspaceRoot | None = None) -
         return pin
     known = pinned is not None and pinned.pk is not None and pinned.path == pin.path and pinned.directory_identity
     if symlinked and not (known and (pinned.symlink_target, pinned.directory_identity) == (real, identity)):
-        raise ApplicationError(f"{path!r} passes through a symlink (it leads to {real!r} now): enter the real path, or "
-                               "confirm to pin the directory the symlink leads to now")
+        raise ApplicationError(
+            f"{path!r} passes through a symlink (it leads to {real!r} now): enter the real path, or "
+            "confirm to pin the directory the symlink leads to now"
+        )
     if known and pinned.directory_identity != identity:
-        raise ApplicationError(f"{path!r} leads to another directory than the one pinned ({_described(identity)} now, "
-                               f"{_described(pinned.directory_identity)} when pinned): it was moved or replaced. Confirm "
-                               "to pin the directory it leads to now")
+        raise ApplicationError(
+            f"{path!r} leads to another directory than the one pinned ({_described(identity)} now, "
+            f"{_described(pinned.directory_identity)} when pinned): it was moved or replaced. Confirm "
+            "to pin the directory it leads to now"
+        )
     return pin
 
 
@@ -121,17 +137,22 @@ def root_directory_open(*, root: PinnedRoot) -> tuple[int, str]:
     real = root_path_validate(root.path)
     if real != os.path.normpath(root.path) and real != root.symlink_target:
         confirmed = f", not to {root.symlink_target} as confirmed" if root.symlink_target else ""
-        raise RootChanged(f"root {root.name!r} is no longer the directory it was pinned to: its path {root.path} passes "
-                          f"through a symlink (it leads to {real} now{confirmed}). An admin must confirm the root on "
-                          "its page before it is read again", details={"root": root.name})
+        raise RootChanged(
+            f"root {root.name!r} is no longer the directory it was pinned to: its path {root.path} passes "
+            f"through a symlink (it leads to {real} now{confirmed}). An admin must confirm the root on "
+            "its page before it is read again",
+            details={"root": root.name},
+        )
     fd = root_open(real)  # through no symlink: what the checks above saw is what is opened, or OSError
     identity = _identity(os.fstat(fd))
     if root.directory_identity and identity != root.directory_identity:
         os.close(fd)
-        raise RootChanged(f"root {root.name!r} is no longer the directory it was pinned to: {root.path} leads to another "
-                          f"directory now ({_described(identity)}; pinned: {_described(root.directory_identity)}), moved "
-                          "or replaced. An admin must confirm the root on its page before it is read again",
-                          details={"root": root.name})
+        raise RootChanged(
+            f"root {root.name!r} is no longer the directory it was pinned to: {root.path} leads to another "
+            f"directory now ({_described(identity)}; pinned: {_described(root.directory_identity)}), moved "
+            "or replaced. An admin must confirm the root on its page before it is read again",
+            details={"root": root.name},
+        )
     return fd, identity
 
 
@@ -151,11 +172,15 @@ def root_directory_check(*, root: WorkspaceRoot) -> int:
     except RootChanged as exc:
         raise _withdrawn(root, exc.message) from None
     except ApplicationError as exc:
-        raise _withdrawn(root, f"{exc.message}. The root {root.name!r} ({root.path}) was moved or replaced by a "
-                               "symlink, or RAG_ROOT_BASE_DIRS changed, since it was registered") from None
+        raise _withdrawn(
+            root,
+            f"{exc.message}. The root {root.name!r} ({root.path}) was moved or replaced by a "
+            "symlink, or RAG_ROOT_BASE_DIRS changed, since it was registered",
+        ) from None
     except OSError as exc:
-        raise ApplicationError(f"the root directory {root.path!r} changed while the job started ({exc.strerror or exc}); "
-                               "nothing was read") from None
+        raise ApplicationError(
+            f"the root directory {root.path!r} changed while the job started ({exc.strerror or exc}); nothing was read"
+        ) from None
     if not root.directory_identity:
         WorkspaceRoot.objects.filter(pk=root.pk, directory_identity="").update(directory_identity=identity)
         root.directory_identity = identity
@@ -164,8 +189,10 @@ def root_directory_check(*, root: WorkspaceRoot) -> int:
 
 def _withdrawn(root: WorkspaceRoot, reason: str) -> ApplicationError:
     removed = root_chunks_withdraw(root=root)
-    return ApplicationError(f"refused: {reason}; nothing was read and its {removed} stored chunks were removed from search",
-                            details={"chunks_removed": removed})
+    return ApplicationError(
+        f"refused: {reason}; nothing was read and its {removed} stored chunks were removed from search",
+        details={"chunks_removed": removed},
+    )
 
 
 def _identity(info: os.stat_result) -> str:
@@ -225,7 +252,8 @@ def root_sources_sync(*, root: WorkspaceRoot) -> int:
     """
     scope = {**root.scope_fields, "enabled": root.enabled, "kind": Source.Kind.FILE}
     default, _ = Source.objects.update_or_create(
-        key=f"root:{root.pk}", defaults={**scope, "title": root.name, "similarity_threshold": root.similarity_threshold},
+        key=f"root:{root.pk}",
+        defaults={**scope, "title": root.name, "similarity_threshold": root.similarity_threshold},
     )
     if root.source_id != default.pk:
         WorkspaceRoot.objects.filter(pk=root.pk).update(source=default)
@@ -234,10 +262,14 @@ def root_sources_sync(*, root: WorkspaceRoot) -> int:
     for segment in root.segments.order_by("pk"):
         source, _ = Source.objects.update_or_create(
             key=f"root:{root.pk}:segment:{segment.pk}",
-            defaults={**scope, "title": f"{root.name}: {segment.name}",
-                      "channels": sorted(set(words(segment.channels))) or scope["channels"],
-                      "similarity_threshold": root.similarity_threshold if segment.similarity_threshold is None
-                      else segment.similarity_threshold},
+            defaults={
+                **scope,
+                "title": f"{root.name}: {segment.name}",
+                "channels": sorted(set(words(segment.channels))) or scope["channels"],
+                "similarity_threshold": root.similarity_threshold
+                if segment.similarity_threshold is None
+                else segment.similarity_threshold,
+            },
         )
         if segment.source_id != source.pk:
             Segment.objects.filter(pk=segment.pk).update(source=source)
@@ -290,7 +322,9 @@ def _files_reassign(*, owners: list[tuple[str, Source]], sources: list[Source]) 
         else:
             chunks.delete()
             files.delete()
-        log.info("moved %d file(s) from %s to %s%s", len(paths), old.key, new.key, "" if keeps_vectors else " (to re-embed)")
+        log.info(
+            "moved %d file(s) from %s to %s%s", len(paths), old.key, new.key, "" if keeps_vectors else " (to re-embed)"
+        )
     return sum(len(paths) for paths in moves.values())
 
 
@@ -299,7 +333,9 @@ def _plans(root: WorkspaceRoot) -> list[SegmentPlan]:
     plans = []
     for segment in root.segments.select_related("source").order_by("pk"):
         matcher = pathspec.GitIgnoreSpec.from_lines([segment.path_glob])
-        plans.append(_plan(segment.source, segment.path_glob, matcher, segment.embedding_model_name or root.embedding_model_name))
+        plans.append(
+            _plan(segment.source, segment.path_glob, matcher, segment.embedding_model_name or root.embedding_model_name)
+        )
     # The most specific segment wins: longest glob first, the default last.
     plans.sort(key=lambda p: -len(p.glob))
     plans.append(_plan(Source.objects.get(pk=root.source_id), "", None, root.embedding_model_name))
@@ -330,7 +366,9 @@ def root_index(*, job: IndexJob) -> str:
         jobs.job_finish(job_id=job.pk, status=JobStatus.FAILED, message=exc.message, job=job)
         return JobStatus.FAILED
     except Exception as exc:
-        jobs.job_finish(job_id=job.pk, status=JobStatus.FAILED, message=f"unexpected error: {type(exc).__name__}: {exc}", job=job)
+        jobs.job_finish(
+            job_id=job.pk, status=JobStatus.FAILED, message=f"unexpected error: {type(exc).__name__}: {exc}", job=job
+        )
         raise
     finally:
         locks.root_lock_release(job.root_id)
@@ -366,9 +404,13 @@ class _Run:
             for s in IndexedFile.objects.filter(source__in=[p.source for p in plans])
         }
         self.rules = WalkRules(
-            include=tuple(words(root.include_globs)), exclude_dirs=frozenset(words(root.exclude_dirs)),
-            max_file_bytes=root.max_file_bytes, deny=tuple(words(root.deny_patterns)),
-            index_hidden=root.index_hidden, scan_secrets=root.scan_secrets, hard_links_inside=root.hard_links_inside,
+            include=tuple(words(root.include_globs)),
+            exclude_dirs=frozenset(words(root.exclude_dirs)),
+            max_file_bytes=root.max_file_bytes,
+            deny=tuple(words(root.deny_patterns)),
+            index_hidden=root.index_hidden,
+            scan_secrets=root.scan_secrets,
+            hard_links_inside=root.hard_links_inside,
         )
         entries = list(walk(self.root_fd, self.rules))
         self.job.files_total = len(entries)
@@ -388,11 +430,15 @@ class _Run:
         self._flip(plans)
         WorkspaceRoot.objects.filter(pk=root.pk).update(last_verified_at=timezone.now())
         job = self.job
-        summary = (f"{job.files_changed} changed, {job.files_unchanged} unchanged, {job.files_skipped} skipped, "
-                   f"{job.files_failed} failed, {job.files_deleted} removed; {job.chunks_embedded} chunks embedded")
+        summary = (
+            f"{job.files_changed} changed, {job.files_unchanged} unchanged, {job.files_skipped} skipped, "
+            f"{job.files_failed} failed, {job.files_deleted} removed; {job.chunks_embedded} chunks embedded"
+        )
         if job.chunks_undescribed:
-            summary += (f"; {job.chunks_undescribed} without a contextual description (the language model failed; "
-                        "the next run tries again)")
+            summary += (
+                f"; {job.chunks_undescribed} without a contextual description (the language model failed; "
+                "the next run tries again)"
+            )
         jobs.job_finish(job_id=job.pk, status=JobStatus.SUCCEEDED, message=summary, job=job)
 
     def _fingerprint(self, digest: str, plan: SegmentPlan) -> str:
@@ -402,9 +448,12 @@ class _Run:
         """Queue the file if it changed; True when it stays in the index."""
         # Stored chunks are current when the file's stored hash, read through
         # today's chunker, settings and model, gives the stored fingerprint.
-        current = (state is not None and state.fingerprint == self._fingerprint(state.content_hash, plan)
-                   and state.embedding_model_id == plan.model.pk
-                   and (self.forced_since is None or state.indexed_at >= self.forced_since))
+        current = (
+            state is not None
+            and state.fingerprint == self._fingerprint(state.content_hash, plan)
+            and state.embedding_model_id == plan.model.pk
+            and (self.forced_since is None or state.indexed_at >= self.forced_since)
+        )
         if current and state.size == entry.size and state.mtime_ns == entry.mtime_ns:
             self.job.files_unchanged += 1  # not even read
             return True
@@ -422,11 +471,20 @@ class _Run:
         chunks = chunk_text(text, entry.path, max_chars=self.config.max_chars, overlap=self.config.overlap)
         self.job.files_changed += 1
         self.job.chunks_queued += len(chunks)
-        self._store(Document(
-            source=plan.source, generation=plan.generation, path=entry.path, chunks=chunks, model=plan.model,
-            content_hash=digest, fingerprint=self._fingerprint(digest, plan), size=entry.size, mtime_ns=entry.mtime_ns,
-            text=text if self.config.contextual else "",
-        ))
+        self._store(
+            Document(
+                source=plan.source,
+                generation=plan.generation,
+                path=entry.path,
+                chunks=chunks,
+                model=plan.model,
+                content_hash=digest,
+                fingerprint=self._fingerprint(digest, plan),
+                size=entry.size,
+                mtime_ns=entry.mtime_ns,
+                text=text if self.config.contextual else "",
+            )
+        )
         return True
 
     def _store(self, document: Document | None) -> None:
@@ -464,7 +522,9 @@ class _Run:
                 gone.setdefault(key[:2], []).append(key[2])
         with transaction.atomic():
             for (source_id, generation), paths in gone.items():
-                self.job.chunks_deleted += Chunk.objects.filter(source_id=source_id, generation=generation, path__in=paths).delete()[0]
+                self.job.chunks_deleted += Chunk.objects.filter(
+                    source_id=source_id, generation=generation, path__in=paths
+                ).delete()[0]
                 IndexedFile.objects.filter(source_id=source_id, generation=generation, path__in=paths).delete()
                 self.job.files_deleted += len(paths)
 
@@ -472,7 +532,9 @@ class _Run:
         """Make each segment's written generation the one searches read, atomically."""
         for plan in plans:
             with transaction.atomic():
-                Source.objects.filter(pk=plan.source.pk).update(active_generation=plan.generation, embedding_model=plan.model)
+                Source.objects.filter(pk=plan.source.pk).update(
+                    active_generation=plan.generation, embedding_model=plan.model
+                )
                 if plan.rebuilding:
                     Chunk.objects.filter(source=plan.source, generation__lt=plan.generation).delete()
                     IndexedFile.objects.filter(source=plan.source, generation__lt=plan.generation).delete()

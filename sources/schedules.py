@@ -12,11 +12,21 @@ def schedules_ensure(**kwargs) -> None:
     Connected to post_migrate, so every deployment gets them after `migrate`.
     """
     minutes = settings.RAG_SKILL_REVERIFY_MINUTES
-    _ensure(REVERIFY_TASK_NAME, "sources.tasks.skills_reverify_task", max(minutes, 1), enabled=minutes > 0,
-            description="Queues every skill and tool; unchanged ones are skipped by fingerprint, changed ones re-embedded.")
-    _ensure(REAP_TASK_NAME, "sources.tasks.jobs_reap_task", 1, enabled=True,
-            description="Hands index jobs whose worker died to another worker, and sends again what could not be "
-                        "queued while the broker was down.")
+    _ensure(
+        REVERIFY_TASK_NAME,
+        "sources.tasks.skills_reverify_task",
+        max(minutes, 1),
+        enabled=minutes > 0,
+        description="Queues every skill and tool; unchanged ones are skipped by fingerprint, changed ones re-embedded.",
+    )
+    _ensure(
+        REAP_TASK_NAME,
+        "sources.tasks.jobs_reap_task",
+        1,
+        enabled=True,
+        description="Hands index jobs whose worker died to another worker, and sends again what could not be "
+        "queued while the broker was down.",
+    )
 
 
 def _ensure(name: str, task: str, minutes: int, *, enabled: bool, description: str) -> None:
@@ -47,8 +57,12 @@ def root_schedule_sync(*, root) -> None:
         schedules.update(enabled=False)
         return
     interval, _ = IntervalSchedule.objects.get_or_create(every=root.reverify_minutes, period=IntervalSchedule.MINUTES)
-    fields = {"name": f"Re-verify root {root.name}"[:200], "interval": interval, "enabled": True,
-              "description": f"Re-verifies workspace root {root.name!r}: only changed files are embedded."}
+    fields = {
+        "name": f"Re-verify root {root.name}"[:200],
+        "interval": interval,
+        "enabled": True,
+        "description": f"Re-verifies workspace root {root.name!r}: only changed files are embedded.",
+    }
     if not schedules.update(**fields):
         PeriodicTask.objects.create(task=_ROOT_TASK, args=f"[{root.pk}]", **fields)
 

@@ -4,7 +4,6 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 
 import pathspec
-
 from django.db.models import Count, F, Max, Q, QuerySet, Sum
 
 from rag_site.breaker import RECENT_MINUTES
@@ -61,7 +60,10 @@ def skill_detail_answer(identity: Identity, slug: str) -> SkillDetailOut:
 def roots_with_latest_job() -> list[WorkspaceRoot]:
     """Every root, each with ``latest_job`` (None before its first): two queries, not one per root."""
     # DISTINCT ON: the newest job of every root in one query.
-    latest = {job.root_id: job for job in IndexJob.objects.select_related("root").order_by("root_id", "-created_at").distinct("root_id")}
+    latest = {
+        job.root_id: job
+        for job in IndexJob.objects.select_related("root").order_by("root_id", "-created_at").distinct("root_id")
+    }
     roots = list(WorkspaceRoot.objects.all())
     for root in roots:
         root.latest_job = latest.get(root.pk)
@@ -89,9 +91,15 @@ def root_files_summary(*, root: WorkspaceRoot, scope: Scope) -> dict:
     shown = list(files.select_related("embedding_model", "source").order_by("path")[:FILES_SHOWN])
     last = root.jobs.first()
     seen = root_path_visible(root=root, scope=scope)
-    return {"files": shown, "total_files": totals["files"] or 0, "total_chunks": totals["chunks"] or 0,
-            "last_indexed": totals["last"], "more": max((totals["files"] or 0) - len(shown), 0),
-            "skipped": [row for row in last.errors if seen(row.get("path", ""))] if last else [], "last_job": last}
+    return {
+        "files": shown,
+        "total_files": totals["files"] or 0,
+        "total_chunks": totals["chunks"] or 0,
+        "last_indexed": totals["last"],
+        "more": max((totals["files"] or 0) - len(shown), 0),
+        "skipped": [row for row in last.errors if seen(row.get("path", ""))] if last else [],
+        "last_job": last,
+    }
 
 
 def root_path_visible(*, root: WorkspaceRoot, scope: Scope) -> Callable[[str], bool]:
@@ -100,7 +108,9 @@ def root_path_visible(*, root: WorkspaceRoot, scope: Scope) -> Callable[[str], b
     The owner is decided as indexing decides it: the longest matching glob,
     else the root's default segment.
     """
-    visible = set(root_sources(root).filter(pk__in=scope.source_ids_sql(enabled_only=False)).values_list("pk", flat=True))
+    visible = set(
+        root_sources(root).filter(pk__in=scope.source_ids_sql(enabled_only=False)).values_list("pk", flat=True)
+    )
     segments = sorted(root.segments.order_by("pk"), key=lambda segment: -len(segment.path_glob))
     owners = [(pathspec.GitIgnoreSpec.from_lines([segment.path_glob]), segment.source_id) for segment in segments]
 
@@ -119,22 +129,51 @@ def index_overview(*, scope: Scope) -> dict:
     the health of workers, beat and models are the service's, not a tenant's.
     """
     visible = scope.source_ids_sql(enabled_only=False)
-    kinds = {row["kind"]: row for row in Source.objects.filter(pk__in=visible).values("kind").annotate(
-        sources=Count("pk", distinct=True), enabled=Count("pk", filter=Q(enabled=True), distinct=True))}
-    chunks = dict(Chunk.objects.filter(generation=F("source__active_generation"), source__in=visible)
-                  .values_list("source__kind").annotate(n=Count("pk")))
-    rows = [{"kind": label, "sources": kinds.get(kind, {}).get("sources", 0), "enabled": kinds.get(kind, {}).get("enabled", 0),
-             "chunks": chunks.get(kind, 0)} for kind, label in Source.Kind.choices if kind != Source.Kind.DATASET]
-    models = list(EmbeddingModel.objects.annotate(vectors=Count("chunks", filter=Q(chunks__source__in=visible))).order_by("-vectors"))
-    failing = [*Skill.objects.filter(index_status=IndexStatus.FAILED, source__in=visible).order_by("slug"),
-               *Tool.objects.filter(index_status=IndexStatus.FAILED, source__in=visible).order_by("key")]
+    kinds = {
+        row["kind"]: row
+        for row in Source.objects.filter(pk__in=visible)
+        .values("kind")
+        .annotate(sources=Count("pk", distinct=True), enabled=Count("pk", filter=Q(enabled=True), distinct=True))
+    }
+    chunks = dict(
+        Chunk.objects.filter(generation=F("source__active_generation"), source__in=visible)
+        .values_list("source__kind")
+        .annotate(n=Count("pk"))
+    )
+    rows = [
+        {
+            "kind": label,
+            "sources": kinds.get(kind, {}).get("sources", 0),
+            "enabled": kinds.get(kind, {}).get("enabled", 0),
+            "chunks": chunks.get(kind, 0),
+        }
+        for kind, label in Source.Kind.choices
+        if kind != Source.Kind.DATASET
+    ]
+    models = list(
+        EmbeddingModel.objects.annotate(vectors=Count("chunks", filter=Q(chunks__source__in=visible))).order_by(
+            "-vectors"
+        )
+    )
+    failing = [
+        *Skill.objects.filter(index_status=IndexStatus.FAILED, source__in=visible).order_by("slug"),
+        *Tool.objects.filter(index_status=IndexStatus.FAILED, source__in=visible).order_by("key"),
+    ]
     jobs = IndexJob.objects.filter(root__source__in=visible).select_related("root")
     failed_jobs = list(jobs.filter(status=JobStatus.FAILED).order_by("-created_at")[:10])
     running = list(jobs.filter(status__in=ACTIVE_JOB_STATUSES))
     health = health_check()
-    return {"kinds": rows, "models": models, "failing": failing, "failed_jobs": failed_jobs, "running": running,
-            "health": health, "queue": queue_length(), "llm": _llm_models(health),
-            "llm_recent_minutes": RECENT_MINUTES}
+    return {
+        "kinds": rows,
+        "models": models,
+        "failing": failing,
+        "failed_jobs": failed_jobs,
+        "running": running,
+        "health": health,
+        "queue": queue_length(),
+        "llm": _llm_models(health),
+        "llm_recent_minutes": RECENT_MINUTES,
+    }
 
 
 def _llm_models(health: Health) -> list[dict] | None:
@@ -146,5 +185,7 @@ def _llm_models(health: Health) -> list[dict] | None:
     def when(seconds: float | None) -> datetime | None:
         return None if seconds is None else datetime.fromtimestamp(seconds, tz=UTC)
 
-    return [{**model, "opened_until": when(model["opened_until"]), "last_error_at": when(model["last_error_at"])}
-            for model in check.details["models"]]
+    return [
+        {**model, "opened_until": when(model["opened_until"]), "last_error_at": when(model["last_error_at"])}
+        for model in check.details["models"]
+    ]

@@ -30,7 +30,9 @@ def skill_index(*, skill_id: int, force: bool = False) -> IndexOutcome | None:
         return None
     size = len(skill.body.encode("utf-8", "surrogatepass"))
     if size > settings.RAG_MAX_SKILL_BYTES:
-        raise IndexingError(f"the skill body is {size:,} bytes; the limit is RAG_MAX_SKILL_BYTES={settings.RAG_MAX_SKILL_BYTES:,}")
+        raise IndexingError(
+            f"the skill body is {size:,} bytes; the limit is RAG_MAX_SKILL_BYTES={settings.RAG_MAX_SKILL_BYTES:,}"
+        )
     config = IngestSettings.current()
     parsed = markdown_chunk(skill.body, max_chars=config.max_chars)
     if parsed.front_matter.error:
@@ -40,8 +42,14 @@ def skill_index(*, skill_id: int, force: bool = False) -> IndexOutcome | None:
     model = embedding_model_for()
     digest = content_hash(skill.body)
     document = ingest.Document(
-        source=source, generation=source.active_generation, path="", chunks=parsed.chunks, model=model, content_hash=digest,
-        fingerprint=fingerprint(content=digest, model=model.spec.identity, config=config), text=skill.body,
+        source=source,
+        generation=source.active_generation,
+        path="",
+        chunks=parsed.chunks,
+        model=model,
+        content_hash=digest,
+        fingerprint=fingerprint(content=digest, model=model.spec.identity, config=config),
+        text=skill.body,
     )
     # The fingerprint is written only on success: equality means the stored
     # chunks already are this exact text, chunker and model.
@@ -106,7 +114,9 @@ def skill_preview(body: str) -> dict:
     config = IngestSettings.current()
     size = len(body.encode("utf-8", "surrogatepass"))
     if size > settings.RAG_MAX_SKILL_BYTES:
-        return {"error": f"The body is {size:,} bytes; the limit is RAG_MAX_SKILL_BYTES={settings.RAG_MAX_SKILL_BYTES:,}."}
+        return {
+            "error": f"The body is {size:,} bytes; the limit is RAG_MAX_SKILL_BYTES={settings.RAG_MAX_SKILL_BYTES:,}."
+        }
     parsed = markdown_chunk(body, max_chars=config.max_chars)
     if parsed.front_matter.error:
         return {"error": parsed.front_matter.error}

@@ -48,14 +48,24 @@ def _item_run(task, kind: str, pk: int, index, failed) -> dict | None:
 
 @shared_task(**_ITEM_TASK)
 def skill_index_task(self, skill_id: int, force: bool = False) -> dict | None:
-    return _item_run(self, "skill", skill_id, lambda: services.skill_index(skill_id=skill_id, force=force),
-                     lambda pk, reason: services.skill_index_failed(skill_id=pk, reason=reason))
+    return _item_run(
+        self,
+        "skill",
+        skill_id,
+        lambda: services.skill_index(skill_id=skill_id, force=force),
+        lambda pk, reason: services.skill_index_failed(skill_id=pk, reason=reason),
+    )
 
 
 @shared_task(**_ITEM_TASK)
 def tool_index_task(self, tool_id: int) -> dict | None:
-    return _item_run(self, "tool", tool_id, lambda: tools.tool_index(tool_id=tool_id),
-                     lambda pk, reason: tools.tool_index_failed(tool_id=pk, reason=reason))
+    return _item_run(
+        self,
+        "tool",
+        tool_id,
+        lambda: tools.tool_index(tool_id=tool_id),
+        lambda pk, reason: tools.tool_index_failed(tool_id=pk, reason=reason),
+    )
 
 
 @shared_task(acks_late=True, reject_on_worker_lost=True)
@@ -146,8 +156,12 @@ def _send(kind: str, object_id: int, **options: object) -> str:
     try:
         task.delay(object_id, **options)
     except Exception as exc:  # noqa: BLE001 - whatever the broker client raises, the outcome is the same
-        log.warning("could not queue %s(%s), the broker is unreachable; it is sent again when it is back: %s",
-                    task.name, object_id, exc)
+        log.warning(
+            "could not queue %s(%s), the broker is unreachable; it is sent again when it is back: %s",
+            task.name,
+            object_id,
+            exc,
+        )
         return queueing.broker_wait_reason(exc)
     return ""
 

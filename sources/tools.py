@@ -48,11 +48,24 @@ def tool_index(*, tool_id: int) -> IndexOutcome | None:
     text = tool_text(tool)
     digest = content_hash(text)
     source = tool_source_sync(tool)
-    chunk = ChunkResult(content=text, context_prefix="", language="tool", symbol=tool.key, start_line=1,
-                        end_line=text.count("\n") + 1, metadata={"tool": tool.key})
+    chunk = ChunkResult(
+        content=text,
+        context_prefix="",
+        language="tool",
+        symbol=tool.key,
+        start_line=1,
+        end_line=text.count("\n") + 1,
+        metadata={"tool": tool.key},
+    )
     document = ingest.Document(
-        source=source, generation=source.active_generation, path="", chunks=[chunk], model=model, content_hash=digest,
-        fingerprint=fingerprint(content=digest, model=model.spec.identity, config=IngestSettings.current()), text=text,
+        source=source,
+        generation=source.active_generation,
+        path="",
+        chunks=[chunk],
+        model=model,
+        content_hash=digest,
+        fingerprint=fingerprint(content=digest, model=model.spec.identity, config=IngestSettings.current()),
+        text=text,
     )
     if document.fingerprint == tool.fingerprint:
         ingest.item_unchanged(Tool, tool_id)

@@ -126,8 +126,11 @@ def walk(root_fd: int, rules: WalkRules) -> Iterator[Candidate | Skipped]:
     found = Counter((e.device, e.inode) for e in entries if isinstance(e, Candidate) and e.links > 1)
     for entry in entries:
         if isinstance(entry, Candidate) and entry.links > 1 and found[(entry.device, entry.inode)] != entry.links:
-            entry = Skipped(entry.path, f"{HARD_LINK} ({entry.links} links, {found[(entry.device, entry.inode)]} of them "
-                                        "among this root's files; every link must be)")
+            entry = Skipped(
+                entry.path,
+                f"{HARD_LINK} ({entry.links} links, {found[(entry.device, entry.inode)]} of them "
+                "among this root's files; every link must be)",
+            )
         yield entry
 
 
@@ -251,7 +254,7 @@ def open_beneath(root_fd: int, relative: str, flags: int) -> int:
             except OSError as exc:
                 if exc.errno not in (errno.ELOOP, errno.ENOTDIR):
                     raise
-                raise Refused(_refusal(fd, part, "/".join(parts[:index + 1]), last=last)) from exc
+                raise Refused(_refusal(fd, part, "/".join(parts[: index + 1]), last=last)) from exc
             if fd != root_fd:
                 os.close(fd)
             fd = following
@@ -293,4 +296,4 @@ def _gitignore(dir_fd: int) -> pathspec.PathSpec | None:
 
 
 def _ignored(ignores: list[tuple[str, pathspec.PathSpec]], relative: str) -> bool:
-    return any(spec.match_file(relative[len(prefix):]) for prefix, spec in ignores)
+    return any(spec.match_file(relative[len(prefix) :]) for prefix, spec in ignores)

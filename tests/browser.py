@@ -8,8 +8,9 @@ import pytest
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 AXE = Path(__file__).resolve().parent.parent / "node_modules" / "axe-core" / "axe.min.js"
-needs_chromium = pytest.mark.skipif(not shutil.which("chromium"),
-                                    reason="Debian's chromium is not installed (make test installs it as root)")
+needs_chromium = pytest.mark.skipif(
+    not shutil.which("chromium"), reason="Debian's chromium is not installed (make test installs it as root)"
+)
 
 
 @contextlib.contextmanager
@@ -45,9 +46,18 @@ def csp_violations(page) -> list[str]:
     seen: list[str] = []
     page.add_init_script("""document.addEventListener("securitypolicyviolation", (e) => console.error(
         `CSP violation: ${e.violatedDirective} blocked ${e.blockedURI || "inline code"} at ${e.sourceFile}:${e.lineNumber}`));""")
-    page.on("console", lambda message: seen.append(message.text) if (
-        "Content Security Policy" in message.text or "CSP violation" in message.text
-        or "evalDisallowedError" in message.text) else None)
+    page.on(
+        "console",
+        lambda message: (
+            seen.append(message.text)
+            if (
+                "Content Security Policy" in message.text
+                or "CSP violation" in message.text
+                or "evalDisallowedError" in message.text
+            )
+            else None
+        ),
+    )
     return seen
 
 
@@ -60,4 +70,6 @@ def axe_violations(page, *, impacts=("serious", "critical")) -> list[str]:
         return r.violations.map(v => ({id: v.id, impact: v.impact, help: v.help,
                                        nodes: v.nodes.slice(0, 3).map(n => n.target.join(" "))}));
     }""")
-    return [f"{v['impact']} {v['id']}: {v['help']} at {', '.join(v['nodes'])}" for v in result if v["impact"] in impacts]
+    return [
+        f"{v['impact']} {v['id']}: {v['help']} at {', '.join(v['nodes'])}" for v in result if v["impact"] in impacts
+    ]

@@ -32,9 +32,24 @@ def running_worker(name: str = "test-worker", *, pool: str = "solo", **env: str)
     log_path.parent.mkdir(parents=True, exist_ok=True)
     with open(log_path, "ab") as log:
         process = subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", "rag_site", "worker", f"--pool={pool}", "--concurrency=1", "--loglevel=INFO",
-             "--without-gossip", "--without-mingle", f"--hostname={name}@%h"],
-            cwd=ROOT, env={**os.environ, "DATABASE_URL": url, **env}, stdout=log, stderr=subprocess.STDOUT,
+            [
+                sys.executable,
+                "-m",
+                "celery",
+                "-A",
+                "rag_site",
+                "worker",
+                f"--pool={pool}",
+                "--concurrency=1",
+                "--loglevel=INFO",
+                "--without-gossip",
+                "--without-mingle",
+                f"--hostname={name}@%h",
+            ],
+            cwd=ROOT,
+            env={**os.environ, "DATABASE_URL": url, **env},
+            stdout=log,
+            stderr=subprocess.STDOUT,
         )
     try:
         deadline = time.monotonic() + 120
@@ -94,8 +109,14 @@ def tiny_model(tmp_path_factory) -> str:
     torch.manual_seed(0)
     # A wide initialiser spreads the random logits, so texts get visibly different scores.
     config = BertConfig(
-        vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-        intermediate_size=64, max_position_embeddings=128, num_labels=1, initializer_range=0.5,
+        vocab_size=len(tokenizer),
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=128,
+        num_labels=1,
+        initializer_range=0.5,
     )
     path = tmp_path_factory.mktemp("tiny-cross-encoder")
     BertForSequenceClassification(config).save_pretrained(path)

@@ -158,8 +158,9 @@ class FakeOpenAI:
         server.daemon_threads = True
         self._server = server
         # A short poll: stop() waits for it, once per test.
-        threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, name="fake-openai",
-                         daemon=True).start()
+        threading.Thread(
+            target=server.serve_forever, kwargs={"poll_interval": 0.05}, name="fake-openai", daemon=True
+        ).start()
         return self
 
     def stop(self) -> None:
@@ -249,7 +250,10 @@ def _error(message: str, kind: str) -> dict:
 
 def _completion(model: str, text: str) -> dict:
     return {
-        "id": "chatcmpl-fake", "object": "chat.completion", "created": int(time.time()), "model": model,
+        "id": "chatcmpl-fake",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": model,
         "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
         "usage": {"prompt_tokens": 0, "completion_tokens": len(text.split()), "total_tokens": len(text.split())},
     }

@@ -35,7 +35,9 @@ def test_a_boolean_field_takes_only_true_or_false(key_client, path, payload, fie
 
 
 def test_a_boolean_field_still_takes_true_and_false(key_client):
-    assert post(key_client, "/api/v1/search", json.dumps({"query": "x", "group": True, "mmr": False})).status_code == 200
+    assert (
+        post(key_client, "/api/v1/search", json.dumps({"query": "x", "group": True, "mmr": False})).status_code == 200
+    )
 
 
 @pytest.mark.parametrize("body", ['"AAA"', "[null,null]", "[]", "7", "null", '{"force": 1}', '{"forse": true}'])

@@ -34,7 +34,9 @@ CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance,
 
 def test_fuzzing_the_api_finds_no_server_error_and_no_schema_violation(live_server, settings):
     settings.RAG_RATE_LIMIT_PER_MINUTE = 0
-    services.skill_index(skill_id=SkillFactory(slug="deploy", body="# Deploy\n\n## Backups\n\nRun pg_dump nightly.\n").pk)
+    services.skill_index(
+        skill_id=SkillFactory(slug="deploy", body="# Deploy\n\n## Backups\n\nRun pg_dump nightly.\n").pk
+    )
     _, key = api_key_create(name="fuzzer", can_manage=True)
     schema = schemathesis.openapi.from_url(live_server.url + "/api/openapi.json")
     cases: Counter[str] = Counter()
@@ -46,8 +48,14 @@ def test_fuzzing_the_api_finds_no_server_error_and_no_schema_violation(live_serv
         for mode in (GenerationMode.POSITIVE, GenerationMode.NEGATIVE):
             checks = CHECKS + ([negative_data_rejection] if mode == GenerationMode.NEGATIVE else [])
 
-            @hypothesis_settings(max_examples=EXAMPLES_PER_OPERATION_AND_MODE, derandomize=True, database=None, deadline=None,
-                                 phases=[Phase.explicit, Phase.generate], suppress_health_check=list(HealthCheck))
+            @hypothesis_settings(
+                max_examples=EXAMPLES_PER_OPERATION_AND_MODE,
+                derandomize=True,
+                database=None,
+                deadline=None,
+                phases=[Phase.explicit, Phase.generate],
+                suppress_health_check=list(HealthCheck),
+            )
             @given(case=operation.as_strategy(generation_mode=mode))
             def exercise(case) -> None:
                 response = case.call(base_url=live_server.url, headers={"Authorization": f"Bearer {key}"}, timeout=60)
@@ -61,7 +69,9 @@ def test_fuzzing_the_api_finds_no_server_error_and_no_schema_violation(live_serv
             exercise()
 
     total = sum(cases.values())
-    print(f"\nfuzzed {total} cases over {len(cases)} operation/mode pairs; status codes {dict(sorted(statuses.items()))}; "
-          f"{sum(n for s, n in statuses.items() if s >= 500)} server errors; {len(failures)} check failures")
+    print(
+        f"\nfuzzed {total} cases over {len(cases)} operation/mode pairs; status codes {dict(sorted(statuses.items()))}; "
+        f"{sum(n for s, n in statuses.items() if s >= 500)} server errors; {len(failures)} check failures"
+    )
     assert total >= 200, cases
     assert not failures, "\n".join(failures[:20])

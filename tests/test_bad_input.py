@@ -17,9 +17,11 @@ from tests.factories import SkillFactory
 
 pytestmark = pytest.mark.django_db
 
-BOMB = "---\na: &a [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n" + "".join(
-    f"{n}: &{n} [{', '.join([f'*{p}'] * 9)}]\n" for p, n in zip("abcdef", "bcdefg")
-) + "---\n# Bomb\n"
+BOMB = (
+    "---\na: &a [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n"
+    + "".join(f"{n}: &{n} [{', '.join([f'*{p}'] * 9)}]\n" for p, n in zip("abcdef", "bcdefg"))
+    + "---\n# Bomb\n"
+)
 
 
 def post(client: Client, path: str, payload: dict | str):
@@ -46,7 +48,9 @@ def test_nul_control_characters_and_blank_text_in_a_body_get_422_naming_the_fiel
     assert any(message.startswith(f"{field}:") for message in response.json()["detail"])
 
 
-@pytest.mark.parametrize("url", ["/api/v1/skills/%00", "/api/v1/skills/a%01b", "/api/v1/skills?x=%00", "/api/v1/index-jobs/1?%00=1"])
+@pytest.mark.parametrize(
+    "url", ["/api/v1/skills/%00", "/api/v1/skills/a%01b", "/api/v1/skills?x=%00", "/api/v1/index-jobs/1?%00=1"]
+)
 def test_nul_in_a_path_or_query_string_gets_a_json_400(key_client, url):
     response = key_client.get(url)
     assert response.status_code == 400
@@ -87,8 +91,10 @@ def test_every_api_error_answer_is_documented(client):
 
 def test_a_yaml_alias_bomb_is_refused_fast_with_a_reason(client, django_user_model):
     client.force_login(django_user_model.objects.create_superuser("boss", password="a-long-test-password"))
-    response = client.post("/admin/sources/skill/add/", {"slug": "bomb", "title": "", "enabled": "on", "body": BOMB,
-                                                          "bot_id": "", "client_id": "", "channels": ""})
+    response = client.post(
+        "/admin/sources/skill/add/",
+        {"slug": "bomb", "title": "", "enabled": "on", "body": BOMB, "bot_id": "", "client_id": "", "channels": ""},
+    )
     assert response.status_code == 200
     assert "aliases" in str(response.context["adminform"].form.errors["body"])
     skill = SkillFactory(slug="bomb", body=BOMB)  # saved around the form: the indexer refuses it too
@@ -98,7 +104,9 @@ def test_a_yaml_alias_bomb_is_refused_fast_with_a_reason(client, django_user_mod
 
 
 def test_the_lexical_channel_reads_only_the_first_words_of_a_long_query(settings):
-    services.skill_index(skill_id=SkillFactory(slug="otter", body="# Otter\n\nThe otter holds hands while sleeping.\n").pk)
+    services.skill_index(
+        skill_id=SkillFactory(slug="otter", body="# Otter\n\nThe otter holds hands while sleeping.\n").pk
+    )
     filler = " ".join(f"filler{n}" for n in range(settings.RAG_LEXICAL_MAX_WORDS))
     assert chunks_search(query="otter " + filler, mode=Mode.LEXICAL)
     assert not chunks_search(query=filler + " otter", mode=Mode.LEXICAL)
@@ -106,7 +114,9 @@ def test_the_lexical_channel_reads_only_the_first_words_of_a_long_query(settings
 
 @pytest.mark.django_db(transaction=True)  # committed rows: the blocking session must not wait on the test's own locks
 def test_a_search_channel_that_runs_too_long_is_cancelled_and_named(settings):
-    services.skill_index(skill_id=SkillFactory(slug="otter", body="# Otter\n\nThe otter holds hands while sleeping.\n").pk)
+    services.skill_index(
+        skill_id=SkillFactory(slug="otter", body="# Otter\n\nThe otter holds hands while sleeping.\n").pk
+    )
     settings.RAG_SEARCH_STATEMENT_TIMEOUT_MS = 200
     # Another session holds the lexical postings: the search waits on them until its statement timeout fires.
     params = connection.get_connection_params()

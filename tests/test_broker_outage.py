@@ -29,26 +29,42 @@ def test_what_is_saved_while_the_broker_is_down_waits_and_is_indexed_once_it_is_
             assert down.status_code == 503
             assert down.json()["checks"]["broker"] == {"ok": False}  # no host, port or error text for anyone
             assert down.json()["checks"]["database"] == {"ok": True}
-            assert "refused" in manage_client.get("/api/v1/health").json()["checks"]["broker"]["details"]["error"].lower()
+            assert (
+                "refused" in manage_client.get("/api/v1/health").json()["checks"]["broker"]["details"]["error"].lower()
+            )
 
-            saved = admin.post("/admin/sources/skill/add/", {"slug": "failover", "title": "", "enabled": "on",
-                                                             "body": "# Failover\n\nPromote the axolotl replica first.\n"},
-                               follow=True)
+            saved = admin.post(
+                "/admin/sources/skill/add/",
+                {
+                    "slug": "failover",
+                    "title": "",
+                    "enabled": "on",
+                    "body": "# Failover\n\nPromote the axolotl replica first.\n",
+                },
+                follow=True,
+            )
             assert "The broker (Redis) cannot be reached" in saved.content.decode()
             skill = Skill.objects.get(slug="failover")
             assert skill.index_status == IndexStatus.QUEUED and skill.last_error.startswith(BROKER_WAIT)
 
-            reindex = manage_client.post(f"/api/v1/roots/{root.pk}/reindex", data=json.dumps({"force": True}),
-                                         content_type="application/json")
+            reindex = manage_client.post(
+                f"/api/v1/roots/{root.pk}/reindex", data=json.dumps({"force": True}), content_type="application/json"
+            )
             assert reindex.status_code == 202  # accepted, and it will run: it is queued, not failed
             job = reindex.json()["job"]
             assert job["status"] == "queued" and job["message"].startswith(BROKER_WAIT)
 
         # Back: the worker reconnects and sends what waited (beat is not running here).
-        wait_for(lambda: Skill.objects.get(slug="failover").index_status == IndexStatus.INDEXED, timeout=180,
-                 what="the skill saved during the outage to be indexed")
-        wait_for(lambda: IndexJob.objects.get(pk=job["id"]).status == JobStatus.SUCCEEDED, timeout=180,
-                 what="the job requested during the outage to run")
+        wait_for(
+            lambda: Skill.objects.get(slug="failover").index_status == IndexStatus.INDEXED,
+            timeout=180,
+            what="the skill saved during the outage to be indexed",
+        )
+        wait_for(
+            lambda: IndexJob.objects.get(pk=job["id"]).status == JobStatus.SUCCEEDED,
+            timeout=180,
+            what="the job requested during the outage to run",
+        )
         assert Skill.objects.get(slug="failover").last_error == ""
         up = anonymous.get("/api/v1/health")
         assert up.status_code == 200 and up.json()["checks"]["broker"] == {"ok": True}

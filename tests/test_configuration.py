@@ -28,8 +28,13 @@ def import_settings_with(**overrides: str) -> subprocess.CompletedProcess:
 
 @pytest.mark.parametrize(
     ("name", "value"),
-    [("DEBUG", "maybe"), ("RAG_EMBED_BATCH_SIZE", "lots"), ("RAG_SEARCH_MAX_K", "0"),
-     ("DATABASE_URL", "mysql://x@y/z"), ("REDIS_URL", "localhost:6379")],
+    [
+        ("DEBUG", "maybe"),
+        ("RAG_EMBED_BATCH_SIZE", "lots"),
+        ("RAG_SEARCH_MAX_K", "0"),
+        ("DATABASE_URL", "mysql://x@y/z"),
+        ("REDIS_URL", "localhost:6379"),
+    ],
 )
 def test_a_malformed_value_fails_at_start_up_naming_the_variable(name, value):
     result = import_settings_with(**{name: value})
@@ -209,9 +214,16 @@ def test_only_the_proxy_is_published_and_it_forwards_to_web():
     # The Caddyfile is shared with `make run` (rag_site/front.py): read it as Caddy does with compose's environment.
     from rag_site.front import caddy_executable
 
-    environment = {name: interpolate(value, {"RAG_DOMAIN": "rag.example.com"}) for name, value in proxy["environment"].items()}
-    adapted = subprocess.run([caddy_executable(), "adapt", "--config", str(ROOT / config), "--adapter", "caddyfile"],
-                             env={"PATH": os.environ["PATH"], **environment}, capture_output=True, text=True, check=True)
+    environment = {
+        name: interpolate(value, {"RAG_DOMAIN": "rag.example.com"}) for name, value in proxy["environment"].items()
+    }
+    adapted = subprocess.run(
+        [caddy_executable(), "adapt", "--config", str(ROOT / config), "--adapter", "caddyfile"],
+        env={"PATH": os.environ["PATH"], **environment},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     caddy = json.loads(adapted.stdout)
     server = caddy["apps"]["http"]["servers"]["srv0"]
     assert server["listen"] == [":443"] and server["routes"][0]["match"] == [{"host": ["rag.example.com"]}]
@@ -228,9 +240,11 @@ def test_compose_mounts_the_workspace_read_only_where_roots_may_be_registered():
         assert definition["environment"]["RAG_ROOT_BASE_DIRS"] in read_only
 
 
-@pytest.mark.parametrize("text", [" ".join(COMPOSE["services"]["web"]["command"]),
-                                  (ROOT / "Dockerfile").read_text().split("\nCMD ", 1)[1]],
-                         ids=["compose", "Dockerfile"])
+@pytest.mark.parametrize(
+    "text",
+    [" ".join(COMPOSE["services"]["web"]["command"]), (ROOT / "Dockerfile").read_text().split("\nCMD ", 1)[1]],
+    ids=["compose", "Dockerfile"],
+)
 def test_gunicorn_runs_threaded_workers_with_a_timeout(text):
     assert "--worker-class=gthread" in text and "--threads=" in text and "--timeout=" in text
 
@@ -240,15 +254,28 @@ def test_check_deploy_is_clean_with_the_compose_environment(tmp_path):
     variables given test values and DATABASE_URL pointed at the test database."""
     import secrets
 
-    given = {"SECRET_KEY": secrets.token_urlsafe(50), "POSTGRES_PASSWORD": secrets.token_urlsafe(24),
-             "RAG_DOMAIN": "rag.example.org"}
-    environment = {name: interpolate(str(value), given) for name, value in COMPOSE["services"]["web"]["environment"].items()}
+    given = {
+        "SECRET_KEY": secrets.token_urlsafe(50),
+        "POSTGRES_PASSWORD": secrets.token_urlsafe(24),
+        "RAG_DOMAIN": "rag.example.org",
+    }
+    environment = {
+        name: interpolate(str(value), given) for name, value in COMPOSE["services"]["web"]["environment"].items()
+    }
     assert environment["DEBUG"] == "false"
     environment.update(
-        PATH=os.environ["PATH"], HOME=str(tmp_path), RAG_VAR_DIR=str(tmp_path / "var"),
+        PATH=os.environ["PATH"],
+        HOME=str(tmp_path),
+        RAG_VAR_DIR=str(tmp_path / "var"),
         DATABASE_URL=os.environ["DATABASE_URL"],
     )
-    result = subprocess.run([sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"],
-                            env=environment, capture_output=True, text=True, cwd=ROOT, timeout=120)
+    result = subprocess.run(
+        [sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"],
+        env=environment,
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+    )
     assert result.returncode == 0, result.stderr
     assert "System check identified no issues" in result.stdout

@@ -41,7 +41,9 @@ class _InlineFinder(HTMLParser):
         for name, value in attrs:
             if name.startswith("on") or name.startswith("hx-on") or name == "style":
                 self.problems.append(f"{name}= on <{tag}> at line {self.getpos()[0]}")
-            if name in ("href", "src", "action", "formaction") and (value or "").strip().lower().startswith("javascript:"):
+            if name in ("href", "src", "action", "formaction") and (value or "").strip().lower().startswith(
+                "javascript:"
+            ):
                 self.problems.append(f"a javascript: URL in {name}= on <{tag}>")
             if name == "hx-vals" and (value or "").lstrip().startswith("js:"):
                 self.problems.append("hx-vals evaluates JavaScript (needs unsafe-eval)")
@@ -95,8 +97,9 @@ PAGES = [
 
 @pytest.mark.django_db
 @pytest.mark.parametrize(("name", "who", "method", "url"), PAGES, ids=[p[0] for p in PAGES])
-def test_every_page_carries_a_strict_policy_and_obeys_it(name, who, method, url, site, client, admin_client,
-                                                         django_user_model):
+def test_every_page_carries_a_strict_policy_and_obeys_it(
+    name, who, method, url, site, client, admin_client, django_user_model
+):
     if who == "person":
         client.force_login(django_user_model.objects.create_user("person", password="a-long-test-password"))
     browser = admin_client if who == "admin" else client
@@ -105,8 +108,11 @@ def test_every_page_carries_a_strict_policy_and_obeys_it(name, who, method, url,
         browser = Client(enforce_csrf_checks=True)
         response = browser.post(url, {"username": "someone", "password": "wrong"})
     elif method == "post":
-        data = {"body": "# Deploy\n\nShip it.\n"} if "preview" in url else {"name": "ci bot", "bot_id": "", "client_id": "",
-                                                                               "channels": ""}
+        data = (
+            {"body": "# Deploy\n\nShip it.\n"}
+            if "preview" in url
+            else {"name": "ci bot", "bot_id": "", "client_id": "", "channels": ""}
+        )
         response = browser.post(url, data)
     else:
         response = browser.get(url, headers={"HX-Request": "true"} if method == "htmx" else {})
@@ -120,7 +126,7 @@ def test_every_page_carries_a_strict_policy_and_obeys_it(name, who, method, url,
     assert policy["frame-ancestors"] == ["'none'"]
     assert policy["form-action"] == ["'self'"]
     assert "'unsafe-inline'" not in policy["style-src"] and "'unsafe-inline'" not in policy.get("style-src-attr", [])
-    nonces = [s[len("'nonce-"):-1] for s in policy["style-src"] if s.startswith("'nonce-")]
+    nonces = [s[len("'nonce-") : -1] for s in policy["style-src"] if s.startswith("'nonce-")]
     assert inline_problems(response.content.decode(), nonces[0] if nonces else None) == []
 
 
@@ -148,8 +154,10 @@ def test_report_only_mode_sends_the_same_policy_under_the_report_only_header(cli
 
 @pytest.mark.unit
 def test_extra_sources_join_the_defaults_and_new_directives_start_from_default_src():
-    policy = csp.policy_build(extra="img-src https://img.example.com data:; connect-src https://api.example.com; "
-                                    "report-uri https://reports.example.com/csp; object-src https://plugins.example")
+    policy = csp.policy_build(
+        extra="img-src https://img.example.com data:; connect-src https://api.example.com; "
+        "report-uri https://reports.example.com/csp; object-src https://plugins.example"
+    )
     assert policy["img-src"] == ["'self'", "https://img.example.com", "data:"]
     assert policy["connect-src"] == ["'self'", "https://api.example.com"]
     assert policy["report-uri"] == ["https://reports.example.com/csp"]
@@ -159,13 +167,16 @@ def test_extra_sources_join_the_defaults_and_new_directives_start_from_default_s
 
 
 @pytest.mark.unit
-@pytest.mark.parametrize(("extra", "message"), [
-    ("img-scr https://x", "unknown directive 'img-scr'"),
-    ("img-src self", "write 'self' with its single quotes"),
-    ("img-src", "names no source"),
-    ("img-src https://x, https://y", "a comma"),
-    ("script-src 'unsafe-inline", "unbalanced quote"),
-])
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        ("img-scr https://x", "unknown directive 'img-scr'"),
+        ("img-src self", "write 'self' with its single quotes"),
+        ("img-src", "names no source"),
+        ("img-src https://x, https://y", "a comma"),
+        ("script-src 'unsafe-inline", "unbalanced quote"),
+    ],
+)
 def test_a_malformed_extra_policy_fails_at_start_up_naming_the_variable(extra, message):
     with pytest.raises(ImproperlyConfigured, match="RAG_CSP_EXTRA") as caught:
         csp.policy_build(extra=extra)
@@ -191,8 +202,9 @@ def test_every_admin_list_and_add_page_obeys_the_policy(admin_client):
         if response.status_code == 403:  # an admin that allows no adding (index jobs)
             continue
         assert response.status_code == 200, url
-        nonce = next((s[len("'nonce-"):-1] for s in directives(response[HEADER])["style-src"] if s.startswith("'nonce-")),
-                     None)
+        nonce = next(
+            (s[len("'nonce-") : -1] for s in directives(response[HEADER])["style-src"] if s.startswith("'nonce-")), None
+        )
         if found := inline_problems(response.content.decode(), nonce):
             problems[url] = found
     assert problems == {}

@@ -102,8 +102,12 @@ def test_the_search_page_whose_connection_was_dropped_is_run_again(otter):
 
 
 def mcp_call(client: Client, message: dict):
-    return client.post("/mcp", data=json.dumps(message), content_type="application/json",
-                       headers={"Accept": "application/json, text/event-stream"})
+    return client.post(
+        "/mcp",
+        data=json.dumps(message),
+        content_type="application/json",
+        headers={"Accept": "application/json, text/event-stream"},
+    )
 
 
 def test_an_mcp_search_whose_connection_was_dropped_inside_the_tool_is_run_again(otter, monkeypatch):
@@ -117,7 +121,12 @@ def test_an_mcp_search_whose_connection_was_dropped_inside_the_tool_is_run_again
         return answers.search_answer(identity, payload)
 
     monkeypatch.setattr("retrieval.mcp.search_answer", search_answer)
-    message = {"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "search", "arguments": {"query": "otter"}}}
+    message = {
+        "jsonrpc": "2.0",
+        "id": 7,
+        "method": "tools/call",
+        "params": {"name": "search", "arguments": {"query": "otter"}},
+    }
     response = mcp_call(api_client(), message)
     assert response.status_code == 200, response.content
     result = response.json()["result"]
@@ -160,15 +169,21 @@ def test_while_the_database_stays_down_reads_answer_503_in_each_surfaces_languag
         html = page.get("/", {"q": "otter"})
     assert api.status_code == 503 and api["Retry-After"] and "database" in api.json()["error"]
     assert mcp.status_code == 503 and mcp["Retry-After"]
-    assert mcp.json()["jsonrpc"] == "2.0" and mcp.json()["id"] == "call-1" and "database" in mcp.json()["error"]["message"]
+    assert (
+        mcp.json()["jsonrpc"] == "2.0" and mcp.json()["id"] == "call-1" and "database" in mcp.json()["error"]["message"]
+    )
     assert html.status_code == 503 and html["Retry-After"] and html["Content-Type"].startswith("text/plain")
     # Back up: the next request is served as usual.
     assert client.post("/api/v1/search", data=SEARCH, content_type="application/json").status_code == 200
 
 
 def _search_over_http(url: str, key: str, statuses: Counter, stop: threading.Event) -> None:
-    request = urllib.request.Request(url + "/api/v1/search", data=SEARCH.encode(), method="POST",
-                                     headers={"Authorization": f"Bearer {key}", "Content-Type": "application/json"})
+    request = urllib.request.Request(
+        url + "/api/v1/search",
+        data=SEARCH.encode(),
+        method="POST",
+        headers={"Authorization": f"Bearer {key}", "Content-Type": "application/json"},
+    )
     while not stop.is_set():
         try:
             with urllib.request.urlopen(request, timeout=60) as answer:
@@ -185,7 +200,9 @@ def searching(live_server, clients: int) -> Iterator[Counter]:
     _, key = api_key_create(name="searcher")
     statuses: Counter = Counter()
     stop = threading.Event()
-    threads = [threading.Thread(target=_search_over_http, args=(live_server.url, key, statuses, stop)) for _ in range(clients)]
+    threads = [
+        threading.Thread(target=_search_over_http, args=(live_server.url, key, statuses, stop)) for _ in range(clients)
+    ]
     for thread in threads:
         thread.start()
     try:
@@ -199,9 +216,14 @@ def searching(live_server, clients: int) -> Iterator[Counter]:
 def other_backends(admin: psycopg.Connection) -> list[int]:
     # Every client connection to the test database but the admin's and this thread's: the server's.
     mine = connection.connection.info.backend_pid
-    return [pid for (pid,) in admin.execute(
-        "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND backend_type = 'client backend' "
-        "AND pid <> pg_backend_pid() AND pid <> %s", [mine])]
+    return [
+        pid
+        for (pid,) in admin.execute(
+            "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND backend_type = 'client backend' "
+            "AND pid <> pg_backend_pid() AND pid <> %s",
+            [mine],
+        )
+    ]
 
 
 @pytest.mark.slow
@@ -237,4 +259,3 @@ def test_searches_while_postgresql_restarts_after_a_killed_backend_get_503_with_
     print(f"\nbackend {victim} killed under 4 searching clients: {dict(statuses)}")
     assert not [status for status in statuses if isinstance(status, int) and status >= 500 and status != 503], statuses
     assert statuses["503 with Retry-After"] == statuses[503]
-

@@ -25,9 +25,7 @@ def test_a_skill_saved_in_admin_is_indexed_by_the_worker_and_edits_replace_it(cl
     admin = get_user_model().objects.create_superuser("root", password="not-used-elsewhere-1")
     client.force_login(admin)
     body = "# Runbook\n\n## Restore from backup\n\nStop the service, then restore the zebrafish snapshot with pg_restore.\n"
-    response = client.post(
-        "/admin/sources/skill/add/", {"slug": "runbook", "title": "", "enabled": "on", "body": body}
-    )
+    response = client.post("/admin/sources/skill/add/", {"slug": "runbook", "title": "", "enabled": "on", "body": body})
     assert response.status_code == 302, response.content.decode()[:2000]
 
     wait_for(lambda: status("runbook") == IndexStatus.INDEXED, what="the worker to index the skill")
@@ -38,8 +36,10 @@ def test_a_skill_saved_in_admin_is_indexed_by_the_worker_and_edits_replace_it(cl
     skill = Skill.objects.get(slug="runbook")
     skill.body = "# Runbook\n\n## Rotate keys\n\nGenerate a new signing key every quarter.\n"
     skill.save()
-    wait_for(lambda: not any("zebrafish" in h["content"] for h in search(client, "zebrafish snapshot")),
-             what="the edit to replace the old chunks")
+    wait_for(
+        lambda: not any("zebrafish" in h["content"] for h in search(client, "zebrafish snapshot")),
+        what="the edit to replace the old chunks",
+    )
     assert status("runbook") == IndexStatus.INDEXED
     assert search(client, "signing key rotation")[0]["heading_path"] == "# Runbook > ## Rotate keys"
 

@@ -121,13 +121,19 @@ def test_web_sees_the_client_address_not_the_one_the_client_claims(front):
     status, _, body = request(front.port, "GET", "/", {"X-Forwarded-For": "203.0.113.9", "X-Forwarded-Proto": "https"})
 
     assert status == 200
-    assert json.loads(body) == {"X-Forwarded-For": "127.0.0.1", "X-Forwarded-Proto": "http", "Host": f"127.0.0.1:{front.port}"}
+    assert json.loads(body) == {
+        "X-Forwarded-For": "127.0.0.1",
+        "X-Forwarded-Proto": "http",
+        "Host": f"127.0.0.1:{front.port}",
+    }
 
 
 def test_behind_a_local_proxy_web_sees_the_address_that_proxy_added(front_behind_a_local_proxy):
     port = front_behind_a_local_proxy.port
     # The local proxy appended the address it saw to what the client claimed.
-    status, _, body = request(port, "GET", "/", {"X-Forwarded-For": "198.51.100.1, 203.0.113.9", "X-Forwarded-Proto": "https"})
+    status, _, body = request(
+        port, "GET", "/", {"X-Forwarded-For": "198.51.100.1, 203.0.113.9", "X-Forwarded-Proto": "https"}
+    )
 
     assert status == 200
     assert json.loads(body)["X-Forwarded-For"] == "203.0.113.9"

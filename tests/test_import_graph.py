@@ -119,7 +119,12 @@ def test_cycle_finder_sees_a_cycle_through_a_function_level_import(tmp_path):
 
 
 def test_import_chain_follows_imports_through_other_modules():
-    graph = {"app.views": {"app.search"}, "app.search": {"bench.load"}, "bench.load": {"app.search"}, "app.other": set()}
+    graph = {
+        "app.views": {"app.search"},
+        "app.search": {"bench.load"},
+        "bench.load": {"app.search"},
+        "app.other": set(),
+    }
     assert import_chain(graph, "app.views", "bench") == ["app.views", "app.search", "bench.load"]
     assert import_chain(graph, "app.other", "bench") is None
 

@@ -17,8 +17,18 @@ from rag_site.api import http_status
 from rag_site.breaker import Admission, Breaker, BreakerState, redis_connect
 from rag_site.errors import Unavailable
 from rag_site.llm import (
-    ErrorKind, LLMClient, LLMConfig, LLMError, LLMRejected, LLMUnavailable, backoff_wait, llm_chat, llm_embed,
-    llm_status, retry_after_seconds, status_kind,
+    ErrorKind,
+    LLMClient,
+    LLMConfig,
+    LLMError,
+    LLMRejected,
+    LLMUnavailable,
+    backoff_wait,
+    llm_chat,
+    llm_embed,
+    llm_status,
+    retry_after_seconds,
+    status_kind,
 )
 from tests.openai_server import dropped, fake_embedding, http_error, malformed, openai_server, slow  # noqa: F401
 
@@ -39,9 +49,18 @@ class Clock:
 def make_client(server, *models: str, breaker: Breaker | None = None, clock=None, **options) -> tuple[LLMClient, list]:
     """A client of ``server`` for the chain ``models`` that records its waits instead of sleeping them."""
     config = LLMConfig(
-        base_url=server.base_url, api_key=options.pop("api_key", ""), model=models[0], fallback_models=models[1:],
-        **{"timeout": 5.0, "max_retries": 2, "retry_initial_wait": 0.5, "rate_limit_initial_wait": 4.0,
-           "cooldown_seconds": 300.0, **options},
+        base_url=server.base_url,
+        api_key=options.pop("api_key", ""),
+        model=models[0],
+        fallback_models=models[1:],
+        **{
+            "timeout": 5.0,
+            "max_retries": 2,
+            "retry_initial_wait": 0.5,
+            "rate_limit_initial_wait": 4.0,
+            "cooldown_seconds": 300.0,
+            **options,
+        },
     )
     waits: list[float] = []
     breaker = breaker or Breaker(redis_client=None, clock=clock or Clock())
@@ -56,6 +75,7 @@ def unique(name: str) -> str:
 
 # --- the policy, without a server ----------------------------------------------
 
+
 @pytest.mark.unit
 def test_backoff_is_full_jitter_doubling_up_to_the_cap():
     assert [backoff_wait(n, base=2.0, cap=10.0, jitter=lambda: 1.0) for n in range(5)] == [2.0, 4.0, 8.0, 10.0, 10.0]
@@ -64,12 +84,23 @@ def test_backoff_is_full_jitter_doubling_up_to_the_cap():
 
 
 @pytest.mark.unit
-@pytest.mark.parametrize(("status", "kind", "retryable"), [
-    (429, ErrorKind.RATE_LIMIT, True), (408, ErrorKind.TIMEOUT, True), (500, ErrorKind.SERVER, True),
-    (502, ErrorKind.SERVER, True), (503, ErrorKind.SERVER, True), (504, ErrorKind.SERVER, True),
-    (501, ErrorKind.SERVER_FATAL, False), (404, ErrorKind.NOT_FOUND, False), (400, ErrorKind.REJECTED, False),
-    (401, ErrorKind.REJECTED, False), (403, ErrorKind.REJECTED, False), (422, ErrorKind.REJECTED, False),
-])
+@pytest.mark.parametrize(
+    ("status", "kind", "retryable"),
+    [
+        (429, ErrorKind.RATE_LIMIT, True),
+        (408, ErrorKind.TIMEOUT, True),
+        (500, ErrorKind.SERVER, True),
+        (502, ErrorKind.SERVER, True),
+        (503, ErrorKind.SERVER, True),
+        (504, ErrorKind.SERVER, True),
+        (501, ErrorKind.SERVER_FATAL, False),
+        (404, ErrorKind.NOT_FOUND, False),
+        (400, ErrorKind.REJECTED, False),
+        (401, ErrorKind.REJECTED, False),
+        (403, ErrorKind.REJECTED, False),
+        (422, ErrorKind.REJECTED, False),
+    ],
+)
 def test_statuses_are_classed(status, kind, retryable):
     assert status_kind(status) is kind
     assert kind.retryable is retryable
@@ -93,11 +124,17 @@ def test_a_chat_sends_the_messages_its_limits_and_extra_fields(openai_server):
     answer = client.chat(PROMPT, max_tokens=32, extra_body={"response_format": {"type": "json_object"}})
     assert answer == "2 messages to primary"
     sent = openai_server.requests(path="chat/completions")[0].body
-    assert sent == {"model": "primary", "messages": PROMPT, "max_tokens": 32, "temperature": 0.0,
-                    "response_format": {"type": "json_object"}}
+    assert sent == {
+        "model": "primary",
+        "messages": PROMPT,
+        "max_tokens": 32,
+        "temperature": 0.0,
+        "response_format": {"type": "json_object"},
+    }
 
 
 # --- retries per error class ----------------------------------------------------
+
 
 @pytest.mark.unit
 def test_a_rate_limited_call_waits_what_retry_after_says_then_answers(openai_server):
@@ -140,7 +177,9 @@ def test_timeouts_and_dropped_connections_are_retried(openai_server):
 def test_a_refused_connection_is_a_connection_error():
     waits: list[float] = []
     config = LLMConfig(base_url="http://127.0.0.1:1/v1", model="primary", max_retries=1, retry_initial_wait=0.5)
-    client = LLMClient(config, breaker=Breaker(redis_client=None, clock=Clock()), sleep=waits.append, jitter=lambda: 1.0)
+    client = LLMClient(
+        config, breaker=Breaker(redis_client=None, clock=Clock()), sleep=waits.append, jitter=lambda: 1.0
+    )
     with pytest.raises(LLMUnavailable) as failure:
         client.chat(PROMPT, max_tokens=8)
     assert failure.value.details["models"][0]["error"] == "connection"
@@ -159,6 +198,7 @@ def test_other_client_errors_are_not_retried_nor_sent_to_another_model(openai_se
 
 
 # --- the fallback chain ---------------------------------------------------------
+
 
 @pytest.mark.unit
 def test_a_model_out_of_retries_falls_back_along_the_chain_skipping_models_already_tried(openai_server):
@@ -207,6 +247,7 @@ def test_callers_can_degrade_gracefully_by_catching_llm_error(openai_server):
 
 
 # --- the breaker ------------------------------------------------------------------
+
 
 @pytest.mark.unit
 def test_an_open_model_is_skipped_until_its_cooldown_ends_then_probed_once(openai_server):
@@ -265,6 +306,7 @@ def test_without_redis_the_breaker_still_works_in_this_process(openai_server, ca
 
 # --- embeddings -------------------------------------------------------------------
 
+
 @pytest.mark.unit
 def test_embeddings_come_back_in_order_at_the_requested_size(openai_server):
     client, _ = make_client(openai_server, "chat-model")
@@ -292,6 +334,7 @@ def test_embeddings_are_retried_but_never_taken_from_another_model(openai_server
 
 # --- secrets --------------------------------------------------------------------------
 
+
 @pytest.mark.unit
 def test_neither_the_key_nor_the_prompt_reaches_the_log(openai_server, caplog):
     key = "sk-test-" + uuid.uuid4().hex
@@ -309,11 +352,15 @@ def test_neither_the_key_nor_the_prompt_reaches_the_log(openai_server, caplog):
 
 # --- settings ----------------------------------------------------------------------------
 
+
 def settings_in_subprocess(code: str, **environment: str) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-c", f"from django.conf import settings\n{code}"],
         env={**os.environ, "DJANGO_SETTINGS_MODULE": "rag_site.settings", **environment},
-        capture_output=True, text=True, cwd=ROOT, timeout=120,
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
     )
 
 
@@ -324,19 +371,24 @@ def test_the_key_can_come_from_a_file_and_the_chain_from_a_list(tmp_path):
     result = settings_in_subprocess(
         "print(settings.RAG_LLM_API_KEY, settings.RAG_LLM_FALLBACK_MODELS)\n"
         "from rag_site.llm import LLMConfig; print(LLMConfig.from_settings().chain)",
-        RAG_LLM_BASE_URL="http://127.0.0.1:11434/v1", RAG_LLM_API_KEY_FILE=str(tmp_path / "llm_key"),
-        RAG_LLM_MODEL="qwen3", RAG_LLM_FALLBACK_MODELS="llama3, qwen3,phi4",
+        RAG_LLM_BASE_URL="http://127.0.0.1:11434/v1",
+        RAG_LLM_API_KEY_FILE=str(tmp_path / "llm_key"),
+        RAG_LLM_MODEL="qwen3",
+        RAG_LLM_FALLBACK_MODELS="llama3, qwen3,phi4",
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines() == ["sk-from-a-file ['llama3', 'qwen3', 'phi4']", "('qwen3', 'llama3', 'phi4')"]
 
 
 @pytest.mark.unit
-@pytest.mark.parametrize("environment", [
-    {"RAG_LLM_MODEL": "qwen3"},  # a model, but nowhere to call it
-    {"RAG_LLM_BASE_URL": "localhost:11434"},
-    {"RAG_LLM_BASE_URL": "http://127.0.0.1:11434/v1", "RAG_LLM_MAX_RETRIES": "-1"},
-])
+@pytest.mark.parametrize(
+    "environment",
+    [
+        {"RAG_LLM_MODEL": "qwen3"},  # a model, but nowhere to call it
+        {"RAG_LLM_BASE_URL": "localhost:11434"},
+        {"RAG_LLM_BASE_URL": "http://127.0.0.1:11434/v1", "RAG_LLM_MAX_RETRIES": "-1"},
+    ],
+)
 def test_bad_llm_settings_fail_at_start_up(environment):
     result = settings_in_subprocess("settings.RAG_LLM_MODEL", **environment)
     assert result.returncode != 0 and "ImproperlyConfigured" in result.stderr
@@ -363,7 +415,10 @@ def chat_in_another_process(server, primary: str, backup: str) -> dict:
     result = subprocess.run(
         [sys.executable, "-c", CROSS_PROCESS, server.base_url, primary, backup],
         env={**os.environ, "DJANGO_SETTINGS_MODULE": "rag_site.settings"},
-        capture_output=True, text=True, cwd=ROOT, timeout=120,
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
     )
     assert result.returncode == 0, result.stderr
     return json.loads(result.stdout.splitlines()[-1])

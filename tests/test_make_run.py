@@ -86,7 +86,9 @@ def supervised(run_pid: int, program: str) -> psutil.Process | None:
             argv = child.cmdline()
         except (psutil.NoSuchProcess, psutil.ZombieProcess):
             continue
-        if (argv[1:3] == ["-m", "gunicorn"] and program == "gunicorn") or (argv[1:3] == ["-m", "celery"] and argv[5] == program):
+        if (argv[1:3] == ["-m", "gunicorn"] and program == "gunicorn") or (
+            argv[1:3] == ["-m", "celery"] and argv[5] == program
+        ):
             return child
     return None
 
@@ -103,7 +105,9 @@ def test_make_run_serves_logs_in_and_stops_everything(tmp_path):
     environment.update(RAG_VAR_DIR=str(var_dir), RAG_BIND=f"127.0.0.1:{port}", RAG_WEB_WORKERS="1")
     output = tmp_path / "run.out"
     with open(output, "wb") as out:
-        run = subprocess.Popen([sys.executable, "manage.py", "rag_run"], cwd=ROOT, env=environment, stdout=out, stderr=subprocess.STDOUT)
+        run = subprocess.Popen(
+            [sys.executable, "manage.py", "rag_run"], cwd=ROOT, env=environment, stdout=out, stderr=subprocess.STDOUT
+        )
     base = f"http://127.0.0.1:{port}"
     try:
         wait_for(lambda: get(base + "/")[0] == 200 or run.poll() is not None, timeout=180, what="the web server")
@@ -112,8 +116,14 @@ def test_make_run_serves_logs_in_and_stops_everything(tmp_path):
         password = re.search(r"^\s+password\s+(\S+)$", text, flags=re.MULTILINE).group(1)
         assert "username  admin" in text
 
-        second = subprocess.run([sys.executable, "manage.py", "rag_run"], cwd=ROOT, env=environment,
-                                capture_output=True, text=True, timeout=60)
+        second = subprocess.run(
+            [sys.executable, "manage.py", "rag_run"],
+            cwd=ROOT,
+            env=environment,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         assert second.returncode == 1
         assert "already running" in second.stderr
 
@@ -121,20 +131,32 @@ def test_make_run_serves_logs_in_and_stops_everything(tmp_path):
         opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar))
         get(base + "/admin/login/", opener)
         token = next(c.value for c in jar if c.name == "csrftoken")
-        form = urllib.parse.urlencode({"username": "admin", "password": password, "csrfmiddlewaretoken": token,
-                                       "next": "/admin/"}).encode()
-        request = urllib.request.Request(base + "/admin/login/?next=/admin/", data=form, headers={"Referer": base + "/admin/login/"})
+        form = urllib.parse.urlencode(
+            {"username": "admin", "password": password, "csrfmiddlewaretoken": token, "next": "/admin/"}
+        ).encode()
+        request = urllib.request.Request(
+            base + "/admin/login/?next=/admin/", data=form, headers={"Referer": base + "/admin/login/"}
+        )
         with opener.open(request, timeout=10) as response:
             assert "Log out" in response.read().decode()
 
-        created = subprocess.run([sys.executable, "manage.py", "rag_apikey", "create", "smoke-test"], cwd=ROOT, env=environment,
-                                 capture_output=True, text=True, timeout=120)
+        created = subprocess.run(
+            [sys.executable, "manage.py", "rag_apikey", "create", "smoke-test"],
+            cwd=ROOT,
+            env=environment,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert created.returncode == 0, created.stderr
         key = created.stdout.strip()
 
         def demo_found():
-            request = urllib.request.Request(base + "/api/v1/search", data=json.dumps({"query": "first login password"}).encode(),
-                                             headers={"Content-Type": "application/json", "Authorization": f"Bearer {key}"})
+            request = urllib.request.Request(
+                base + "/api/v1/search",
+                data=json.dumps({"query": "first login password"}).encode(),
+                headers={"Content-Type": "application/json", "Authorization": f"Bearer {key}"},
+            )
             with urllib.request.urlopen(request, timeout=30) as response:
                 return any(h["source_key"] == "skill:getting-started" for h in json.load(response)["hits"])
 
@@ -142,9 +164,15 @@ def test_make_run_serves_logs_in_and_stops_everything(tmp_path):
         assert len(ours(var_dir)) >= 4  # postgres, valkey, web, worker, beat, ...
 
         # docker-compose's health checks for web and beat pass against the real processes.
-        assert healthcheck(sys.executable, "-m", "rag_site.healthcheck", "web", base + "/accounts/login/", env=environment)
-        wait_for(lambda: healthcheck(sys.executable, "-m", "rag_site.healthcheck", "beat", env=environment),
-                 timeout=60, interval=1, what="beat's heartbeat")
+        assert healthcheck(
+            sys.executable, "-m", "rag_site.healthcheck", "web", base + "/accounts/login/", env=environment
+        )
+        wait_for(
+            lambda: healthcheck(sys.executable, "-m", "rag_site.healthcheck", "beat", env=environment),
+            timeout=60,
+            interval=1,
+            what="beat's heartbeat",
+        )
 
         # Slow clients (issue 22, finding 6): eight connections that never finish their headers, twice
         # web's threads (one process x 4), are held by the front, and the health check still answers.
@@ -152,7 +180,9 @@ def test_make_run_serves_logs_in_and_stops_everything(tmp_path):
         for connection in slow:
             connection.sendall(b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ")
         slow_ports = {connection.getsockname()[1] for connection in slow}
-        wait_for(lambda: slow_ports <= server_side_ports(run.pid), timeout=30, what="the slow connections to be accepted")
+        wait_for(
+            lambda: slow_ports <= server_side_ports(run.pid), timeout=30, what="the slow connections to be accepted"
+        )
         assert get(base + "/api/v1/health", timeout=60)[0] in (200, 503)
         assert get(base + "/accounts/login/")[0] == 200
         # Web is reachable only through the front, so it believes the front's X-Forwarded-For.
@@ -169,12 +199,23 @@ def test_make_run_serves_logs_in_and_stops_everything(tmp_path):
         pool = worker.children()
         assert pool  # prefork: the process that runs the tasks
         worker.send_signal(signal.SIGKILL)
-        wait_for(lambda: re.search(r"^worker exited with code -9; restarting in 1 s \(restart 1\)", output.read_text(), re.MULTILINE),
-                 timeout=30, what="the supervisor to report the worker's exit")
-        new_worker = wait_for(lambda: (found := supervised(run.pid, "worker")) and found.pid != worker.pid and found,
-                              timeout=30, what="a new worker process")
-        wait_for(lambda: not any(p.is_running() and p.status() != psutil.STATUS_ZOMBIE for p in pool),
-                 timeout=30, what="the killed worker's pool process to end")
+        wait_for(
+            lambda: re.search(
+                r"^worker exited with code -9; restarting in 1 s \(restart 1\)", output.read_text(), re.MULTILINE
+            ),
+            timeout=30,
+            what="the supervisor to report the worker's exit",
+        )
+        new_worker = wait_for(
+            lambda: (found := supervised(run.pid, "worker")) and found.pid != worker.pid and found,
+            timeout=30,
+            what="a new worker process",
+        )
+        wait_for(
+            lambda: not any(p.is_running() and p.status() != psutil.STATUS_ZOMBIE for p in pool),
+            timeout=30,
+            what="the killed worker's pool process to end",
+        )
         assert get(base + "/accounts/login/")[0] == 200
         assert run.poll() is None
 
@@ -182,18 +223,35 @@ def test_make_run_serves_logs_in_and_stops_everything(tmp_path):
         broker = json.loads((var_dir / "valkey" / "server.json").read_text())["url"]
         ping = f"celery -A rag_site inspect ping --destination worker@{socket.gethostname()} --timeout 10"
         celery_env = {**environment, "REDIS_URL": broker, "DATABASE_URL": "postgres://unused@localhost/unused"}
-        wait_for(lambda: healthcheck(sys.executable, "-m", *ping.split(), env=celery_env), timeout=120, interval=1,
-                 what="the new worker to answer a ping")
+        wait_for(
+            lambda: healthcheck(sys.executable, "-m", *ping.split(), env=celery_env),
+            timeout=120,
+            interval=1,
+            what="the new worker to answer a ping",
+        )
         created = subprocess.run(
-            [sys.executable, "manage.py", "shell", "-c",
-             "from sources.models import Skill; Skill.objects.create(slug='zebra-crossings', "
-             "body='# Zebra crossings\\n\\nStriped pedestrian crossings where drivers give way to walkers.')"],
-            cwd=ROOT, env=environment, capture_output=True, text=True, timeout=120)
+            [
+                sys.executable,
+                "manage.py",
+                "shell",
+                "-c",
+                "from sources.models import Skill; Skill.objects.create(slug='zebra-crossings', "
+                "body='# Zebra crossings\\n\\nStriped pedestrian crossings where drivers give way to walkers.')",
+            ],
+            cwd=ROOT,
+            env=environment,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert created.returncode == 0, created.stderr
 
         def new_skill_found():
-            request = urllib.request.Request(base + "/api/v1/search", data=json.dumps({"query": "zebra crossing pedestrians"}).encode(),
-                                             headers={"Content-Type": "application/json", "Authorization": f"Bearer {key}"})
+            request = urllib.request.Request(
+                base + "/api/v1/search",
+                data=json.dumps({"query": "zebra crossing pedestrians"}).encode(),
+                headers={"Content-Type": "application/json", "Authorization": f"Bearer {key}"},
+            )
             with urllib.request.urlopen(request, timeout=30) as response:
                 return any(h["source_key"] == "skill:zebra-crossings" for h in json.load(response)["hits"])
 

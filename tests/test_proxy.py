@@ -37,13 +37,22 @@ def test_without_a_trusted_proxy_the_header_is_ignored():
 def test_trusting_the_proxy_trusts_its_https_header():
     code = "from django.conf import settings; print(settings.SECURE_PROXY_SSL_HEADER)"
     for value, expected in (("true", "('HTTP_X_FORWARDED_PROTO', 'https')"), ("false", "None")):
-        result = subprocess.run([sys.executable, "-c", code], env={**os.environ, "RAG_TRUST_PROXY_HEADERS": value},
-                                capture_output=True, text=True, cwd=ROOT)
+        result = subprocess.run(
+            [sys.executable, "-c", code],
+            env={**os.environ, "RAG_TRUST_PROXY_HEADERS": value},
+            capture_output=True,
+            text=True,
+            cwd=ROOT,
+        )
         assert result.stdout.strip() == expected, result.stderr
 
 
-@override_settings(RAG_TRUST_PROXY_HEADERS=True, SECURE_PROXY_SSL_HEADER=("HTTP_X_FORWARDED_PROTO", "https"),
-                   SECURE_SSL_REDIRECT=True, ALLOWED_HOSTS=["testserver"])
+@override_settings(
+    RAG_TRUST_PROXY_HEADERS=True,
+    SECURE_PROXY_SSL_HEADER=("HTTP_X_FORWARDED_PROTO", "https"),
+    SECURE_SSL_REDIRECT=True,
+    ALLOWED_HOSTS=["testserver"],
+)
 def test_a_request_the_proxy_marks_https_is_not_redirected(client):
     assert client.get("/accounts/login/", headers={"x-forwarded-proto": "https"}).status_code == 200
     assert client.get("/accounts/login/").status_code == 301

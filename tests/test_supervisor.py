@@ -39,7 +39,6 @@ def python(code: str) -> list[str]:
     return [sys.executable, "-c", code]
 
 
-
 def test_restart_delay_doubles_up_to_the_cap():
     assert [restart_delay(n) for n in range(1, 9)] == [1, 2, 4, 8, 16, 32, 60, 60]
 
@@ -47,7 +46,9 @@ def test_restart_delay_doubles_up_to_the_cap():
 def test_a_crashing_child_is_restarted_with_growing_delays(supervisor, clock):
     first = supervisor.start("job", python("raise SystemExit(3)"))
     first.wait(timeout=30)
-    assert supervisor.check() == [f"job exited with code 3; restarting in 1 s (restart 1); see {supervisor.log_path('job')}"]
+    assert supervisor.check() == [
+        f"job exited with code 3; restarting in 1 s (restart 1); see {supervisor.log_path('job')}"
+    ]
 
     clock.now += 0.5
     assert supervisor.check() == []
@@ -78,15 +79,21 @@ def test_a_child_that_stayed_up_is_restarted_after_the_first_delay_again(supervi
 
 def test_a_killed_child_takes_its_own_children_with_it(supervisor):
     # A parent that starts a grandchild and waits, as Celery does with its pool.
-    parent = supervisor.start("worker", python(
-        "import subprocess, sys, time; subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)']); time.sleep(600)"
-    ))
+    parent = supervisor.start(
+        "worker",
+        python(
+            "import subprocess, sys, time; subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)']); time.sleep(600)"
+        ),
+    )
     grandchild = wait_for(lambda: psutil.Process(parent.pid).children(), what="the grandchild")[0]
     os.kill(parent.pid, signal.SIGKILL)
     parent.wait(timeout=30)
     assert supervisor.check()[0].startswith("worker exited with code -9; restarting in 1 s (restart 1)")
-    wait_for(lambda: not grandchild.is_running() or grandchild.status() == psutil.STATUS_ZOMBIE,
-             timeout=30, what="the orphaned grandchild to be killed")
+    wait_for(
+        lambda: not grandchild.is_running() or grandchild.status() == psutil.STATUS_ZOMBIE,
+        timeout=30,
+        what="the orphaned grandchild to be killed",
+    )
 
 
 def test_stop_all_stops_running_children_and_restarts_nothing(supervisor, clock):

@@ -15,15 +15,15 @@ class Worker{i}:
     def run(self):
         return os.getpid() + {i}
 '''
-TS = '''// Component {i}
+TS = """// Component {i}
 export const render{i} = (props: {{ name: string }}) => `<div>${{props.name}} {topic}</div>`;
 
 export class Store{i} {{
   get(): number {{ return {i}; }}
 }}
-'''
+"""
 MD = "# Guide {i}\n\n## {topic}\n\nHow to operate the {topic} part number {i}.\n"
-GO = 'package main\n\n// Serve{i} serves {topic}.\nfunc Serve{i}() int {{\n\treturn {i}\n}}\n'
+GO = "package main\n\n// Serve{i} serves {topic}.\nfunc Serve{i}() int {{\n\treturn {i}\n}}\n"
 TOPICS = ["billing", "search", "auth", "storage", "email", "payments", "analytics"]
 
 

@@ -83,7 +83,9 @@ CREATE TRIGGER retrieval_lexical_update AFTER UPDATE ON sources_chunk
 """
 
 # Chunks indexed before this migration.
-BACKFILL = _add("sources_chunk") + "ANALYZE retrieval_posting; ANALYZE retrieval_term; ANALYZE retrieval_lexical_source;"
+BACKFILL = (
+    _add("sources_chunk") + "ANALYZE retrieval_posting; ANALYZE retrieval_term; ANALYZE retrieval_lexical_source;"
+)
 
 DROP_TRIGGERS = """
 DROP TRIGGER IF EXISTS retrieval_lexical_insert ON sources_chunk;

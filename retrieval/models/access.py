@@ -19,20 +19,26 @@ class ApiKey(Scoped):
     """
 
     name = models.CharField(max_length=200, help_text="Who uses it, e.g. the bot's name.")
-    prefix = models.CharField(max_length=16, unique=True, editable=False, help_text="The key's public start, to recognise it.")
+    prefix = models.CharField(
+        max_length=16, unique=True, editable=False, help_text="The key's public start, to recognise it."
+    )
     key_hash = models.CharField(max_length=64, editable=False)
     can_manage = models.BooleanField(
-        "manage permission", default=False,
+        "manage permission",
+        default=False,
         help_text="May list roots and index jobs and start re-index jobs (sees server paths).",
     )
     rate_limit_per_minute = models.PositiveIntegerField(
-        null=True, blank=True, help_text="Requests per minute; empty: RAG_RATE_LIMIT_PER_MINUTE; 0: no limit.",
+        null=True,
+        blank=True,
+        help_text="Requests per minute; empty: RAG_RATE_LIMIT_PER_MINUTE; 0: no limit.",
     )
     expires_at = models.DateTimeField(null=True, blank=True, help_text="Empty: never expires.")
     revoked_at = models.DateTimeField(null=True, blank=True, editable=False)
     last_used_at = models.DateTimeField(null=True, blank=True, editable=False)
-    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, editable=False,
-                                   on_delete=models.SET_NULL, related_name="+")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, editable=False, on_delete=models.SET_NULL, related_name="+"
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -50,7 +56,9 @@ class ApiKey(Scoped):
 class AccessGrant(Scoped):
     """Lets a user, or everyone in a group, see one bot's, client's or channels' sources (besides shared ones)."""
 
-    user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.CASCADE, related_name="access_grants")
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.CASCADE, related_name="access_grants"
+    )
     group = models.ForeignKey(Group, null=True, blank=True, on_delete=models.CASCADE, related_name="access_grants")
     created_at = models.DateTimeField(auto_now_add=True)
 

@@ -51,8 +51,11 @@ class LexicalPosting(models.Model):
         indexes = [
             # Read best first per word; the scope columns and everything the
             # score needs ride along, so the read never touches the table.
-            models.Index(fields=["lexeme", "-impact"], include=["source_id", "generation", "chunk_id", "tf", "dl"],
-                         name="retrieval_posting_impact"),
+            models.Index(
+                fields=["lexeme", "-impact"],
+                include=["source_id", "generation", "chunk_id", "tf", "dl"],
+                name="retrieval_posting_impact",
+            ),
         ]
 
 

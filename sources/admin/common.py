@@ -9,14 +9,16 @@ from sources.models import IndexStatus
 from sources.queueing import BROKER_WAIT
 
 
-
 class BrokerWarningMixin:
     """A warning on the list and after a save while the broker is unreachable: indexing waits for it."""
 
     def _broker_warn(self, request) -> None:
         if error := broker_ping():
-            messages.warning(request, f"The broker (Redis) cannot be reached ({error}). Indexing is queued and "
-                                      "starts by itself once the broker is back.")
+            messages.warning(
+                request,
+                f"The broker (Redis) cannot be reached ({error}). Indexing is queued and "
+                "starts by itself once the broker is back.",
+            )
 
     def changelist_view(self, request, extra_context=None):
         if request.method == "GET":

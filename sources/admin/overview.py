@@ -22,7 +22,11 @@ TRY_SEARCH_PERMISSION = "retrieval.use_try_search"
 def overview_view(request):
     if not request.user.has_perm(OVERVIEW_PERMISSION):
         raise PermissionDenied
-    context = {**admin.site.each_context(request), "title": "Index overview", **index_overview(scope=admin_scope(request))}
+    context = {
+        **admin.site.each_context(request),
+        "title": "Index overview",
+        **index_overview(scope=admin_scope(request)),
+    }
     return TemplateResponse(request, "admin/sources/overview.html", context)
 
 
@@ -32,14 +36,21 @@ def try_search_view(request):
         raise PermissionDenied
     get = request.GET
     asked = {name: get.get(name, "").strip() for name in ("q", "bot_id", "client_id", "channels", "mode")}
-    context = {**admin.site.each_context(request), "title": "Try a search", "asked": asked, "modes": [m.value for m in Mode]}
+    context = {
+        **admin.site.each_context(request),
+        "title": "Try a search",
+        "asked": asked,
+        "modes": [m.value for m in Mode],
+    }
     status = 200
     if asked["q"]:
         try:
-            scope = try_search_scope(request.user, bot_id=asked["bot_id"], client_id=asked["client_id"],
-                                     channels=words(asked["channels"]))
-            context["result"] = chunks_search(query=asked["q"][:2000], k=20, scope=scope,
-                                              mode=Mode.parse(asked["mode"] or Mode.HYBRID.value))
+            scope = try_search_scope(
+                request.user, bot_id=asked["bot_id"], client_id=asked["client_id"], channels=words(asked["channels"])
+            )
+            context["result"] = chunks_search(
+                query=asked["q"][:2000], k=20, scope=scope, mode=Mode.parse(asked["mode"] or Mode.HYBRID.value)
+            )
         except Forbidden as exc:
             context["error"], status = exc.message, 403
         except ApplicationError as exc:
@@ -55,6 +66,12 @@ def try_search_scope(user, *, bot_id: str, client_id: str, channels: list[str]) 
     sources only), not everything the person may see: the page tries one
     caller, so narrowing further is always safe and never widens.
     """
-    scope = scope_for(identity_for_user(user), bot_id=bot_id or None, client_id=client_id or None, channels=channels or None)
-    return dataclasses.replace(scope, bot_ids=scope.bot_ids if bot_id else (), client_ids=scope.client_ids if client_id else (),
-                               channels=scope.channels if channels else ())
+    scope = scope_for(
+        identity_for_user(user), bot_id=bot_id or None, client_id=client_id or None, channels=channels or None
+    )
+    return dataclasses.replace(
+        scope,
+        bot_ids=scope.bot_ids if bot_id else (),
+        client_ids=scope.client_ids if client_id else (),
+        channels=scope.channels if channels else (),
+    )

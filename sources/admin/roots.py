@@ -17,6 +17,7 @@ from sources.roots import glob_problem, root_files_reread, root_pin
 from sources.selectors import root_files_summary, root_path_visible
 from sources.tools import tool_parameters_validate
 
+
 def job_badge(job: IndexJob | None) -> str:
     if job is None:
         return "never indexed"
@@ -29,11 +30,12 @@ def job_badge(job: IndexJob | None) -> str:
 
 class RootForm(UnixNewlinesForm, forms.ModelForm):
     confirm_directory = forms.BooleanField(
-        required=False, label="Pin the directory this path leads to now",
+        required=False,
+        label="Pin the directory this path leads to now",
         help_text="Needed when the path passes through a symlink, or when the directory at this path was moved or "
-                  "replaced since the root was pinned. Until then its jobs fail without reading it (and remove its "
-                  "chunks from search), and read, grep and the viewer refuse it. Tick only if the directory the path "
-                  "leads to now is the one to index.",
+        "replaced since the root was pinned. Until then its jobs fail without reading it (and remove its "
+        "chunks from search), and read, grep and the viewer refuse it. Tick only if the directory the path "
+        "leads to now is the one to index.",
     )
 
     class Meta:
@@ -61,7 +63,10 @@ class RootForm(UnixNewlinesForm, forms.ModelForm):
                 self.add_error("path", exc.message[0].upper() + exc.message[1:] + ".")
             else:
                 cleaned["path"] = pin.path
-                self.instance.directory_identity, self.instance.symlink_target = pin.directory_identity, pin.symlink_target
+                self.instance.directory_identity, self.instance.symlink_target = (
+                    pin.directory_identity,
+                    pin.symlink_target,
+                )
         return cleaned
 
 
@@ -94,11 +99,33 @@ class WorkspaceRootAdmin(ScopedAdminMixin, BrokerWarningMixin, admin.ModelAdmin)
     readonly_fields = ["last_verified_at", "last_job", "jobs_link", "files_table"]
     actions = ["reindex", "reindex_force"]
     fieldsets = [
-        (None, {"fields": ["name", "path", "confirm_directory", "enabled", "include_globs", "exclude_dirs", "deny_patterns",
-                           "index_hidden", "scan_secrets", "hard_links_inside", "max_file_bytes", "embedding_model_name",
-                           "similarity_threshold"]}),
-        ("Who can see it", {"fields": ["bot_id", "client_id", "channels"],
-                            "description": "Empty = shared. Changes apply to search as soon as you save; nothing is re-embedded."}),
+        (
+            None,
+            {
+                "fields": [
+                    "name",
+                    "path",
+                    "confirm_directory",
+                    "enabled",
+                    "include_globs",
+                    "exclude_dirs",
+                    "deny_patterns",
+                    "index_hidden",
+                    "scan_secrets",
+                    "hard_links_inside",
+                    "max_file_bytes",
+                    "embedding_model_name",
+                    "similarity_threshold",
+                ]
+            },
+        ),
+        (
+            "Who can see it",
+            {
+                "fields": ["bot_id", "client_id", "channels"],
+                "description": "Empty = shared. Changes apply to search as soon as you save; nothing is re-embedded.",
+            },
+        ),
         ("Schedule", {"fields": ["cooldown_seconds", "reverify_minutes", "last_verified_at"]}),
         ("What is indexed", {"fields": ["last_job", "jobs_link", "files_table"]}),
     ]
@@ -108,7 +135,11 @@ class WorkspaceRootAdmin(ScopedAdminMixin, BrokerWarningMixin, admin.ModelAdmin)
         return root.scope_label
 
     def get_urls(self):
-        reindex = path("<int:root_id>/reindex/", self.admin_site.admin_view(self.reindex_view), name="sources_workspaceroot_reindex")
+        reindex = path(
+            "<int:root_id>/reindex/",
+            self.admin_site.admin_view(self.reindex_view),
+            name="sources_workspaceroot_reindex",
+        )
         return [reindex, *super().get_urls()]
 
     def save_model(self, request, obj, form, change) -> None:
@@ -127,14 +158,19 @@ class WorkspaceRootAdmin(ScopedAdminMixin, BrokerWarningMixin, admin.ModelAdmin)
         job = root.jobs.first()
         if job is None:
             return job_badge(job)
-        return format_html('<a href="{}">{}</a>', reverse("admin:sources_indexjob_change", args=[job.pk]), job_badge(job))
+        return format_html(
+            '<a href="{}">{}</a>', reverse("admin:sources_indexjob_change", args=[job.pk]), job_badge(job)
+        )
 
     @admin.display(description="")
     def reindex_button(self, root: WorkspaceRoot) -> str:
         # A button of the list's own form (forms do not nest), posting its CSRF token to this root's URL.
-        return format_html('<button type="submit" class="button" formmethod="post" formaction="{}" '
-                           'aria-label="Re-index {}">Re-index</button>',
-                           reverse("admin:sources_workspaceroot_reindex", args=[root.pk]), root.name)
+        return format_html(
+            '<button type="submit" class="button" formmethod="post" formaction="{}" '
+            'aria-label="Re-index {}">Re-index</button>',
+            reverse("admin:sources_workspaceroot_reindex", args=[root.pk]),
+            root.name,
+        )
 
     @admin.display(description="Index jobs")
     def jobs_link(self, root: WorkspaceRoot) -> str:
@@ -160,8 +196,9 @@ class WorkspaceRootAdmin(ScopedAdminMixin, BrokerWarningMixin, admin.ModelAdmin)
 
     def _request_job(self, request, root: WorkspaceRoot, *, force: bool, ignore_cooldown: bool = False) -> None:
         try:
-            job, created = tasks.root_reindex_request(root_id=root.pk, force=force, trigger="admin",
-                                                      ignore_cooldown=ignore_cooldown)
+            job, created = tasks.root_reindex_request(
+                root_id=root.pk, force=force, trigger="admin", ignore_cooldown=ignore_cooldown
+            )
         except ApplicationError as exc:
             self.message_user(request, f"{root.name}: {exc.message}", messages.WARNING)
             return
@@ -186,11 +223,33 @@ class IndexJobAdmin(ScopedAdminMixin, admin.ModelAdmin):
 
     source_path = "root__source"  # a job is seen by those who see its root
 
-    list_display = ["id", "root", "state", "trigger", "attempt", "files_changed", "files_skipped", "chunks_embedded", "created_at", "finished_at"]
+    list_display = [
+        "id",
+        "root",
+        "state",
+        "trigger",
+        "attempt",
+        "files_changed",
+        "files_skipped",
+        "chunks_embedded",
+        "created_at",
+        "finished_at",
+    ]
     list_filter = ["status", "trigger", ("root", admin.RelatedOnlyFieldListFilter)]  # only the roots of jobs listed
     list_select_related = ["root"]
-    fields = ["root_link", "live", "trigger", "force", "attempt", "worker", "created_at", "started_at", "heartbeat_at",
-              "finished_at", "problems"]
+    fields = [
+        "root_link",
+        "live",
+        "trigger",
+        "force",
+        "attempt",
+        "worker",
+        "created_at",
+        "started_at",
+        "heartbeat_at",
+        "finished_at",
+        "problems",
+    ]
     readonly_fields = fields
 
     class Media:
@@ -218,7 +277,9 @@ class IndexJobAdmin(ScopedAdminMixin, admin.ModelAdmin):
 
     @admin.display(description="Root")
     def root_link(self, job: IndexJob) -> str:
-        return format_html('<a href="{}">{}</a>', reverse("admin:sources_workspaceroot_change", args=[job.root_id]), job.root.name)
+        return format_html(
+            '<a href="{}">{}</a>', reverse("admin:sources_workspaceroot_change", args=[job.root_id]), job.root.name
+        )
 
     def get_object(self, request, object_id, from_field=None):
         job = super().get_object(request, object_id, from_field)
@@ -232,11 +293,15 @@ class IndexJobAdmin(ScopedAdminMixin, admin.ModelAdmin):
 
     @admin.display(description="Progress")
     def live(self, job: IndexJob) -> str:
-        return render_to_string("admin/sources/job_live.html", _live_context(job, may_cancel=getattr(job, "may_cancel", False)))
+        return render_to_string(
+            "admin/sources/job_live.html", _live_context(job, may_cancel=getattr(job, "may_cancel", False))
+        )
 
     @admin.display(description="Problems")
     def problems(self, job: IndexJob) -> str:
-        seen = root_path_visible(root=job.root, scope=row_scope(job))  # not the files of a segment the person cannot see
+        seen = root_path_visible(
+            root=job.root, scope=row_scope(job)
+        )  # not the files of a segment the person cannot see
         rows = [row for row in job.errors if seen(row.get("path", ""))]
         if not rows:
             return "None: every file was read (or skipped because it is excluded)."
@@ -248,8 +313,11 @@ class IndexJobAdmin(ScopedAdminMixin, admin.ModelAdmin):
         job = self.get_queryset(request).filter(pk=job_id).first()
         if job is None:
             raise Http404(f"index job {job_id} does not exist")
-        return HttpResponse(render_to_string("admin/sources/job_live.html", _live_context(job, may_cancel=self.may_cancel(request)),
-                                             request=request))
+        return HttpResponse(
+            render_to_string(
+                "admin/sources/job_live.html", _live_context(job, may_cancel=self.may_cancel(request)), request=request
+            )
+        )
 
     def cancel_view(self, request, job_id: int):
         if request.method != "POST":
@@ -259,16 +327,24 @@ class IndexJobAdmin(ScopedAdminMixin, admin.ModelAdmin):
         if not self.get_queryset(request).filter(pk=job_id).exists():
             raise Http404(f"index job {job_id} does not exist")
         if jobs.job_cancel(job_id=job_id, by=request.user.get_username()):
-            self.message_user(request, f"Job {job_id} cancelled: a running job stops after its current batch.", messages.SUCCESS)
+            self.message_user(
+                request, f"Job {job_id} cancelled: a running job stops after its current batch.", messages.SUCCESS
+            )
         else:
             self.message_user(request, f"Job {job_id} had already ended.", messages.WARNING)
         return HttpResponseRedirect(reverse("admin:sources_indexjob_change", args=[job_id]))
 
 
 def _live_context(job: IndexJob, *, may_cancel: bool) -> dict:
-    return {"job": job, "active": job.status in ACTIVE_JOB_STATUSES, "may_cancel": may_cancel, "percent": round(job.progress * 100),
-            "badge": job_badge(job), "cancel_url": reverse("admin:sources_indexjob_cancel", args=[job.pk]),
-            "live_url": reverse("admin:sources_indexjob_live", args=[job.pk])}
+    return {
+        "job": job,
+        "active": job.status in ACTIVE_JOB_STATUSES,
+        "may_cancel": may_cancel,
+        "percent": round(job.progress * 100),
+        "badge": job_badge(job),
+        "cancel_url": reverse("admin:sources_indexjob_cancel", args=[job.pk]),
+        "live_url": reverse("admin:sources_indexjob_live", args=[job.pk]),
+    }
 
 
 class ToolForm(UnixNewlinesForm, forms.ModelForm):

@@ -109,14 +109,20 @@ def scope_checked(form: type[forms.ModelForm], request) -> type[forms.ModelForm]
         def clean(self):
             cleaned = super().clean()
             try:
-                scope_for(identity, bot_id=cleaned.get("bot_id") or None, client_id=cleaned.get("client_id") or None,
-                          channels=words(cleaned.get("channels") or "") or None)
+                scope_for(
+                    identity,
+                    bot_id=cleaned.get("bot_id") or None,
+                    client_id=cleaned.get("client_id") or None,
+                    channels=words(cleaned.get("channels") or "") or None,
+                )
             except Forbidden as exc:
                 field = exc.details.get("field")
                 what = {"bot_id": "bot", "client_id": "client", "channels": "channel"}.get(field, "scope")
-                self.add_error(field if field in self.fields else None,
-                               f"Your access grants do not cover {what} {', '.join(exc.details.get('refused', []))}: "
-                               "you may only give it to bots, clients and channels you may see yourself.")
+                self.add_error(
+                    field if field in self.fields else None,
+                    f"Your access grants do not cover {what} {', '.join(exc.details.get('refused', []))}: "
+                    "you may only give it to bots, clients and channels you may see yourself.",
+                )
             return cleaned
 
     ScopeChecked.__name__ = form.__name__

@@ -3,8 +3,8 @@
 from django import forms
 from django.conf import settings
 from django.contrib import admin, messages
-from django.db.models import Count
 from django.core.exceptions import PermissionDenied
+from django.db.models import Count
 from django.http import HttpResponse, HttpResponseNotAllowed
 from django.template.loader import render_to_string
 from django.urls import path, reverse
@@ -14,8 +14,8 @@ from sources import tasks
 from sources.admin.common import BrokerWarningMixin, UnixNewlinesForm, index_status_badge
 from sources.admin.scoping import ScopedAdminMixin
 from sources.chunking import front_matter_split
-from sources.services import skill_preview
 from sources.models import Chunk, EmbeddingModel, Skill, Source
+from sources.services import skill_preview
 
 
 class SkillForm(UnixNewlinesForm, forms.ModelForm):
@@ -27,7 +27,9 @@ class SkillForm(UnixNewlinesForm, forms.ModelForm):
     def clean_body(self) -> str:
         body = self.cleaned_data["body"]
         if len(body.encode()) > settings.RAG_MAX_SKILL_BYTES:
-            raise forms.ValidationError(f"The body is larger than RAG_MAX_SKILL_BYTES ({settings.RAG_MAX_SKILL_BYTES:,} bytes).")
+            raise forms.ValidationError(
+                f"The body is larger than RAG_MAX_SKILL_BYTES ({settings.RAG_MAX_SKILL_BYTES:,} bytes)."
+            )
         front = front_matter_split(body.split("\n"))
         if front.error:
             raise forms.ValidationError(front.error[0].upper() + front.error[1:] + ".")
@@ -45,8 +47,13 @@ class SkillAdmin(ScopedAdminMixin, BrokerWarningMixin, admin.ModelAdmin):
     actions = ["reindex", "reindex_force"]
     fieldsets = [
         (None, {"fields": ["slug", "title", "enabled", "body", "preview"]}),
-        ("Who can see it", {"fields": ["bot_id", "client_id", "channels"],
-                            "description": "Empty = shared. Changes apply to search as soon as you save; nothing is re-embedded."}),
+        (
+            "Who can see it",
+            {
+                "fields": ["bot_id", "client_id", "channels"],
+                "description": "Empty = shared. Changes apply to search as soon as you save; nothing is re-embedded.",
+            },
+        ),
         ("Indexing", {"fields": ["status", "last_error", "indexed_at", "metadata", "content_hash", "chunks_table"]}),
     ]
 
@@ -65,9 +72,14 @@ class SkillAdmin(ScopedAdminMixin, BrokerWarningMixin, admin.ModelAdmin):
         if not skill.source_id:
             return "None yet: the skill is indexed a few seconds after it is saved."
         chunks = Chunk.objects.filter(source_id=skill.source_id, generation=skill.source.active_generation)
-        return render_to_string("admin/sources/skill_chunks.html", {
-            "chunks": chunks.select_related("embedding_model").order_by("chunk_index").defer("embedding", "search_vector"),
-        })
+        return render_to_string(
+            "admin/sources/skill_chunks.html",
+            {
+                "chunks": chunks.select_related("embedding_model")
+                .order_by("chunk_index")
+                .defer("embedding", "search_vector"),
+            },
+        )
 
     @admin.display(description="Chunking preview")
     def preview(self, skill: Skill) -> str:

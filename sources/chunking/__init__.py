@@ -62,7 +62,11 @@ def chunk_text(text: str, path: str, *, max_chars: int = 1500, overlap: int = 20
         chunks = None
     if chunks is None:
         chunks = window_chunks(
-            lines, 0, len(lines), max_chars=max_chars, overlap=overlap,
+            lines,
+            0,
+            len(lines),
+            max_chars=max_chars,
+            overlap=overlap,
             language="text" if language == "notebook" else language,
         )
     return chunks

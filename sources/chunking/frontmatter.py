@@ -19,8 +19,9 @@ class _NoAliasLoader(yaml.SafeLoader):
     def compose_node(self, parent, index):
         if self.check_event(yaml.AliasEvent):
             event = self.peek_event()
-            raise yaml.constructor.ConstructorError(None, None, "YAML aliases (*name) are not supported in front matter",
-                                                    event.start_mark)
+            raise yaml.constructor.ConstructorError(
+                None, None, "YAML aliases (*name) are not supported in front matter", event.start_mark
+            )
         return super().compose_node(parent, index)
 
 
@@ -45,8 +46,10 @@ def front_matter_split(lines: list[str]) -> FrontMatter:
         return FrontMatter()
     raw = "\n".join(lines[1:index])
     if len(raw) > MAX_FRONT_MATTER_CHARS:
-        return FrontMatter(line_count=index + 1,
-                           error=f"front matter is {len(raw):,} characters; the limit is {MAX_FRONT_MATTER_CHARS:,}")
+        return FrontMatter(
+            line_count=index + 1,
+            error=f"front matter is {len(raw):,} characters; the limit is {MAX_FRONT_MATTER_CHARS:,}",
+        )
     try:
         data = yaml.load(raw, Loader=_NoAliasLoader) if raw.strip() else {}  # noqa: S506 - a SafeLoader subclass
     except yaml.YAMLError as exc:

@@ -54,8 +54,15 @@ def spans_chunk(
     for span in spans:
         chunks.extend(
             window_chunks(
-                lines, span.start, span.end, max_chars=max_chars, overlap=overlap, language=language,
-                symbol=span.symbol, context_prefix=context_prefix, metadata=span.metadata,
+                lines,
+                span.start,
+                span.end,
+                max_chars=max_chars,
+                overlap=overlap,
+                language=language,
+                symbol=span.symbol,
+                context_prefix=context_prefix,
+                metadata=span.metadata,
             )
         )
     return chunks

@@ -43,7 +43,14 @@ class Lines:
 
 
 def span_chunk(
-    lines: Lines, start: int, end: int, *, language: str, symbol: str = "", context_prefix: str = "", metadata: dict | None = None
+    lines: Lines,
+    start: int,
+    end: int,
+    *,
+    language: str,
+    symbol: str = "",
+    context_prefix: str = "",
+    metadata: dict | None = None,
 ) -> ChunkResult | None:
     """Lines [start, end) as one chunk, blank edge lines trimmed; None if all blank."""
     while start < end and lines.blank(start):

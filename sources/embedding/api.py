@@ -61,8 +61,14 @@ class ApiEmbedder:
         assert self._spec is not None
         return self._spec
 
-    def embed(self, texts: list[str], *, batch_size: int = 64, pieces: bool = False,
-              on_batch: Callable[[], None] | None = None) -> np.ndarray:
+    def embed(
+        self,
+        texts: list[str],
+        *,
+        batch_size: int = 64,
+        pieces: bool = False,
+        on_batch: Callable[[], None] | None = None,
+    ) -> np.ndarray:
         """Unit vectors for ``texts``, ``batch_size`` per request; ``pieces`` is moot (the server reads whole texts)."""
         if not texts:
             return np.zeros((0, self._spec.dimensions if self._spec else 0), dtype=np.float32)
@@ -71,7 +77,9 @@ class ApiEmbedder:
             # An empty input is refused by OpenAI; a space embeds as "nothing".
             batch = [text[:MAX_INPUT_CHARS] or " " for text in texts[start : start + batch_size]]
             try:
-                vectors = np.asarray(llm_embed(texts=batch, model=self.model, dimensions=self.dimensions), dtype=np.float32)
+                vectors = np.asarray(
+                    llm_embed(texts=batch, model=self.model, dimensions=self.dimensions), dtype=np.float32
+                )
             except LLMError as exc:
                 raise EmbeddingError(f"embedding with {PREFIX}{self.name} failed: {exc.message}") from exc
             self._check(vectors.shape[1])

@@ -26,8 +26,14 @@ class ModelSpec:
 class Embedder(Protocol):
     spec: ModelSpec
 
-    def embed(self, texts: list[str], *, batch_size: int = 64, pieces: bool = False,
-              on_batch: Callable[[], None] | None = None) -> np.ndarray:
+    def embed(
+        self,
+        texts: list[str],
+        *,
+        batch_size: int = 64,
+        pieces: bool = False,
+        on_batch: Callable[[], None] | None = None,
+    ) -> np.ndarray:
         """Return a float32 array of shape (len(texts), dimensions); ``pieces``:
         texts longer than the model reads are embedded in pieces and averaged;
         ``on_batch`` is called after each batch."""

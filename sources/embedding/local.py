@@ -93,8 +93,14 @@ class LocalEmbedder:
             self._spec = ModelSpec(provider="local", name=self.name, dimensions=int(dims), normalized=True)
         return self._spec
 
-    def embed(self, texts: list[str], *, batch_size: int = 64, pieces: bool = False,
-              on_batch: Callable[[], None] | None = None) -> np.ndarray:
+    def embed(
+        self,
+        texts: list[str],
+        *,
+        batch_size: int = 64,
+        pieces: bool = False,
+        on_batch: Callable[[], None] | None = None,
+    ) -> np.ndarray:
         """Unit vectors for ``texts``; with ``pieces``, a text longer than the
         model reads is embedded piece by piece and averaged (pieces.py).
         ``on_batch`` is called after every batch (a job's heartbeat)."""
@@ -122,8 +128,13 @@ class LocalEmbedder:
         vectors: np.ndarray | None = None
         for start in range(0, len(inputs), batch_size):
             batch = order[start : start + batch_size]
-            encoded = model.encode([inputs[i] for i in batch], batch_size=batch_size, convert_to_numpy=True,
-                                   normalize_embeddings=True, show_progress_bar=False)
+            encoded = model.encode(
+                [inputs[i] for i in batch],
+                batch_size=batch_size,
+                convert_to_numpy=True,
+                normalize_embeddings=True,
+                show_progress_bar=False,
+            )
             if vectors is None:
                 vectors = np.empty((len(inputs), encoded.shape[1]), dtype=encoded.dtype)
             vectors[batch] = encoded
@@ -135,7 +146,9 @@ class LocalEmbedder:
     def _pieces(model, texts: list[str]) -> tuple[list[str], list[int]]:
         tokenizer = model.tokenizer
         limit = model.max_seq_length - 2  # room for the [CLS] and [SEP] tokens
-        encoded = tokenizer(texts, add_special_tokens=False, return_offsets_mapping=True, truncation=False, verbose=False)
+        encoded = tokenizer(
+            texts, add_special_tokens=False, return_offsets_mapping=True, truncation=False, verbose=False
+        )
         inputs, owners = [], []
         for index, (text, offsets) in enumerate(zip(texts, encoded["offset_mapping"], strict=True)):
             for piece in text_pieces(text, offsets, limit):

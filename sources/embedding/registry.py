@@ -4,7 +4,7 @@ import threading
 
 from sources.embedding.api import PREFIX as API_PREFIX
 from sources.embedding.api import ApiEmbedder
-from sources.embedding.base import EmbeddingError, Embedder
+from sources.embedding.base import Embedder, EmbeddingError
 from sources.embedding.local import LocalEmbedder
 
 PROVIDERS = ("local", "api")

@@ -5,206 +5,496 @@ import django.contrib.postgres.indexes
 import django.contrib.postgres.search
 import django.db.models.deletion
 import pgvector.django.vector
-from pgvector.django import VectorExtension
 from django.db import migrations, models
+from pgvector.django import VectorExtension
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
-    dependencies = [
-    ]
+    dependencies = []
 
     operations = [
         # pgvector ships in the embedded PostgreSQL and in the pgvector image.
         VectorExtension(),
         migrations.CreateModel(
-            name='EmbeddingModel',
+            name="EmbeddingModel",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('provider', models.CharField(choices=[('local', 'Local (sentence-transformers)')], default='local', max_length=32)),
-                ('name', models.CharField(help_text='Model name or local path.', max_length=255)),
-                ('dimensions', models.PositiveIntegerField()),
-                ('normalized', models.BooleanField(default=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                (
+                    "provider",
+                    models.CharField(
+                        choices=[("local", "Local (sentence-transformers)")], default="local", max_length=32
+                    ),
+                ),
+                ("name", models.CharField(help_text="Model name or local path.", max_length=255)),
+                ("dimensions", models.PositiveIntegerField()),
+                ("normalized", models.BooleanField(default=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
             ],
             options={
-                'constraints': [models.UniqueConstraint(fields=('provider', 'name', 'dimensions', 'normalized'), name='embedding_model_identity')],
+                "constraints": [
+                    models.UniqueConstraint(
+                        fields=("provider", "name", "dimensions", "normalized"), name="embedding_model_identity"
+                    )
+                ],
             },
         ),
         migrations.CreateModel(
-            name='Source',
+            name="Source",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('kind', models.CharField(choices=[('skill', 'Skill'), ('file', 'Workspace files'), ('tool', 'Tool')], max_length=16)),
-                ('key', models.CharField(help_text='skill:<slug>, tool:<key>, root:<id>[:segment:<id>]', max_length=512, unique=True)),
-                ('title', models.CharField(blank=True, max_length=255)),
-                ('bot_id', models.CharField(blank=True, default='', max_length=128)),
-                ('client_id', models.CharField(blank=True, default='', max_length=128)),
-                ('channels', django.contrib.postgres.fields.ArrayField(base_field=models.CharField(max_length=128), blank=True, default=list, size=None)),
-                ('enabled', models.BooleanField(default=True)),
-                ('active_generation', models.PositiveIntegerField(default=0)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('embedding_model', models.ForeignKey(blank=True, help_text="The model of the active generation's vectors.", null=True, on_delete=django.db.models.deletion.PROTECT, related_name='+', to='sources.embeddingmodel')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                (
+                    "kind",
+                    models.CharField(
+                        choices=[("skill", "Skill"), ("file", "Workspace files"), ("tool", "Tool")], max_length=16
+                    ),
+                ),
+                (
+                    "key",
+                    models.CharField(
+                        help_text="skill:<slug>, tool:<key>, root:<id>[:segment:<id>]", max_length=512, unique=True
+                    ),
+                ),
+                ("title", models.CharField(blank=True, max_length=255)),
+                ("bot_id", models.CharField(blank=True, default="", max_length=128)),
+                ("client_id", models.CharField(blank=True, default="", max_length=128)),
+                (
+                    "channels",
+                    django.contrib.postgres.fields.ArrayField(
+                        base_field=models.CharField(max_length=128), blank=True, default=list, size=None
+                    ),
+                ),
+                ("enabled", models.BooleanField(default=True)),
+                ("active_generation", models.PositiveIntegerField(default=0)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "embedding_model",
+                    models.ForeignKey(
+                        blank=True,
+                        help_text="The model of the active generation's vectors.",
+                        null=True,
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="+",
+                        to="sources.embeddingmodel",
+                    ),
+                ),
             ],
         ),
         migrations.CreateModel(
-            name='Skill',
+            name="Skill",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('index_status', models.CharField(choices=[('pending', 'Not indexed yet'), ('queued', 'Queued'), ('running', 'Indexing'), ('indexed', 'Indexed'), ('failed', 'Failed')], default='pending', editable=False, max_length=16)),
-                ('content_hash', models.CharField(blank=True, editable=False, max_length=64)),
-                ('indexed_at', models.DateTimeField(blank=True, editable=False, null=True)),
-                ('last_error', models.TextField(blank=True, editable=False)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
-                ('slug', models.SlugField(max_length=200, unique=True)),
-                ('title', models.CharField(blank=True, help_text='Empty: taken from front matter or the first heading.', max_length=255)),
-                ('body', models.TextField(help_text='Markdown, optionally starting with YAML front matter between --- lines.')),
-                ('enabled', models.BooleanField(default=True)),
-                ('metadata', models.JSONField(blank=True, default=dict, editable=False, help_text='The parsed front matter.')),
-                ('source', models.OneToOneField(blank=True, editable=False, null=True, on_delete=django.db.models.deletion.SET_NULL, to='sources.source')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                (
+                    "index_status",
+                    models.CharField(
+                        choices=[
+                            ("pending", "Not indexed yet"),
+                            ("queued", "Queued"),
+                            ("running", "Indexing"),
+                            ("indexed", "Indexed"),
+                            ("failed", "Failed"),
+                        ],
+                        default="pending",
+                        editable=False,
+                        max_length=16,
+                    ),
+                ),
+                ("content_hash", models.CharField(blank=True, editable=False, max_length=64)),
+                ("indexed_at", models.DateTimeField(blank=True, editable=False, null=True)),
+                ("last_error", models.TextField(blank=True, editable=False)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("updated_at", models.DateTimeField(auto_now=True)),
+                ("slug", models.SlugField(max_length=200, unique=True)),
+                (
+                    "title",
+                    models.CharField(
+                        blank=True, help_text="Empty: taken from front matter or the first heading.", max_length=255
+                    ),
+                ),
+                (
+                    "body",
+                    models.TextField(
+                        help_text="Markdown, optionally starting with YAML front matter between --- lines."
+                    ),
+                ),
+                ("enabled", models.BooleanField(default=True)),
+                (
+                    "metadata",
+                    models.JSONField(blank=True, default=dict, editable=False, help_text="The parsed front matter."),
+                ),
+                (
+                    "source",
+                    models.OneToOneField(
+                        blank=True,
+                        editable=False,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        to="sources.source",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['slug'],
+                "ordering": ["slug"],
             },
         ),
         migrations.CreateModel(
-            name='Tool',
+            name="Tool",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('index_status', models.CharField(choices=[('pending', 'Not indexed yet'), ('queued', 'Queued'), ('running', 'Indexing'), ('indexed', 'Indexed'), ('failed', 'Failed')], default='pending', editable=False, max_length=16)),
-                ('content_hash', models.CharField(blank=True, editable=False, max_length=64)),
-                ('indexed_at', models.DateTimeField(blank=True, editable=False, null=True)),
-                ('last_error', models.TextField(blank=True, editable=False)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
-                ('key', models.CharField(editable=False, help_text='local:{name} or mcp:{server}:{name}', max_length=300, unique=True)),
-                ('name', models.CharField(max_length=200)),
-                ('server', models.CharField(blank=True, help_text='MCP server name; empty for a local tool.', max_length=200)),
-                ('description', models.TextField(blank=True)),
-                ('parameters', models.JSONField(blank=True, default=dict, help_text='JSON Schema of the arguments (an object schema).')),
-                ('enabled', models.BooleanField(default=True)),
-                ('source', models.OneToOneField(blank=True, editable=False, null=True, on_delete=django.db.models.deletion.SET_NULL, to='sources.source')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                (
+                    "index_status",
+                    models.CharField(
+                        choices=[
+                            ("pending", "Not indexed yet"),
+                            ("queued", "Queued"),
+                            ("running", "Indexing"),
+                            ("indexed", "Indexed"),
+                            ("failed", "Failed"),
+                        ],
+                        default="pending",
+                        editable=False,
+                        max_length=16,
+                    ),
+                ),
+                ("content_hash", models.CharField(blank=True, editable=False, max_length=64)),
+                ("indexed_at", models.DateTimeField(blank=True, editable=False, null=True)),
+                ("last_error", models.TextField(blank=True, editable=False)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("updated_at", models.DateTimeField(auto_now=True)),
+                (
+                    "key",
+                    models.CharField(
+                        editable=False, help_text="local:{name} or mcp:{server}:{name}", max_length=300, unique=True
+                    ),
+                ),
+                ("name", models.CharField(max_length=200)),
+                (
+                    "server",
+                    models.CharField(blank=True, help_text="MCP server name; empty for a local tool.", max_length=200),
+                ),
+                ("description", models.TextField(blank=True)),
+                (
+                    "parameters",
+                    models.JSONField(
+                        blank=True, default=dict, help_text="JSON Schema of the arguments (an object schema)."
+                    ),
+                ),
+                ("enabled", models.BooleanField(default=True)),
+                (
+                    "source",
+                    models.OneToOneField(
+                        blank=True,
+                        editable=False,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        to="sources.source",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['key'],
+                "ordering": ["key"],
             },
         ),
         migrations.CreateModel(
-            name='WorkspaceRoot',
+            name="WorkspaceRoot",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(max_length=200, unique=True)),
-                ('path', models.CharField(help_text='Absolute directory, under one of RAG_ROOT_BASE_DIRS.', max_length=1024, unique=True)),
-                ('include_globs', models.TextField(default='*.py *.pyi *.ipynb *.md *.markdown *.mdx *.rst *.txt *.js *.jsx *.mjs *.cjs *.ts *.tsx *.mts *.go *.rs *.java *.kt *.scala *.c *.h *.cc *.cpp *.hpp *.cs *.rb *.php *.swift *.lua *.sh *.sql *.json *.yaml *.yml *.toml *.ini *.cfg *.html *.css Dockerfile Makefile', help_text='File name patterns to index, separated by spaces.')),
-                ('exclude_dirs', models.TextField(default='.git .hg .svn node_modules __pycache__ .venv venv env dist build .next .nuxt target .mypy_cache .pytest_cache .ruff_cache .tox .idea .vscode coverage htmlcov .cache vendor', help_text='Directory names never entered.')),
-                ('max_file_bytes', models.PositiveIntegerField(default=500000)),
-                ('embedding_model_name', models.CharField(blank=True, help_text='Empty: RAG_EMBEDDING_MODEL.', max_length=255)),
-                ('bot_id', models.CharField(blank=True, default='', help_text='Empty: shared with every bot.', max_length=128)),
-                ('client_id', models.CharField(blank=True, default='', help_text='Empty: shared with every client.', max_length=128)),
-                ('enabled', models.BooleanField(default=True)),
-                ('cooldown_seconds', models.PositiveIntegerField(default=300, help_text='Minimum time between full re-verifies (force bypasses it).')),
-                ('reverify_minutes', models.PositiveIntegerField(default=30, help_text='Periodic re-verify interval; 0 = off.')),
-                ('last_verified_at', models.DateTimeField(blank=True, editable=False, null=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('source', models.OneToOneField(blank=True, editable=False, help_text='The default segment: files no segment claims.', null=True, on_delete=django.db.models.deletion.SET_NULL, to='sources.source')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("name", models.CharField(max_length=200, unique=True)),
+                (
+                    "path",
+                    models.CharField(
+                        help_text="Absolute directory, under one of RAG_ROOT_BASE_DIRS.", max_length=1024, unique=True
+                    ),
+                ),
+                (
+                    "include_globs",
+                    models.TextField(
+                        default="*.py *.pyi *.ipynb *.md *.markdown *.mdx *.rst *.txt *.js *.jsx *.mjs *.cjs *.ts *.tsx *.mts *.go *.rs *.java *.kt *.scala *.c *.h *.cc *.cpp *.hpp *.cs *.rb *.php *.swift *.lua *.sh *.sql *.json *.yaml *.yml *.toml *.ini *.cfg *.html *.css Dockerfile Makefile",
+                        help_text="File name patterns to index, separated by spaces.",
+                    ),
+                ),
+                (
+                    "exclude_dirs",
+                    models.TextField(
+                        default=".git .hg .svn node_modules __pycache__ .venv venv env dist build .next .nuxt target .mypy_cache .pytest_cache .ruff_cache .tox .idea .vscode coverage htmlcov .cache vendor",
+                        help_text="Directory names never entered.",
+                    ),
+                ),
+                ("max_file_bytes", models.PositiveIntegerField(default=500000)),
+                (
+                    "embedding_model_name",
+                    models.CharField(blank=True, help_text="Empty: RAG_EMBEDDING_MODEL.", max_length=255),
+                ),
+                (
+                    "bot_id",
+                    models.CharField(blank=True, default="", help_text="Empty: shared with every bot.", max_length=128),
+                ),
+                (
+                    "client_id",
+                    models.CharField(
+                        blank=True, default="", help_text="Empty: shared with every client.", max_length=128
+                    ),
+                ),
+                ("enabled", models.BooleanField(default=True)),
+                (
+                    "cooldown_seconds",
+                    models.PositiveIntegerField(
+                        default=300, help_text="Minimum time between full re-verifies (force bypasses it)."
+                    ),
+                ),
+                (
+                    "reverify_minutes",
+                    models.PositiveIntegerField(default=30, help_text="Periodic re-verify interval; 0 = off."),
+                ),
+                ("last_verified_at", models.DateTimeField(blank=True, editable=False, null=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "source",
+                    models.OneToOneField(
+                        blank=True,
+                        editable=False,
+                        help_text="The default segment: files no segment claims.",
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        to="sources.source",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['name'],
+                "ordering": ["name"],
             },
         ),
         migrations.CreateModel(
-            name='IndexedFile',
+            name="IndexedFile",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('generation', models.PositiveIntegerField(default=0)),
-                ('path', models.CharField(max_length=1024)),
-                ('size', models.BigIntegerField()),
-                ('mtime_ns', models.BigIntegerField()),
-                ('content_hash', models.CharField(max_length=64)),
-                ('chunking_version', models.CharField(max_length=32)),
-                ('chunk_count', models.PositiveIntegerField(default=0)),
-                ('indexed_at', models.DateTimeField(auto_now=True)),
-                ('embedding_model', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='+', to='sources.embeddingmodel')),
-                ('source', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='files', to='sources.source')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("generation", models.PositiveIntegerField(default=0)),
+                ("path", models.CharField(max_length=1024)),
+                ("size", models.BigIntegerField()),
+                ("mtime_ns", models.BigIntegerField()),
+                ("content_hash", models.CharField(max_length=64)),
+                ("chunking_version", models.CharField(max_length=32)),
+                ("chunk_count", models.PositiveIntegerField(default=0)),
+                ("indexed_at", models.DateTimeField(auto_now=True)),
+                (
+                    "embedding_model",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT, related_name="+", to="sources.embeddingmodel"
+                    ),
+                ),
+                (
+                    "source",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="files", to="sources.source"
+                    ),
+                ),
             ],
             options={
-                'constraints': [models.UniqueConstraint(fields=('source', 'generation', 'path'), name='indexed_file_unique')],
+                "constraints": [
+                    models.UniqueConstraint(fields=("source", "generation", "path"), name="indexed_file_unique")
+                ],
             },
         ),
         migrations.CreateModel(
-            name='Chunk',
+            name="Chunk",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('path', models.CharField(blank=True, default='', help_text='File path inside a root; empty for skills.', max_length=1024)),
-                ('generation', models.PositiveIntegerField(default=0)),
-                ('chunk_index', models.PositiveIntegerField()),
-                ('content', models.TextField()),
-                ('context_prefix', models.TextField(blank=True, default='')),
-                ('language', models.CharField(blank=True, default='', max_length=32)),
-                ('symbol', models.CharField(blank=True, default='', max_length=512)),
-                ('start_line', models.PositiveIntegerField()),
-                ('end_line', models.PositiveIntegerField()),
-                ('content_hash', models.CharField(max_length=64)),
-                ('embedding', pgvector.django.vector.VectorField(null=True)),
-                ('chunking_version', models.CharField(max_length=32)),
-                ('metadata', models.JSONField(blank=True, default=dict)),
-                ('search_vector', models.GeneratedField(db_persist=True, expression=django.contrib.postgres.search.CombinedSearchVector(django.contrib.postgres.search.CombinedSearchVector(django.contrib.postgres.search.SearchVector('symbol', models.Func(models.Func(models.F('symbol'), models.Value('([a-z0-9])([A-Z])'), models.Value('\\1 \\2'), models.Value('g'), function='regexp_replace'), models.Value('._/-:'), models.Value('     '), function='translate'), models.Func(models.Func(models.F('path'), models.Value('([a-z0-9])([A-Z])'), models.Value('\\1 \\2'), models.Value('g'), function='regexp_replace'), models.Value('._/-:'), models.Value('     '), function='translate'), config='english', weight='A'), '||', django.contrib.postgres.search.SearchVector('context_prefix', config='english', weight='B'), django.contrib.postgres.search.SearchConfig('english')), '||', django.contrib.postgres.search.SearchVector('content', config='english', weight='C'), django.contrib.postgres.search.SearchConfig('english')), output_field=django.contrib.postgres.search.SearchVectorField())),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('embedding_model', models.ForeignKey(null=True, on_delete=django.db.models.deletion.PROTECT, related_name='chunks', to='sources.embeddingmodel')),
-                ('source', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='chunks', to='sources.source')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                (
+                    "path",
+                    models.CharField(
+                        blank=True, default="", help_text="File path inside a root; empty for skills.", max_length=1024
+                    ),
+                ),
+                ("generation", models.PositiveIntegerField(default=0)),
+                ("chunk_index", models.PositiveIntegerField()),
+                ("content", models.TextField()),
+                ("context_prefix", models.TextField(blank=True, default="")),
+                ("language", models.CharField(blank=True, default="", max_length=32)),
+                ("symbol", models.CharField(blank=True, default="", max_length=512)),
+                ("start_line", models.PositiveIntegerField()),
+                ("end_line", models.PositiveIntegerField()),
+                ("content_hash", models.CharField(max_length=64)),
+                ("embedding", pgvector.django.vector.VectorField(null=True)),
+                ("chunking_version", models.CharField(max_length=32)),
+                ("metadata", models.JSONField(blank=True, default=dict)),
+                (
+                    "search_vector",
+                    models.GeneratedField(
+                        db_persist=True,
+                        expression=django.contrib.postgres.search.CombinedSearchVector(
+                            django.contrib.postgres.search.CombinedSearchVector(
+                                django.contrib.postgres.search.SearchVector(
+                                    "symbol",
+                                    models.Func(
+                                        models.Func(
+                                            models.F("symbol"),
+                                            models.Value("([a-z0-9])([A-Z])"),
+                                            models.Value("\\1 \\2"),
+                                            models.Value("g"),
+                                            function="regexp_replace",
+                                        ),
+                                        models.Value("._/-:"),
+                                        models.Value("     "),
+                                        function="translate",
+                                    ),
+                                    models.Func(
+                                        models.Func(
+                                            models.F("path"),
+                                            models.Value("([a-z0-9])([A-Z])"),
+                                            models.Value("\\1 \\2"),
+                                            models.Value("g"),
+                                            function="regexp_replace",
+                                        ),
+                                        models.Value("._/-:"),
+                                        models.Value("     "),
+                                        function="translate",
+                                    ),
+                                    config="english",
+                                    weight="A",
+                                ),
+                                "||",
+                                django.contrib.postgres.search.SearchVector(
+                                    "context_prefix", config="english", weight="B"
+                                ),
+                                django.contrib.postgres.search.SearchConfig("english"),
+                            ),
+                            "||",
+                            django.contrib.postgres.search.SearchVector("content", config="english", weight="C"),
+                            django.contrib.postgres.search.SearchConfig("english"),
+                        ),
+                        output_field=django.contrib.postgres.search.SearchVectorField(),
+                    ),
+                ),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "embedding_model",
+                    models.ForeignKey(
+                        null=True,
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="chunks",
+                        to="sources.embeddingmodel",
+                    ),
+                ),
+                (
+                    "source",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="chunks", to="sources.source"
+                    ),
+                ),
             ],
             options={
-                'indexes': [django.contrib.postgres.indexes.GinIndex(fields=['search_vector'], name='sources_chunk_search_gin')],
-                'constraints': [models.UniqueConstraint(fields=('source', 'generation', 'path', 'chunk_index'), name='chunk_unique_position')],
+                "indexes": [
+                    django.contrib.postgres.indexes.GinIndex(fields=["search_vector"], name="sources_chunk_search_gin")
+                ],
+                "constraints": [
+                    models.UniqueConstraint(
+                        fields=("source", "generation", "path", "chunk_index"), name="chunk_unique_position"
+                    )
+                ],
             },
         ),
         migrations.CreateModel(
-            name='Segment',
+            name="Segment",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(max_length=200)),
-                ('path_glob', models.CharField(help_text='Files of the root this segment claims, e.g. "docs/**" or "src/api/*.py".', max_length=512)),
-                ('embedding_model_name', models.CharField(blank=True, help_text="Empty: the root's model.", max_length=255)),
-                ('channels', models.CharField(blank=True, help_text='Channels allowed to see it, separated by spaces; empty = all.', max_length=1024)),
-                ('source', models.OneToOneField(blank=True, editable=False, null=True, on_delete=django.db.models.deletion.SET_NULL, to='sources.source')),
-                ('root', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='segments', to='sources.workspaceroot')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("name", models.CharField(max_length=200)),
+                (
+                    "path_glob",
+                    models.CharField(
+                        help_text='Files of the root this segment claims, e.g. "docs/**" or "src/api/*.py".',
+                        max_length=512,
+                    ),
+                ),
+                (
+                    "embedding_model_name",
+                    models.CharField(blank=True, help_text="Empty: the root's model.", max_length=255),
+                ),
+                (
+                    "channels",
+                    models.CharField(
+                        blank=True,
+                        help_text="Channels allowed to see it, separated by spaces; empty = all.",
+                        max_length=1024,
+                    ),
+                ),
+                (
+                    "source",
+                    models.OneToOneField(
+                        blank=True,
+                        editable=False,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        to="sources.source",
+                    ),
+                ),
+                (
+                    "root",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="segments", to="sources.workspaceroot"
+                    ),
+                ),
             ],
             options={
-                'constraints': [models.UniqueConstraint(fields=('root', 'path_glob'), name='segment_unique_glob')],
+                "constraints": [models.UniqueConstraint(fields=("root", "path_glob"), name="segment_unique_glob")],
             },
         ),
         migrations.CreateModel(
-            name='IndexJob',
+            name="IndexJob",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('status', models.CharField(choices=[('queued', 'Queued'), ('running', 'Running'), ('succeeded', 'Succeeded'), ('failed', 'Failed'), ('cancelled', 'Cancelled')], default='queued', max_length=16)),
-                ('force', models.BooleanField(default=False)),
-                ('trigger', models.CharField(default='admin', max_length=32)),
-                ('attempt', models.PositiveIntegerField(default=1)),
-                ('message', models.TextField(blank=True)),
-                ('files_total', models.PositiveIntegerField(default=0)),
-                ('files_seen', models.PositiveIntegerField(default=0)),
-                ('files_changed', models.PositiveIntegerField(default=0)),
-                ('files_unchanged', models.PositiveIntegerField(default=0)),
-                ('files_skipped', models.PositiveIntegerField(default=0)),
-                ('files_failed', models.PositiveIntegerField(default=0)),
-                ('files_deleted', models.PositiveIntegerField(default=0)),
-                ('chunks_embedded', models.PositiveIntegerField(default=0)),
-                ('chunks_deleted', models.PositiveIntegerField(default=0)),
-                ('errors', models.JSONField(blank=True, default=list, help_text='The first problems: [{path, reason}].')),
-                ('worker', models.CharField(blank=True, max_length=255)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('started_at', models.DateTimeField(blank=True, null=True)),
-                ('heartbeat_at', models.DateTimeField(blank=True, null=True)),
-                ('finished_at', models.DateTimeField(blank=True, null=True)),
-                ('root', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='jobs', to='sources.workspaceroot')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("queued", "Queued"),
+                            ("running", "Running"),
+                            ("succeeded", "Succeeded"),
+                            ("failed", "Failed"),
+                            ("cancelled", "Cancelled"),
+                        ],
+                        default="queued",
+                        max_length=16,
+                    ),
+                ),
+                ("force", models.BooleanField(default=False)),
+                ("trigger", models.CharField(default="admin", max_length=32)),
+                ("attempt", models.PositiveIntegerField(default=1)),
+                ("message", models.TextField(blank=True)),
+                ("files_total", models.PositiveIntegerField(default=0)),
+                ("files_seen", models.PositiveIntegerField(default=0)),
+                ("files_changed", models.PositiveIntegerField(default=0)),
+                ("files_unchanged", models.PositiveIntegerField(default=0)),
+                ("files_skipped", models.PositiveIntegerField(default=0)),
+                ("files_failed", models.PositiveIntegerField(default=0)),
+                ("files_deleted", models.PositiveIntegerField(default=0)),
+                ("chunks_embedded", models.PositiveIntegerField(default=0)),
+                ("chunks_deleted", models.PositiveIntegerField(default=0)),
+                (
+                    "errors",
+                    models.JSONField(blank=True, default=list, help_text="The first problems: [{path, reason}]."),
+                ),
+                ("worker", models.CharField(blank=True, max_length=255)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("started_at", models.DateTimeField(blank=True, null=True)),
+                ("heartbeat_at", models.DateTimeField(blank=True, null=True)),
+                ("finished_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "root",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="jobs", to="sources.workspaceroot"
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-created_at'],
-                'constraints': [models.UniqueConstraint(condition=models.Q(('status__in', ['queued', 'running'])), fields=('root',), name='one_active_job_per_root')],
+                "ordering": ["-created_at"],
+                "constraints": [
+                    models.UniqueConstraint(
+                        condition=models.Q(("status__in", ["queued", "running"])),
+                        fields=("root",),
+                        name="one_active_job_per_root",
+                    )
+                ],
             },
         ),
     ]

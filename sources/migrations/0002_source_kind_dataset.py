@@ -4,15 +4,22 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('sources', '0001_initial'),
+        ("sources", "0001_initial"),
     ]
 
     operations = [
         migrations.AlterField(
-            model_name='source',
-            name='kind',
-            field=models.CharField(choices=[('skill', 'Skill'), ('file', 'Workspace files'), ('tool', 'Tool'), ('dataset', 'Evaluation dataset')], max_length=16),
+            model_name="source",
+            name="kind",
+            field=models.CharField(
+                choices=[
+                    ("skill", "Skill"),
+                    ("file", "Workspace files"),
+                    ("tool", "Tool"),
+                    ("dataset", "Evaluation dataset"),
+                ],
+                max_length=16,
+            ),
         ),
     ]

@@ -6,9 +6,8 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('sources', '0002_source_kind_dataset'),
+        ("sources", "0002_source_kind_dataset"),
     ]
 
     operations = [
@@ -19,7 +18,70 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name="chunk",
             name="search_vector",
-            field=models.GeneratedField(db_persist=True, expression=django.contrib.postgres.search.CombinedSearchVector(django.contrib.postgres.search.CombinedSearchVector(django.contrib.postgres.search.SearchVector('symbol', models.Func(models.Func(models.F('symbol'), models.Value('([a-z0-9])([A-Z])'), models.Value('\\1 \\2'), models.Value('g'), function='regexp_replace', output_field=models.TextField()), models.Value('._/-:'), models.Value('     '), function='translate', output_field=models.TextField()), models.Func(models.Func(models.F('path'), models.Value('([a-z0-9])([A-Z])'), models.Value('\\1 \\2'), models.Value('g'), function='regexp_replace', output_field=models.TextField()), models.Value('._/-:'), models.Value('     '), function='translate', output_field=models.TextField()), config='english', weight='A'), '||', django.contrib.postgres.search.SearchVector('context_prefix', config='english', weight='B'), django.contrib.postgres.search.SearchConfig('english')), '||', django.contrib.postgres.search.SearchVector(models.Func(models.Func(models.F('content'), models.Value('([a-z0-9])([A-Z])'), models.Value('\\1 \\2'), models.Value('g'), function='regexp_replace', output_field=models.TextField()), models.Value('._/-:'), models.Value('     '), function='translate', output_field=models.TextField()), config='english', weight='C'), django.contrib.postgres.search.SearchConfig('english')), output_field=django.contrib.postgres.search.SearchVectorField()),
+            field=models.GeneratedField(
+                db_persist=True,
+                expression=django.contrib.postgres.search.CombinedSearchVector(
+                    django.contrib.postgres.search.CombinedSearchVector(
+                        django.contrib.postgres.search.SearchVector(
+                            "symbol",
+                            models.Func(
+                                models.Func(
+                                    models.F("symbol"),
+                                    models.Value("([a-z0-9])([A-Z])"),
+                                    models.Value("\\1 \\2"),
+                                    models.Value("g"),
+                                    function="regexp_replace",
+                                    output_field=models.TextField(),
+                                ),
+                                models.Value("._/-:"),
+                                models.Value("     "),
+                                function="translate",
+                                output_field=models.TextField(),
+                            ),
+                            models.Func(
+                                models.Func(
+                                    models.F("path"),
+                                    models.Value("([a-z0-9])([A-Z])"),
+                                    models.Value("\\1 \\2"),
+                                    models.Value("g"),
+                                    function="regexp_replace",
+                                    output_field=models.TextField(),
+                                ),
+                                models.Value("._/-:"),
+                                models.Value("     "),
+                                function="translate",
+                                output_field=models.TextField(),
+                            ),
+                            config="english",
+                            weight="A",
+                        ),
+                        "||",
+                        django.contrib.postgres.search.SearchVector("context_prefix", config="english", weight="B"),
+                        django.contrib.postgres.search.SearchConfig("english"),
+                    ),
+                    "||",
+                    django.contrib.postgres.search.SearchVector(
+                        models.Func(
+                            models.Func(
+                                models.F("content"),
+                                models.Value("([a-z0-9])([A-Z])"),
+                                models.Value("\\1 \\2"),
+                                models.Value("g"),
+                                function="regexp_replace",
+                                output_field=models.TextField(),
+                            ),
+                            models.Value("._/-:"),
+                            models.Value("     "),
+                            function="translate",
+                            output_field=models.TextField(),
+                        ),
+                        config="english",
+                        weight="C",
+                    ),
+                    django.contrib.postgres.search.SearchConfig("english"),
+                ),
+                output_field=django.contrib.postgres.search.SearchVectorField(),
+            ),
         ),
         migrations.AddIndex(
             model_name="chunk",

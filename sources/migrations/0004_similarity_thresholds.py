@@ -5,25 +5,40 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('sources', '0003_chunk_body_identifier_words'),
+        ("sources", "0003_chunk_body_identifier_words"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='segment',
-            name='similarity_threshold',
-            field=models.FloatField(blank=True, help_text="Vector-only matches below this cosine similarity are dropped. Empty: the root's.", null=True, validators=[django.core.validators.MinValueValidator(-1.0), django.core.validators.MaxValueValidator(1.0)]),
+            model_name="segment",
+            name="similarity_threshold",
+            field=models.FloatField(
+                blank=True,
+                help_text="Vector-only matches below this cosine similarity are dropped. Empty: the root's.",
+                null=True,
+                validators=[
+                    django.core.validators.MinValueValidator(-1.0),
+                    django.core.validators.MaxValueValidator(1.0),
+                ],
+            ),
         ),
         migrations.AddField(
-            model_name='source',
-            name='similarity_threshold',
+            model_name="source",
+            name="similarity_threshold",
             field=models.FloatField(blank=True, null=True),
         ),
         migrations.AddField(
-            model_name='workspaceroot',
-            name='similarity_threshold',
-            field=models.FloatField(blank=True, help_text='Vector-only matches below this cosine similarity are dropped. Empty: RAG_SIMILARITY_THRESHOLD_FILE.', null=True, validators=[django.core.validators.MinValueValidator(-1.0), django.core.validators.MaxValueValidator(1.0)]),
+            model_name="workspaceroot",
+            name="similarity_threshold",
+            field=models.FloatField(
+                blank=True,
+                help_text="Vector-only matches below this cosine similarity are dropped. Empty: RAG_SIMILARITY_THRESHOLD_FILE.",
+                null=True,
+                validators=[
+                    django.core.validators.MinValueValidator(-1.0),
+                    django.core.validators.MaxValueValidator(1.0),
+                ],
+            ),
         ),
     ]

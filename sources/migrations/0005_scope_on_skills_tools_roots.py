@@ -16,61 +16,163 @@ def scope_from_sources(apps, schema_editor):
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('sources', '0004_similarity_thresholds'),
+        ("sources", "0004_similarity_thresholds"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='skill',
-            name='bot_id',
-            field=models.CharField(blank=True, default='', help_text='Empty: shared with every bot. Otherwise only callers acting for this bot see it.', max_length=128, validators=[django.core.validators.RegexValidator('^(?:[A-Za-z0-9_.:@-]{1,128})?$', 'Use letters, digits and _ . : @ - only (at most 128).')]),
+            model_name="skill",
+            name="bot_id",
+            field=models.CharField(
+                blank=True,
+                default="",
+                help_text="Empty: shared with every bot. Otherwise only callers acting for this bot see it.",
+                max_length=128,
+                validators=[
+                    django.core.validators.RegexValidator(
+                        "^(?:[A-Za-z0-9_.:@-]{1,128})?$", "Use letters, digits and _ . : @ - only (at most 128)."
+                    )
+                ],
+            ),
         ),
         migrations.AddField(
-            model_name='skill',
-            name='channels',
-            field=models.CharField(blank=True, default='', help_text='Channels allowed to see it, separated by spaces; empty = every channel.', max_length=1024, validators=[django.core.validators.RegexValidator('^[A-Za-z0-9_.:@,\\s-]*$', 'Names separated by spaces or commas, of letters, digits and _ . : @ - only.')]),
+            model_name="skill",
+            name="channels",
+            field=models.CharField(
+                blank=True,
+                default="",
+                help_text="Channels allowed to see it, separated by spaces; empty = every channel.",
+                max_length=1024,
+                validators=[
+                    django.core.validators.RegexValidator(
+                        "^[A-Za-z0-9_.:@,\\s-]*$",
+                        "Names separated by spaces or commas, of letters, digits and _ . : @ - only.",
+                    )
+                ],
+            ),
         ),
         migrations.AddField(
-            model_name='skill',
-            name='client_id',
-            field=models.CharField(blank=True, default='', help_text='Empty: shared with every client. Otherwise only callers of this client see it.', max_length=128, validators=[django.core.validators.RegexValidator('^(?:[A-Za-z0-9_.:@-]{1,128})?$', 'Use letters, digits and _ . : @ - only (at most 128).')]),
+            model_name="skill",
+            name="client_id",
+            field=models.CharField(
+                blank=True,
+                default="",
+                help_text="Empty: shared with every client. Otherwise only callers of this client see it.",
+                max_length=128,
+                validators=[
+                    django.core.validators.RegexValidator(
+                        "^(?:[A-Za-z0-9_.:@-]{1,128})?$", "Use letters, digits and _ . : @ - only (at most 128)."
+                    )
+                ],
+            ),
         ),
         migrations.AddField(
-            model_name='tool',
-            name='bot_id',
-            field=models.CharField(blank=True, default='', help_text='Empty: shared with every bot. Otherwise only callers acting for this bot see it.', max_length=128, validators=[django.core.validators.RegexValidator('^(?:[A-Za-z0-9_.:@-]{1,128})?$', 'Use letters, digits and _ . : @ - only (at most 128).')]),
+            model_name="tool",
+            name="bot_id",
+            field=models.CharField(
+                blank=True,
+                default="",
+                help_text="Empty: shared with every bot. Otherwise only callers acting for this bot see it.",
+                max_length=128,
+                validators=[
+                    django.core.validators.RegexValidator(
+                        "^(?:[A-Za-z0-9_.:@-]{1,128})?$", "Use letters, digits and _ . : @ - only (at most 128)."
+                    )
+                ],
+            ),
         ),
         migrations.AddField(
-            model_name='tool',
-            name='channels',
-            field=models.CharField(blank=True, default='', help_text='Channels allowed to see it, separated by spaces; empty = every channel.', max_length=1024, validators=[django.core.validators.RegexValidator('^[A-Za-z0-9_.:@,\\s-]*$', 'Names separated by spaces or commas, of letters, digits and _ . : @ - only.')]),
+            model_name="tool",
+            name="channels",
+            field=models.CharField(
+                blank=True,
+                default="",
+                help_text="Channels allowed to see it, separated by spaces; empty = every channel.",
+                max_length=1024,
+                validators=[
+                    django.core.validators.RegexValidator(
+                        "^[A-Za-z0-9_.:@,\\s-]*$",
+                        "Names separated by spaces or commas, of letters, digits and _ . : @ - only.",
+                    )
+                ],
+            ),
         ),
         migrations.AddField(
-            model_name='tool',
-            name='client_id',
-            field=models.CharField(blank=True, default='', help_text='Empty: shared with every client. Otherwise only callers of this client see it.', max_length=128, validators=[django.core.validators.RegexValidator('^(?:[A-Za-z0-9_.:@-]{1,128})?$', 'Use letters, digits and _ . : @ - only (at most 128).')]),
+            model_name="tool",
+            name="client_id",
+            field=models.CharField(
+                blank=True,
+                default="",
+                help_text="Empty: shared with every client. Otherwise only callers of this client see it.",
+                max_length=128,
+                validators=[
+                    django.core.validators.RegexValidator(
+                        "^(?:[A-Za-z0-9_.:@-]{1,128})?$", "Use letters, digits and _ . : @ - only (at most 128)."
+                    )
+                ],
+            ),
         ),
         migrations.AddField(
-            model_name='workspaceroot',
-            name='channels',
-            field=models.CharField(blank=True, default='', help_text='Channels allowed to see it, separated by spaces; empty = every channel.', max_length=1024, validators=[django.core.validators.RegexValidator('^[A-Za-z0-9_.:@,\\s-]*$', 'Names separated by spaces or commas, of letters, digits and _ . : @ - only.')]),
+            model_name="workspaceroot",
+            name="channels",
+            field=models.CharField(
+                blank=True,
+                default="",
+                help_text="Channels allowed to see it, separated by spaces; empty = every channel.",
+                max_length=1024,
+                validators=[
+                    django.core.validators.RegexValidator(
+                        "^[A-Za-z0-9_.:@,\\s-]*$",
+                        "Names separated by spaces or commas, of letters, digits and _ . : @ - only.",
+                    )
+                ],
+            ),
         ),
         migrations.AlterField(
-            model_name='segment',
-            name='channels',
-            field=models.CharField(blank=True, help_text="Channels allowed to see it, separated by spaces; empty = the root's.", max_length=1024, validators=[django.core.validators.RegexValidator('^[A-Za-z0-9_.:@,\\s-]*$', 'Names separated by spaces or commas, of letters, digits and _ . : @ - only.')]),
+            model_name="segment",
+            name="channels",
+            field=models.CharField(
+                blank=True,
+                help_text="Channels allowed to see it, separated by spaces; empty = the root's.",
+                max_length=1024,
+                validators=[
+                    django.core.validators.RegexValidator(
+                        "^[A-Za-z0-9_.:@,\\s-]*$",
+                        "Names separated by spaces or commas, of letters, digits and _ . : @ - only.",
+                    )
+                ],
+            ),
         ),
         migrations.AlterField(
-            model_name='workspaceroot',
-            name='bot_id',
-            field=models.CharField(blank=True, default='', help_text='Empty: shared with every bot. Otherwise only callers acting for this bot see it.', max_length=128, validators=[django.core.validators.RegexValidator('^(?:[A-Za-z0-9_.:@-]{1,128})?$', 'Use letters, digits and _ . : @ - only (at most 128).')]),
+            model_name="workspaceroot",
+            name="bot_id",
+            field=models.CharField(
+                blank=True,
+                default="",
+                help_text="Empty: shared with every bot. Otherwise only callers acting for this bot see it.",
+                max_length=128,
+                validators=[
+                    django.core.validators.RegexValidator(
+                        "^(?:[A-Za-z0-9_.:@-]{1,128})?$", "Use letters, digits and _ . : @ - only (at most 128)."
+                    )
+                ],
+            ),
         ),
         migrations.AlterField(
-            model_name='workspaceroot',
-            name='client_id',
-            field=models.CharField(blank=True, default='', help_text='Empty: shared with every client. Otherwise only callers of this client see it.', max_length=128, validators=[django.core.validators.RegexValidator('^(?:[A-Za-z0-9_.:@-]{1,128})?$', 'Use letters, digits and _ . : @ - only (at most 128).')]),
+            model_name="workspaceroot",
+            name="client_id",
+            field=models.CharField(
+                blank=True,
+                default="",
+                help_text="Empty: shared with every client. Otherwise only callers of this client see it.",
+                max_length=128,
+                validators=[
+                    django.core.validators.RegexValidator(
+                        "^(?:[A-Za-z0-9_.:@-]{1,128})?$", "Use letters, digits and _ . : @ - only (at most 128)."
+                    )
+                ],
+            ),
         ),
         migrations.RunPython(scope_from_sources, migrations.RunPython.noop),
     ]

@@ -14,26 +14,35 @@ def files_reread(apps, schema_editor):
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('sources', '0005_scope_on_skills_tools_roots'),
+        ("sources", "0005_scope_on_skills_tools_roots"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='workspaceroot',
-            name='deny_patterns',
-            field=models.TextField(blank=True, default='.env* *.pem *.key *.p12 *.pfx *.ppk *.jks *.keystore *.kdbx *.tfstate *.tfstate.* id_rsa* id_dsa* id_ecdsa* id_ed25519* .aws/ .ssh/ .gnupg/ .kube/ **/.docker/config.json .npmrc .pypirc .netrc .pgpass .htpasswd .vault-token *secret* *credential* settings.ini', help_text='Secret-bearing names never indexed, listed as skipped ("secret-bearing name"): .gitignore patterns separated by spaces, case-insensitive; a trailing / matches directories only. Empty: deny nothing.'),
+            model_name="workspaceroot",
+            name="deny_patterns",
+            field=models.TextField(
+                blank=True,
+                default=".env* *.pem *.key *.p12 *.pfx *.ppk *.jks *.keystore *.kdbx *.tfstate *.tfstate.* id_rsa* id_dsa* id_ecdsa* id_ed25519* .aws/ .ssh/ .gnupg/ .kube/ **/.docker/config.json .npmrc .pypirc .netrc .pgpass .htpasswd .vault-token *secret* *credential* settings.ini",
+                help_text='Secret-bearing names never indexed, listed as skipped ("secret-bearing name"): .gitignore patterns separated by spaces, case-insensitive; a trailing / matches directories only. Empty: deny nothing.',
+            ),
         ),
         migrations.AddField(
-            model_name='workspaceroot',
-            name='index_hidden',
-            field=models.BooleanField(default=False, help_text='Index files and directories whose names start with a dot (the deny list still applies).'),
+            model_name="workspaceroot",
+            name="index_hidden",
+            field=models.BooleanField(
+                default=False,
+                help_text="Index files and directories whose names start with a dot (the deny list still applies).",
+            ),
         ),
         migrations.AddField(
-            model_name='workspaceroot',
-            name='scan_secrets',
-            field=models.BooleanField(default=True, help_text='Skip files whose text holds an obvious key or token (private key header, AWS key id, GitHub, Slack, Stripe, Google or sk- API keys).'),
+            model_name="workspaceroot",
+            name="scan_secrets",
+            field=models.BooleanField(
+                default=True,
+                help_text="Skip files whose text holds an obvious key or token (private key header, AWS key id, GitHub, Slack, Stripe, Google or sk- API keys).",
+            ),
         ),
         migrations.RunPython(files_reread, migrations.RunPython.noop),
     ]

@@ -29,8 +29,12 @@ def fingerprints_fill(apps, schema_editor):
     IndexedFile = apps.get_model("sources", "IndexedFile")
     Skill = apps.get_model("sources", "Skill")
     rows = []
-    for state in IndexedFile.objects.filter(chunking_version=CHUNKING_VERSION).select_related("embedding_model").iterator():
-        state.fingerprint = fingerprint(content=state.content_hash, model=_identity(state.embedding_model), config=config)
+    for state in (
+        IndexedFile.objects.filter(chunking_version=CHUNKING_VERSION).select_related("embedding_model").iterator()
+    ):
+        state.fingerprint = fingerprint(
+            content=state.content_hash, model=_identity(state.embedding_model), config=config
+        )
         rows.append(state)
         if len(rows) >= 1000:
             IndexedFile.objects.bulk_update(rows, ["fingerprint"])
@@ -38,11 +42,20 @@ def fingerprints_fill(apps, schema_editor):
     IndexedFile.objects.bulk_update(rows, ["fingerprint"])
     for skill in Skill.objects.exclude(content_hash="").select_related("source__embedding_model"):
         model = skill.source.embedding_model if skill.source else None
-        old = None if model is None else hashlib.sha256("\x1f".join(
-            [skill.body, skill.title, CHUNKING_VERSION, _identity(model), str(settings.RAG_CHUNK_MAX_CHARS)]).encode()).hexdigest()
+        old = (
+            None
+            if model is None
+            else hashlib.sha256(
+                "\x1f".join(
+                    [skill.body, skill.title, CHUNKING_VERSION, _identity(model), str(settings.RAG_CHUNK_MAX_CHARS)]
+                ).encode()
+            ).hexdigest()
+        )
         current = old == skill.content_hash
         skill.content_hash = content_hash(skill.body)
-        skill.fingerprint = fingerprint(content=skill.content_hash, model=_identity(model), config=config) if current else ""
+        skill.fingerprint = (
+            fingerprint(content=skill.content_hash, model=_identity(model), config=config) if current else ""
+        )
         skill.save(update_fields=["content_hash", "fingerprint"])
     apps.get_model("sources", "Tool").objects.update(content_hash="")
 
@@ -52,27 +65,49 @@ class Migration(migrations.Migration):
 
     operations = [
         migrations.AddField(
-            model_name="indexedfile", name="fingerprint", field=models.CharField(blank=True, default="", max_length=64),
+            model_name="indexedfile",
+            name="fingerprint",
+            field=models.CharField(blank=True, default="", max_length=64),
         ),
         migrations.AddField(
-            model_name="skill", name="fingerprint",
-            field=models.CharField(blank=True, editable=False, max_length=64,
-                                   help_text="What the stored chunks were made from (sources.ingest.fingerprint)."),
+            model_name="skill",
+            name="fingerprint",
+            field=models.CharField(
+                blank=True,
+                editable=False,
+                max_length=64,
+                help_text="What the stored chunks were made from (sources.ingest.fingerprint).",
+            ),
         ),
         migrations.AddField(
-            model_name="tool", name="fingerprint",
-            field=models.CharField(blank=True, editable=False, max_length=64,
-                                   help_text="What the stored chunks were made from (sources.ingest.fingerprint)."),
+            model_name="tool",
+            name="fingerprint",
+            field=models.CharField(
+                blank=True,
+                editable=False,
+                max_length=64,
+                help_text="What the stored chunks were made from (sources.ingest.fingerprint).",
+            ),
         ),
         migrations.AlterField(
-            model_name="skill", name="content_hash",
-            field=models.CharField(blank=True, editable=False, max_length=64,
-                                   help_text="SHA-256 of the indexed text (sources.ingest.content_hash)."),
+            model_name="skill",
+            name="content_hash",
+            field=models.CharField(
+                blank=True,
+                editable=False,
+                max_length=64,
+                help_text="SHA-256 of the indexed text (sources.ingest.content_hash).",
+            ),
         ),
         migrations.AlterField(
-            model_name="tool", name="content_hash",
-            field=models.CharField(blank=True, editable=False, max_length=64,
-                                   help_text="SHA-256 of the indexed text (sources.ingest.content_hash)."),
+            model_name="tool",
+            name="content_hash",
+            field=models.CharField(
+                blank=True,
+                editable=False,
+                max_length=64,
+                help_text="SHA-256 of the indexed text (sources.ingest.content_hash).",
+            ),
         ),
         migrations.RunPython(fingerprints_fill, migrations.RunPython.noop),
     ]

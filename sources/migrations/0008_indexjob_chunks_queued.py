@@ -6,7 +6,10 @@ class Migration(migrations.Migration):
 
     operations = [
         migrations.AddField(
-            model_name="indexjob", name="chunks_queued",
-            field=models.PositiveIntegerField(default=0, help_text="Chunks of changed files so far (embedded or waiting)."),
+            model_name="indexjob",
+            name="chunks_queued",
+            field=models.PositiveIntegerField(
+                default=0, help_text="Chunks of changed files so far (embedded or waiting)."
+            ),
         ),
     ]

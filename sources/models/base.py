@@ -22,7 +22,9 @@ class EmbeddingModel(models.Model):
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(fields=["provider", "name", "dimensions", "normalized"], name="embedding_model_identity")
+            models.UniqueConstraint(
+                fields=["provider", "name", "dimensions", "normalized"], name="embedding_model_identity"
+            )
         ]
 
     def __str__(self) -> str:
@@ -64,7 +66,11 @@ class Source(models.Model):
     similarity_threshold = models.FloatField(null=True, blank=True)
     active_generation = models.PositiveIntegerField(default=0)
     embedding_model = models.ForeignKey(
-        "EmbeddingModel", null=True, blank=True, on_delete=models.PROTECT, related_name="+",
+        "EmbeddingModel",
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="+",
         help_text="The model of the active generation's vectors.",
     )
     created_at = models.DateTimeField(auto_now_add=True)
@@ -77,7 +83,9 @@ class Source(models.Model):
 # compared with, so no spaces (channels are separated by them), no NUL.
 SCOPE_NAME = r"[A-Za-z0-9_.:@-]{1,128}"
 _scope_name = RegexValidator(rf"^(?:{SCOPE_NAME})?$", "Use letters, digits and _ . : @ - only (at most 128).")
-_scope_names = RegexValidator(r"^[A-Za-z0-9_.:@,\s-]*$", "Names separated by spaces or commas, of letters, digits and _ . : @ - only.")
+_scope_names = RegexValidator(
+    r"^[A-Za-z0-9_.:@,\s-]*$", "Names separated by spaces or commas, of letters, digits and _ . : @ - only."
+)
 
 
 def words(value: str) -> list[str]:
@@ -92,12 +100,27 @@ class Scoped(models.Model):
     applies to every surface at once, without re-embedding.
     """
 
-    bot_id = models.CharField(max_length=128, blank=True, default="", validators=[_scope_name],
-                              help_text="Empty: shared with every bot. Otherwise only callers acting for this bot see it.")
-    client_id = models.CharField(max_length=128, blank=True, default="", validators=[_scope_name],
-                                 help_text="Empty: shared with every client. Otherwise only callers of this client see it.")
-    channels = models.CharField(max_length=1024, blank=True, default="", validators=[_scope_names],
-                                help_text="Channels allowed to see it, separated by spaces; empty = every channel.")
+    bot_id = models.CharField(
+        max_length=128,
+        blank=True,
+        default="",
+        validators=[_scope_name],
+        help_text="Empty: shared with every bot. Otherwise only callers acting for this bot see it.",
+    )
+    client_id = models.CharField(
+        max_length=128,
+        blank=True,
+        default="",
+        validators=[_scope_name],
+        help_text="Empty: shared with every client. Otherwise only callers of this client see it.",
+    )
+    channels = models.CharField(
+        max_length=1024,
+        blank=True,
+        default="",
+        validators=[_scope_names],
+        help_text="Channels allowed to see it, separated by spaces; empty = every channel.",
+    )
 
     class Meta:
         abstract = True
@@ -126,11 +149,21 @@ class Indexed(models.Model):
     """Index state shared by skills and tools (one source each)."""
 
     source = models.OneToOneField(Source, null=True, blank=True, editable=False, on_delete=models.SET_NULL)
-    index_status = models.CharField(max_length=16, choices=IndexStatus.choices, default=IndexStatus.PENDING, editable=False)
-    content_hash = models.CharField(max_length=64, blank=True, editable=False,
-                                    help_text="SHA-256 of the indexed text (sources.ingest.content_hash).")
-    fingerprint = models.CharField(max_length=64, blank=True, editable=False,
-                                   help_text="What the stored chunks were made from (sources.ingest.fingerprint).")
+    index_status = models.CharField(
+        max_length=16, choices=IndexStatus.choices, default=IndexStatus.PENDING, editable=False
+    )
+    content_hash = models.CharField(
+        max_length=64,
+        blank=True,
+        editable=False,
+        help_text="SHA-256 of the indexed text (sources.ingest.content_hash).",
+    )
+    fingerprint = models.CharField(
+        max_length=64,
+        blank=True,
+        editable=False,
+        help_text="What the stored chunks were made from (sources.ingest.fingerprint).",
+    )
     indexed_at = models.DateTimeField(null=True, blank=True, editable=False)
     last_error = models.TextField(blank=True, editable=False)
     created_at = models.DateTimeField(auto_now_add=True)

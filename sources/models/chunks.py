@@ -8,7 +8,6 @@ from pgvector.django import VectorField
 
 from sources.models.base import EmbeddingModel, Source
 
-
 # Identifiers are indexed as the words people type: "ChunkSearch.run_query",
 # "os.path.join" -> "Chunk Search run query", "os path join" (PostgreSQL's
 # parser keeps dotted names whole). The lexical channel applies the same
@@ -25,21 +24,38 @@ DESCRIPTION_KEY = "contextual_description"
 def _identifier_words(field: str | Func) -> Func:
     pattern, replacement = IDENTIFIER_CAMEL
     source = models.F(field) if isinstance(field, str) else field
-    camel = Func(source, Value(pattern), Value(replacement), Value("g"), function="regexp_replace",
-                 output_field=models.TextField())
-    return Func(camel, Value(IDENTIFIER_SEPARATORS), Value(" " * len(IDENTIFIER_SEPARATORS)), function="translate",
-                output_field=models.TextField())
+    camel = Func(
+        source,
+        Value(pattern),
+        Value(replacement),
+        Value("g"),
+        function="regexp_replace",
+        output_field=models.TextField(),
+    )
+    return Func(
+        camel,
+        Value(IDENTIFIER_SEPARATORS),
+        Value(" " * len(IDENTIFIER_SEPARATORS)),
+        function="translate",
+        output_field=models.TextField(),
+    )
 
 
 def _description() -> Func:
     # jsonb_extract_path_text is immutable, as a generated column requires; NULL (no description) reads as "".
-    return Func(models.F("metadata"), Value(DESCRIPTION_KEY), function="jsonb_extract_path_text",
-                output_field=models.TextField())
+    return Func(
+        models.F("metadata"),
+        Value(DESCRIPTION_KEY),
+        function="jsonb_extract_path_text",
+        output_field=models.TextField(),
+    )
 
 
 class Chunk(models.Model):
     source = models.ForeignKey(Source, on_delete=models.CASCADE, related_name="chunks")
-    path = models.CharField(max_length=1024, blank=True, default="", help_text="File path inside a root; empty for skills.")
+    path = models.CharField(
+        max_length=1024, blank=True, default="", help_text="File path inside a root; empty for skills."
+    )
     generation = models.PositiveIntegerField(default=0)
     chunk_index = models.PositiveIntegerField()
     content = models.TextField()
@@ -74,7 +90,9 @@ class Chunk(models.Model):
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(fields=["source", "generation", "path", "chunk_index"], name="chunk_unique_position"),
+            models.UniqueConstraint(
+                fields=["source", "generation", "path", "chunk_index"], name="chunk_unique_position"
+            ),
         ]
         indexes = [GinIndex(fields=["search_vector"], name="sources_chunk_search_gin")]
 
@@ -98,7 +116,9 @@ class ChunkDescription(models.Model):
 
     key = models.CharField(max_length=64, primary_key=True)
     description = models.TextField()
-    model = models.CharField(max_length=255, help_text="The identity that wrote it (RAG_CONTEXTUAL_MODEL and prompt version).")
+    model = models.CharField(
+        max_length=255, help_text="The identity that wrote it (RAG_CONTEXTUAL_MODEL and prompt version)."
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     def __str__(self) -> str:

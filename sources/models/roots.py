@@ -20,53 +20,77 @@ DEFAULT_EXCLUDE_DIRS = (
 
 class WorkspaceRoot(Scoped):
     name = models.CharField(max_length=200, unique=True)
-    path = models.CharField(max_length=1024, unique=True, help_text="Absolute directory, under one of RAG_ROOT_BASE_DIRS.")
-    include_globs = models.TextField(default=DEFAULT_INCLUDE, help_text="File name patterns to index, separated by spaces.")
+    path = models.CharField(
+        max_length=1024, unique=True, help_text="Absolute directory, under one of RAG_ROOT_BASE_DIRS."
+    )
+    include_globs = models.TextField(
+        default=DEFAULT_INCLUDE, help_text="File name patterns to index, separated by spaces."
+    )
     exclude_dirs = models.TextField(default=DEFAULT_EXCLUDE_DIRS, help_text="Directory names never entered.")
     deny_patterns = models.TextField(
-        default=DEFAULT_DENY, blank=True,
-        help_text="Secret-bearing names never indexed, listed as skipped (\"secret-bearing name\"): .gitignore patterns "
-                  "separated by spaces, case-insensitive; a trailing / matches directories only. Empty: deny nothing.",
+        default=DEFAULT_DENY,
+        blank=True,
+        help_text='Secret-bearing names never indexed, listed as skipped ("secret-bearing name"): .gitignore patterns '
+        "separated by spaces, case-insensitive; a trailing / matches directories only. Empty: deny nothing.",
     )
     index_hidden = models.BooleanField(
-        default=False, help_text="Index files and directories whose names start with a dot (the deny list still applies).",
+        default=False,
+        help_text="Index files and directories whose names start with a dot (the deny list still applies).",
     )
     scan_secrets = models.BooleanField(
-        default=True, help_text="Skip files whose text holds an obvious key or token (private key header, AWS key id, "
-                                "GitHub, Slack, Stripe, Google or sk- API keys).",
+        default=True,
+        help_text="Skip files whose text holds an obvious key or token (private key header, AWS key id, "
+        "GitHub, Slack, Stripe, Google or sk- API keys).",
     )
     hard_links_inside = models.BooleanField(
-        default=False, verbose_name="allow hard links inside the root",
+        default=False,
+        verbose_name="allow hard links inside the root",
         help_text="Index a file with several hard links when every link is one of this root's files (checked by device "
-                  "and inode at each job). Off: every hard-linked file is skipped, since another link may sit outside "
-                  "the root (ln /etc/passwd docs/passwd.txt).",
+        "and inode at each job). Off: every hard-linked file is skipped, since another link may sit outside "
+        "the root (ln /etc/passwd docs/passwd.txt).",
     )
     max_file_bytes = models.PositiveIntegerField(default=500_000)
     embedding_model_name = models.CharField(
-        max_length=255, blank=True, help_text="Empty: RAG_EMBEDDING_MODEL. A local model's name or path, or "
-                                              "api:<model>[@<dimensions>] for the OpenAI-compatible API at RAG_LLM_BASE_URL.",
+        max_length=255,
+        blank=True,
+        help_text="Empty: RAG_EMBEDDING_MODEL. A local model's name or path, or "
+        "api:<model>[@<dimensions>] for the OpenAI-compatible API at RAG_LLM_BASE_URL.",
     )
     similarity_threshold = models.FloatField(
-        null=True, blank=True, validators=[MinValueValidator(-1.0), MaxValueValidator(1.0)],
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(-1.0), MaxValueValidator(1.0)],
         help_text="Vector-only matches below this cosine similarity are dropped. Empty: RAG_SIMILARITY_THRESHOLD_FILE.",
     )
     enabled = models.BooleanField(default=True)
-    cooldown_seconds = models.PositiveIntegerField(default=300, help_text="Minimum time between full re-verifies (force bypasses it).")
+    cooldown_seconds = models.PositiveIntegerField(
+        default=300, help_text="Minimum time between full re-verifies (force bypasses it)."
+    )
     reverify_minutes = models.PositiveIntegerField(default=30, help_text="Periodic re-verify interval; 0 = off.")
-    source = models.OneToOneField(Source, null=True, blank=True, editable=False, on_delete=models.SET_NULL,
-                                  help_text="The default segment: files no segment claims.")
+    source = models.OneToOneField(
+        Source,
+        null=True,
+        blank=True,
+        editable=False,
+        on_delete=models.SET_NULL,
+        help_text="The default segment: files no segment claims.",
+    )
     last_verified_at = models.DateTimeField(null=True, blank=True, editable=False)
     # Pinned when an admin saves the root (or by its first job): a path can later be made to lead elsewhere (a
     # symlink swapped in, the directory replaced), and then jobs, read, grep and the viewer refuse the root.
     # Text, not integers: st_ino is unsigned 64-bit (overlayfs sets its top bits), past PostgreSQL's bigint.
     directory_identity = models.CharField(
-        max_length=64, blank=True, editable=False,
+        max_length=64,
+        blank=True,
+        editable=False,
         help_text='"device:inode" of the directory the path led to when it was pinned; empty: pinned by the next job.',
     )
     symlink_target = models.CharField(
-        max_length=1024, blank=True, editable=False,
+        max_length=1024,
+        blank=True,
+        editable=False,
         help_text="Where the path led when an admin confirmed a path that passes through a symlink; empty: the path "
-                  "must pass through none.",
+        "must pass through none.",
     )
     created_at = models.DateTimeField(auto_now_add=True)
 
@@ -80,15 +104,25 @@ class WorkspaceRoot(Scoped):
 class Segment(models.Model):
     root = models.ForeignKey(WorkspaceRoot, on_delete=models.CASCADE, related_name="segments")
     name = models.CharField(max_length=200)
-    path_glob = models.CharField(max_length=512, help_text='Files of the root this segment claims, e.g. "docs/**" or "src/api/*.py".')
-    embedding_model_name = models.CharField(max_length=255, blank=True, help_text="Empty: the root's model. Named as the root's is.")
+    path_glob = models.CharField(
+        max_length=512, help_text='Files of the root this segment claims, e.g. "docs/**" or "src/api/*.py".'
+    )
+    embedding_model_name = models.CharField(
+        max_length=255, blank=True, help_text="Empty: the root's model. Named as the root's is."
+    )
     # Each model has its own similarity scale, so a segment with its own model may need its own cut-off.
     similarity_threshold = models.FloatField(
-        null=True, blank=True, validators=[MinValueValidator(-1.0), MaxValueValidator(1.0)],
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(-1.0), MaxValueValidator(1.0)],
         help_text="Vector-only matches below this cosine similarity are dropped. Empty: the root's.",
     )
-    channels = models.CharField(max_length=1024, blank=True, validators=[_scope_names],
-                                help_text="Channels allowed to see it, separated by spaces; empty = the root's.")
+    channels = models.CharField(
+        max_length=1024,
+        blank=True,
+        validators=[_scope_names],
+        help_text="Channels allowed to see it, separated by spaces; empty = the root's.",
+    )
     source = models.OneToOneField(Source, null=True, blank=True, editable=False, on_delete=models.SET_NULL)
 
     class Meta:
@@ -142,11 +176,15 @@ class IndexJob(models.Model):
     files_skipped = models.PositiveIntegerField(default=0)
     files_failed = models.PositiveIntegerField(default=0)
     files_deleted = models.PositiveIntegerField(default=0)
-    chunks_queued = models.PositiveIntegerField(default=0, help_text="Chunks of changed files so far (embedded or waiting).")
+    chunks_queued = models.PositiveIntegerField(
+        default=0, help_text="Chunks of changed files so far (embedded or waiting)."
+    )
     chunks_embedded = models.PositiveIntegerField(default=0)
     chunks_deleted = models.PositiveIntegerField(default=0)
     chunks_undescribed = models.PositiveIntegerField(
-        default=0, help_text="Chunks stored without their contextual description (the language model failed); the next run retries them.")
+        default=0,
+        help_text="Chunks stored without their contextual description (the language model failed); the next run retries them.",
+    )
     errors = models.JSONField(default=list, blank=True, help_text="The first problems: [{path, reason}].")
     worker = models.CharField(max_length=255, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
@@ -159,7 +197,9 @@ class IndexJob(models.Model):
         constraints = [
             # One root is never indexed by two jobs at once; a second request
             # finds this one instead of starting another.
-            models.UniqueConstraint(fields=["root"], condition=Q(status__in=["queued", "running"]), name="one_active_job_per_root")
+            models.UniqueConstraint(
+                fields=["root"], condition=Q(status__in=["queued", "running"]), name="one_active_job_per_root"
+            )
         ]
 
     def __str__(self) -> str:

@@ -7,7 +7,9 @@ from sources.models.base import Indexed, Scoped
 
 class Skill(Scoped, Indexed):
     slug = models.SlugField(max_length=200, unique=True)
-    title = models.CharField(max_length=255, blank=True, help_text="Empty: taken from front matter or the first heading.")
+    title = models.CharField(
+        max_length=255, blank=True, help_text="Empty: taken from front matter or the first heading."
+    )
     body = models.TextField(help_text="Markdown, optionally starting with YAML front matter between --- lines.")
     enabled = models.BooleanField(default=True)
     metadata = models.JSONField(default=dict, blank=True, editable=False, help_text="The parsed front matter.")

@@ -10,7 +10,9 @@ class Tool(Scoped, Indexed):
     name = models.CharField(max_length=200)
     server = models.CharField(max_length=200, blank=True, help_text="MCP server name; empty for a local tool.")
     description = models.TextField(blank=True)
-    parameters = models.JSONField(default=dict, blank=True, help_text="JSON Schema of the arguments (an object schema).")
+    parameters = models.JSONField(
+        default=dict, blank=True, help_text="JSON Schema of the arguments (an object schema)."
+    )
     enabled = models.BooleanField(default=True)
 
     class Meta:
@@ -28,5 +30,9 @@ class Tool(Scoped, Indexed):
     def openai_schema(self) -> dict:
         return {
             "type": "function",
-            "function": {"name": self.name, "description": self.description, "parameters": self.parameters or {"type": "object", "properties": {}}},
+            "function": {
+                "name": self.name,
+                "description": self.description,
+                "parameters": self.parameters or {"type": "object", "properties": {}},
+            },
         }

@@ -33,7 +33,8 @@ _KEY = r"(?P<key>[A-Za-z_][\w.-]{0,%d})" % _MAX_NAME
 # key = "value", "key": "value", key: "value", key := "value", key == "value",
 # key: str = "value": wherever the name stands (code, JSON, TOML, quoted YAML).
 _QUOTED = re.compile(
-    _KEY + r"(?P<close>[\"'\]]{0,2})\s*(?::[ \t]+[A-Za-z_](?:[\w\[\]. |]|, ){0,60}?\s*(?==))?(?P<op>:=|=>|==|!=|:|=)\s*@?[rbuRB]?"
+    _KEY
+    + r"(?P<close>[\"'\]]{0,2})\s*(?::[ \t]+[A-Za-z_](?:[\w\[\]. |]|, ){0,60}?\s*(?==))?(?P<op>:=|=>|==|!=|:|=)\s*@?[rbuRB]?"
     r"(?P<q>[\"'`])(?P<value>[^\"'`\n]{0,300})(?P=q)"
 )
 # key: value, KEY=value, export KEY=value, - key: value: the whole line (YAML, INI, .env, properties).
@@ -44,21 +45,114 @@ _BARE = re.compile(
 _WORDS = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
 _PASSWORD_WORDS = frozenset(("password", "passwd", "passphrase", "pwd", "pass", "passwort", "contrasena"))
 _SHORT_PASSWORD_WORDS = frozenset(("pass", "pwd"))
-_SECRET_WORDS = frozenset(("secret", "secrets", "token", "apikey", "credential", "credentials", "authtoken", "accesskey"))
+_SECRET_WORDS = frozenset(
+    ("secret", "secrets", "token", "apikey", "credential", "credentials", "authtoken", "accesskey")
+)
 # "<word> key" names a key worth keeping out ("api key", "private key"); "key" alone is a dict key.
-_KEY_QUALIFIERS = frozenset(("api", "access", "auth", "private", "secret", "client", "account", "master", "signing",
-                             "encryption", "app", "service", "storage", "shared", "license", "subscription"))
+_KEY_QUALIFIERS = frozenset(
+    (
+        "api",
+        "access",
+        "auth",
+        "private",
+        "secret",
+        "client",
+        "account",
+        "master",
+        "signing",
+        "encryption",
+        "app",
+        "service",
+        "storage",
+        "shared",
+        "license",
+        "subscription",
+    )
+)
 # Names that hold something about a secret, not the secret (gitleaks' allowlist
 # does the same): its length, its file, its URL, a CSRF token (public by design).
-_NOT_THE_SECRET = frozenset((
-    "name", "names", "id", "ids", "type", "types", "length", "len", "size", "file", "files", "path", "dir", "url",
-    "uri", "endpoint", "field", "fields", "prefix", "suffix", "header", "param", "cookie", "label", "min", "max",
-    "timeout", "ttl", "age", "expiry", "expires", "policy", "validators", "hashers", "reset", "help", "message",
-    "mismatch", "input", "widget", "template", "format", "pattern", "regex", "env", "var", "count", "mode",
-    "scheme", "generator", "backend", "storage", "algorithm", "scope", "scopes", "kind", "error", "errors",
-    "required", "changed", "confirm", "confirmation", "hint", "placeholder", "class", "version", "manager", "index",
-    "symbols", "chars", "characters", "alphabet", "charset", "strength", "score", "rules", "options", "policy",
-))
+_NOT_THE_SECRET = frozenset(
+    (
+        "name",
+        "names",
+        "id",
+        "ids",
+        "type",
+        "types",
+        "length",
+        "len",
+        "size",
+        "file",
+        "files",
+        "path",
+        "dir",
+        "url",
+        "uri",
+        "endpoint",
+        "field",
+        "fields",
+        "prefix",
+        "suffix",
+        "header",
+        "param",
+        "cookie",
+        "label",
+        "min",
+        "max",
+        "timeout",
+        "ttl",
+        "age",
+        "expiry",
+        "expires",
+        "policy",
+        "validators",
+        "hashers",
+        "reset",
+        "help",
+        "message",
+        "mismatch",
+        "input",
+        "widget",
+        "template",
+        "format",
+        "pattern",
+        "regex",
+        "env",
+        "var",
+        "count",
+        "mode",
+        "scheme",
+        "generator",
+        "backend",
+        "storage",
+        "algorithm",
+        "scope",
+        "scopes",
+        "kind",
+        "error",
+        "errors",
+        "required",
+        "changed",
+        "confirm",
+        "confirmation",
+        "hint",
+        "placeholder",
+        "class",
+        "version",
+        "manager",
+        "index",
+        "symbols",
+        "chars",
+        "characters",
+        "alphabet",
+        "charset",
+        "strength",
+        "score",
+        "rules",
+        "options",
+        "policy",
+    )
+)
 _NEVER_SECRET = frozenset(("csrf", "xsrf", "public", "pub", "publishable", "sri"))
 
 # <password>value</password> (XML configuration: Maven settings, app.config).
@@ -73,7 +167,7 @@ URL_LITERALS = ("://",)
 
 
 def _kind_of_name(key: str) -> str | None:
-    """"password", "pass" (a name ending in the short, ambiguous pass/pwd), "secret" or None."""
+    """ "password", "pass" (a name ending in the short, ambiguous pass/pwd), "secret" or None."""
     words = [word.lower() for word in _WORDS.findall(key)]
     if not words or words[-1] in _NOT_THE_SECRET or _NEVER_SECRET.intersection(words):
         return None
@@ -93,8 +187,14 @@ def _kind_of_name(key: str) -> str | None:
 def _verdict(key: str, value: str, *, quoted: bool, op: str) -> str | None:
     kind = _kind_of_name(key)
     value = value.strip()
-    if (kind is None or not value or any(c.isspace() for c in value) or values.placeholder(value)
-            or values.reference(value) or values.names_a_secret(value)):
+    if (
+        kind is None
+        or not value
+        or any(c.isspace() for c in value)
+        or values.placeholder(value)
+        or values.reference(value)
+        or values.names_a_secret(value)
+    ):
         return None
     if not quoted and values.code_like(value):
         return None
@@ -113,8 +213,13 @@ def _verdict(key: str, value: str, *, quoted: bool, op: str) -> str | None:
     # (password = hashed) unless it mixes letters and digits as a password
     # does (spring.datasource.password=hunter2); in YAML (":") or an
     # environment file (an upper-case NAME=) any word is the value.
-    if (not quoted and op == "=" and not key.isupper() and re.fullmatch(r"[A-Za-z_]\w*", value)
-            and not (any(c.isdigit() for c in value) and any(c.isalpha() for c in value))):
+    if (
+        not quoted
+        and op == "="
+        and not key.isupper()
+        and re.fullmatch(r"[A-Za-z_]\w*", value)
+        and not (any(c.isdigit() for c in value) and any(c.isalpha() for c in value))
+    ):
         return None
     return PASSWORD
 
@@ -130,18 +235,25 @@ def assignment_found(text: str, lowered: str) -> str | None:
         start = _name_start(text, hit)
         # Each form is matched where the name starts: one bounded attempt per
         # keyword, never a search along the line.
-        if ((match := _QUOTED.match(text, start)) and _closed(text, start, match["close"])
-                and (verdict := _verdict(match["key"], match["value"], quoted=True, op=match["op"]))):
+        if (
+            (match := _QUOTED.match(text, start))
+            and _closed(text, start, match["close"])
+            and (verdict := _verdict(match["key"], match["value"], quoted=True, op=match["op"]))
+        ):
             return verdict
-        if (text[start - 1 : start] == "<" and (match := _XML.match(text, start))
-                and (verdict := _verdict(match["key"], match["value"], quoted=True, op="="))):
+        if (
+            text[start - 1 : start] == "<"
+            and (match := _XML.match(text, start))
+            and (verdict := _verdict(match["key"], match["value"], quoted=True, op="="))
+        ):
             return verdict
         if hit > line_end:
             line_start = text.rfind("\n", 0, hit) + 1
             line_end = text.find("\n", hit)
             line_end = len(text) if line_end < 0 else line_end
-            if ((match := _BARE.match(text, line_start, line_end))
-                    and (verdict := _verdict(match["key"], match["value"], quoted=False, op=match["op"]))):
+            if (match := _BARE.match(text, line_start, line_end)) and (
+                verdict := _verdict(match["key"], match["value"], quoted=False, op=match["op"])
+            ):
                 return verdict
     return None
 
@@ -177,8 +289,14 @@ def _name_start(text: str, at: int) -> int:
 def url_credentials_found(text: str) -> bool:
     for match in _URL.finditer(text):
         user, password = match["user"], match["password"]
-        if (password == user or values.placeholder(password) or values.reference(password)
-                or values.demo_password(password) or values.names_a_secret(password) or password.strip("*x") == ""):
+        if (
+            password == user
+            or values.placeholder(password)
+            or values.reference(password)
+            or values.demo_password(password)
+            or values.names_a_secret(password)
+            or password.strip("*x") == ""
+        ):
             continue
         return True
     return False

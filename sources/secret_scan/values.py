@@ -10,16 +10,53 @@ import re
 # "your-secret-key-here", "changeme"). A random 20+ character key holds none
 # of them by chance.
 _PLACEHOLDER_WORDS = (
-    "example", "sample", "dummy", "fake", "placeholder", "changeme", "change_me", "change-me", "redacted",
-    "your", "xxxx", "****", "...", "todo", "insert", "replace", "notreal", "not_real", "not-a-",
+    "example",
+    "sample",
+    "dummy",
+    "fake",
+    "placeholder",
+    "changeme",
+    "change_me",
+    "change-me",
+    "redacted",
+    "your",
+    "xxxx",
+    "****",
+    "...",
+    "todo",
+    "insert",
+    "replace",
+    "notreal",
+    "not_real",
+    "not-a-",
 )
 # Whole values that docs, defaults and examples use for a password: RabbitMQ's
 # guest/guest, SQLAlchemy's scott:tiger, foo:bar, a schema's "string", and the
 # input types a password field toggles between ({type: shown ? "text" : "password"}).
-_DEMO_PASSWORDS = frozenset((
-    "guest", "tiger", "foo", "bar", "baz", "qux", "foobar", "test", "testing", "demo", "default", "string", "pw",
-    "anonymous", "user", "username", "name", "text", "hidden", "email",
-))
+_DEMO_PASSWORDS = frozenset(
+    (
+        "guest",
+        "tiger",
+        "foo",
+        "bar",
+        "baz",
+        "qux",
+        "foobar",
+        "test",
+        "testing",
+        "demo",
+        "default",
+        "string",
+        "pw",
+        "anonymous",
+        "user",
+        "username",
+        "name",
+        "text",
+        "hidden",
+        "email",
+    )
+)
 # Six equal characters in a row (T00000000, XXXXXXXX) never come out of a key generator.
 _RUN = re.compile(r"(.)\1{5}")
 # Public well-known values: the Azure Storage emulator's account key, printed in Microsoft's docs.
@@ -35,7 +72,9 @@ _REFERENCE = re.compile(
 _KEYWORD_IN_VALUE = re.compile(r"(?i)pass|pwd|secret|token|key|credential")
 _CODE_MARKERS = frozenset("()[]{}")
 _LITERALS = frozenset(("none", "null", "nil", "true", "false", "~", "undefined", "yes", "no", "on", "off", "empty"))
-_TYPE_NAMES = frozenset(("str", "bytes", "int", "bool", "float", "dict", "list", "object", "any", "string", "secretstr"))
+_TYPE_NAMES = frozenset(
+    ("str", "bytes", "int", "bool", "float", "dict", "list", "object", "any", "string", "secretstr")
+)
 _UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 _HEX = re.compile(r"[0-9a-fA-F]{16,}")
 _BASE64 = re.compile(r"[A-Za-z0-9+/_.~-]{16,}={0,2}")
@@ -76,10 +115,14 @@ def names_a_secret(value: str) -> bool:
 
 def code_like(value: str) -> bool:
     """An unquoted value that reads as code: a call, an index, an attribute, a literal or a type."""
-    return (bool(_CODE_MARKERS.intersection(value)) or value.endswith((",", ";"))
-            or value.lower() in _LITERALS or value.lower() in _TYPE_NAMES
-            or bool(re.fullmatch(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+", value))
-            or bool(re.fullmatch(r"[-+]?\d+(?:\.\d+)?", value)))
+    return (
+        bool(_CODE_MARKERS.intersection(value))
+        or value.endswith((",", ";"))
+        or value.lower() in _LITERALS
+        or value.lower() in _TYPE_NAMES
+        or bool(re.fullmatch(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+", value))
+        or bool(re.fullmatch(r"[-+]?\d+(?:\.\d+)?", value))
+    )
 
 
 def shannon(value: str) -> float:
@@ -95,7 +138,7 @@ def _limit(ceiling: float, length: int) -> float:
 
 
 def random_kind(value: str) -> str | None:
-    """"hex" or "base64" when the value is shaped and distributed like a generated key, else None."""
+    """ "hex" or "base64" when the value is shaped and distributed like a generated key, else None."""
     if _UUID.fullmatch(value):
         value = value.replace("-", "")
     if _HEX.fullmatch(value):
@@ -105,7 +148,11 @@ def random_kind(value: str) -> str | None:
             # far more common than all-digit keys.
             entropy -= 1.2 / math.log2(len(value))
         return "hex" if entropy > _limit(HEX_LIMIT, len(value)) else None
-    if (_BASE64.fullmatch(value) and any(c.isdigit() for c in value) and any(c.isalpha() for c in value)
-            and shannon(value) > _limit(BASE64_LIMIT, len(value))):
+    if (
+        _BASE64.fullmatch(value)
+        and any(c.isdigit() for c in value)
+        and any(c.isalpha() for c in value)
+        and shannon(value) > _limit(BASE64_LIMIT, len(value))
+    ):
         return "base64"
     return None

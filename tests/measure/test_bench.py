@@ -31,8 +31,22 @@ def test_a_missing_directory_is_a_clear_error(tmp_path):
 @pytest.mark.django_db(transaction=True)  # the bench's web server reads the corpus from its own connection
 def test_the_search_bench_measures_every_mode_over_http():
     out = StringIO()
-    call_command("rag_bench", "search", "--chunks", "2000", "--clients", "1", "--seconds", "1", "--json",
-                 "--embedded", "64", "--yes", stdout=out, stderr=StringIO())
+    call_command(
+        "rag_bench",
+        "search",
+        "--chunks",
+        "2000",
+        "--clients",
+        "1",
+        "--seconds",
+        "1",
+        "--json",
+        "--embedded",
+        "64",
+        "--yes",
+        stdout=out,
+        stderr=StringIO(),
+    )
     report = json.loads(out.getvalue())
     assert report["chunks"] == 2000
     assert report["corpus"]["built"] is True

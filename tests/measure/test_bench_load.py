@@ -7,7 +7,10 @@ pytestmark = pytest.mark.unit
 
 
 def test_server_timing_is_parsed_and_junk_is_ignored():
-    assert server_timing_parse("embed;dur=4.5, lexical;dur=2, cache;desc=hit, bad;dur=x, ") == {"embed": 4.5, "lexical": 2.0}
+    assert server_timing_parse("embed;dur=4.5, lexical;dur=2, cache;desc=hit, bad;dur=x, ") == {
+        "embed": 4.5,
+        "lexical": 2.0,
+    }
     assert server_timing_parse("") == {}
 
 
@@ -24,8 +27,15 @@ def test_the_summary_counts_errors_apart_and_splits_the_time():
     ]
     summary = samples_summary(samples, elapsed=2.0)
     assert (summary["requests"], summary["errors"], summary["warnings"], summary["qps"]) == (5, 1, 1, 2.0)
-    assert summary["stages_ms"] == {"embed": 5.0, "embed_wait": 1.0, "lexical": 4.0, "vector": 2.0, "search_other": 2.0,
-                                    "outside": 1.0, "client": 10.0}
+    assert summary["stages_ms"] == {
+        "embed": 5.0,
+        "embed_wait": 1.0,
+        "lexical": 4.0,
+        "vector": 2.0,
+        "search_other": 2.0,
+        "outside": 1.0,
+        "client": 10.0,
+    }
     assert set(summary["by_kind"]) == {"question", "long", "common"}
     assert summary["error_examples"] == ["503 every channel failed"]
 

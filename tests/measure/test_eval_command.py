@@ -15,8 +15,11 @@ CORPUS = [
     {"_id": "d3", "title": "Cooking", "text": "Boil pasta in salted water for nine minutes."},
     {"_id": "d4", "title": "", "text": "Rotate the TLS certificates before they expire\u2028every sixty days."},
 ]
-QUERIES = [{"_id": "q1", "text": "how to back up postgres"}, {"_id": "q2", "text": "renew certificates"},
-           {"_id": "q3", "text": "an unjudged query"}]
+QUERIES = [
+    {"_id": "q1", "text": "how to back up postgres"},
+    {"_id": "q2", "text": "renew certificates"},
+    {"_id": "q3", "text": "an unjudged query"},
+]
 QRELS = "query-id\tcorpus-id\tscore\nq1\td1\t2\nq1\td2\t0\nq2\td4\t1\n"
 
 
@@ -95,7 +98,9 @@ def test_contextual_retrieval_and_the_llm_reranker_get_their_rows_when_configure
 def test_a_kept_dataset_embeds_nothing_on_a_rerun_and_stays_out_of_real_searches(dataset, key_client):
     assert run(str(dataset), "--keep")["embedded_chunks"] == 4
     assert run(str(dataset), "--keep")["embedded_chunks"] == 0
-    hits = key_client.post("/api/v1/search", data=json.dumps({"query": "pg_dump postgres backup"}), content_type="application/json")
+    hits = key_client.post(
+        "/api/v1/search", data=json.dumps({"query": "pg_dump postgres backup"}), content_type="application/json"
+    )
     assert hits.json()["hits"] == []
 
 
@@ -108,14 +113,32 @@ def test_code_mode_scores_hits_by_file_and_overlapping_lines(tmp_path, settings)
     settings.RAG_ROOT_BASE_DIRS = [str(tmp_path)]
     src = tmp_path / "src" / "pkg"
     src.mkdir(parents=True)
-    (src / "money.py").write_text("import decimal\n\n\ndef convert_currency(amount, rate):\n    return amount * rate\n\n\n"
-                                  "def round_cents(value):\n    return round(value, 2)\n")
+    (src / "money.py").write_text(
+        "import decimal\n\n\ndef convert_currency(amount, rate):\n    return amount * rate\n\n\n"
+        "def round_cents(value):\n    return round(value, 2)\n"
+    )
     (src / "text.py").write_text("def slugify(title):\n    return title.lower().replace(' ', '-')\n")
     queries = tmp_path / "queries.jsonl"
     queries.write_text(
-        json.dumps({"_id": "q0", "text": "Convert an amount of money with an exchange rate.", "path": "pkg/money.py", "start_line": 4, "end_line": 5})
+        json.dumps(
+            {
+                "_id": "q0",
+                "text": "Convert an amount of money with an exchange rate.",
+                "path": "pkg/money.py",
+                "start_line": 4,
+                "end_line": 5,
+            }
+        )
         + "\n"
-        + json.dumps({"_id": "q1", "text": "Make a URL slug out of a page title.", "path": "pkg/text.py", "start_line": 1, "end_line": 2})
+        + json.dumps(
+            {
+                "_id": "q1",
+                "text": "Make a URL slug out of a page title.",
+                "path": "pkg/text.py",
+                "start_line": 1,
+                "end_line": 2,
+            }
+        )
         + "\n"
     )
     report = run("--code", str(queries), "--root", str(tmp_path / "src"))
@@ -123,7 +146,9 @@ def test_code_mode_scores_hits_by_file_and_overlapping_lines(tmp_path, settings)
     assert report["channels"]["vector"]["hit@1"] == 1.0
     assert set(report["channels"]["fused"]) == {"hit@1", "hit@5", "hit@10", "mrr@10"}
     assert report["context"]["context@1k"] == 1.0  # both functions fit in 1k tokens
-    first, again = (run("--code", str(queries), "--root", str(tmp_path / "src"), "--keep")["embedded_chunks"] for _ in range(2))
+    first, again = (
+        run("--code", str(queries), "--root", str(tmp_path / "src"), "--keep")["embedded_chunks"] for _ in range(2)
+    )
     assert first > 0 and again == 0  # a kept root is re-verified on the next run, not re-embedded
     with pytest.raises(CommandError, match="--code needs --root"):
         run("--code", str(queries))

@@ -23,8 +23,11 @@ pytestmark = pytest.mark.django_db
 
 # marker -> who may see it (besides a superuser): bot, client, channel.
 SKILLS = {
-    "zebrashared": {}, "zebraalpha": {"bot_id": "alpha"}, "zebrabeta": {"bot_id": "beta"},
-    "zebraclientx": {"client_id": "client-x"}, "zebraops": {"channels": "ops"},
+    "zebrashared": {},
+    "zebraalpha": {"bot_id": "alpha"},
+    "zebrabeta": {"bot_id": "beta"},
+    "zebraclientx": {"client_id": "client-x"},
+    "zebraops": {"channels": "ops"},
 }
 TOOLS = {"zebratoolshared": {}, "zebratoolbeta": {"bot_id": "beta"}, "zebratoolops": {"channels": "ops"}}
 # The shared root (its docs/ segment gated to ops) and a root of bot alpha.
@@ -55,7 +58,9 @@ QUERY = " ".join(sorted(ALL))
 def sources(tmp_path, settings):
     settings.RAG_ROOT_BASE_DIRS = [str(tmp_path)]
     for marker, scope in SKILLS.items():
-        skill = Skill.objects.create(slug=marker, body=f"# Note {marker}\n\nThe {marker} procedure => step one.\n", **scope)
+        skill = Skill.objects.create(
+            slug=marker, body=f"# Note {marker}\n\nThe {marker} procedure => step one.\n", **scope
+        )
         services.skill_index(skill_id=skill.pk)
     for marker, scope in TOOLS.items():
         tool = Tool.objects.create(name=f"run_{marker}", description=f"Runs the {marker} procedure => now.", **scope)
@@ -79,8 +84,13 @@ def sources(tmp_path, settings):
 
 
 def caller(name: str, django_user_model) -> Client:
-    keys = {"key_alpha": {"bot_id": "alpha"}, "key_beta": {"bot_id": "beta"}, "key_client_x": {"client_id": "client-x"},
-            "key_ops": {"channels": "ops"}, "key_manage": {"can_manage": True}}
+    keys = {
+        "key_alpha": {"bot_id": "alpha"},
+        "key_beta": {"bot_id": "beta"},
+        "key_client_x": {"client_id": "client-x"},
+        "key_ops": {"channels": "ops"},
+        "key_manage": {"can_manage": True},
+    }
     if name in keys:
         return api_client(name=name, **keys[name])
     client = Client()
@@ -121,7 +131,9 @@ def mcp_answer(client: Client, tool: str, arguments: dict) -> dict:
 
 
 @pytest.mark.parametrize("identity", list(VISIBLE))
-def test_every_surface_shows_exactly_what_the_identity_may_see(identity, sources, settings, tiny_model, django_user_model):
+def test_every_surface_shows_exactly_what_the_identity_may_see(
+    identity, sources, settings, tiny_model, django_user_model
+):
     client = caller(identity, django_user_model)
     expected = VISIBLE[identity]
 
@@ -133,7 +145,10 @@ def test_every_surface_shows_exactly_what_the_identity_may_see(identity, sources
     assert searched(client, group=True) == expected
     settings.RAG_RERANK_MODEL, settings.RAG_RERANK_MIN_CHARS, settings.RAG_RERANK_SCORE_THRESHOLD = tiny_model, 0, 0.0
     reranked = post(client, "/api/v1/search", {"query": QUERY, "k": 50, "rerank": True}).json()
-    assert all(hit["rerank"] is not None for hit in reranked["hits"]) and markers(h["content"] for h in reranked["hits"]) == expected
+    assert (
+        all(hit["rerank"] is not None for hit in reranked["hits"])
+        and markers(h["content"] for h in reranked["hits"]) == expected
+    )
     # "=>" has no indexable word: the lexical channel falls back to a substring match.
     fallback = post(client, "/api/v1/search", {"query": "=>", "k": 50, "mode": "lexical"}).json()["hits"]
     assert markers(hit["content"] for hit in fallback) == expected
@@ -161,7 +176,9 @@ def test_every_surface_shows_exactly_what_the_identity_may_see(identity, sources
         assert (marker in answer.content.decode()) == (marker in expected), marker
 
     # LLM-ready context: the skill index, file evidence and tool schemas.
-    context = post(client, "/api/v1/context", {"query": QUERY, "budget_tokens": 32000, "k": {"skill": 50, "file": 50, "tool": 50}})
+    context = post(
+        client, "/api/v1/context", {"query": QUERY, "budget_tokens": 32000, "k": {"skill": 50, "file": 50, "tool": 50}}
+    )
     assert context.status_code == 200, context.content
     assert markers([context.json()["text"], json.dumps(context.json()["tools"])]) == expected
 
@@ -169,8 +186,9 @@ def test_every_surface_shows_exactly_what_the_identity_may_see(identity, sources
     if identity in KEYS:
         found = mcp_answer(client, "search", {"query": QUERY, "k": 50})
         assert markers(hit["content"] for hit in found["hits"]) == expected
-        context = mcp_answer(client, "get_context", {"query": QUERY, "budget_tokens": 32000,
-                                                     "k": {"skill": 50, "file": 50, "tool": 50}})
+        context = mcp_answer(
+            client, "get_context", {"query": QUERY, "budget_tokens": 32000, "k": {"skill": 50, "file": 50, "tool": 50}}
+        )
         assert markers([context["text"], json.dumps(context["tools"])]) == expected
         found = mcp_answer(client, "search_skills", {"query": QUERY, "k": 50})
         assert {skill["slug"] for skill in found["skills"]} == expected & set(SKILLS)
@@ -184,8 +202,11 @@ def test_every_surface_shows_exactly_what_the_identity_may_see(identity, sources
     # Managing surfaces: roots (server paths), jobs, re-index.
     shared = sources["shared"]
     job = shared.jobs.first()
-    answers = [client.get("/api/v1/roots"), client.get(f"/api/v1/index-jobs/{job.pk}"),
-               post(client, f"/api/v1/roots/{shared.pk}/reindex", {"force": False})]
+    answers = [
+        client.get("/api/v1/roots"),
+        client.get(f"/api/v1/index-jobs/{job.pk}"),
+        post(client, f"/api/v1/roots/{shared.pk}/reindex", {"force": False}),
+    ]
     if identity in MANAGERS:
         assert [r.status_code for r in answers] == [200, 200, 429]  # 429: the root was verified within its cooldown
         assert shared.path in {root["path"] for root in answers[0].json()}
@@ -210,7 +231,11 @@ def test_every_surface_shows_exactly_what_the_identity_may_see(identity, sources
         ("key_ops", {"channels": []}, SHARED),  # no channel: ungated sources only
         ("person_session", {"bot_id": "alpha", "channels": []}, SHARED | {"zebraalpha", "zebrarootalpha"}),
         ("person_session", {"channels": ["ops"]}, SHARED | OPS | {"zebraalpha", "zebrarootalpha"}),
-        ("superuser_session", {"bot_id": "beta", "channels": []}, SHARED | {"zebrabeta", "zebratoolbeta", "zebraclientx"}),
+        (
+            "superuser_session",
+            {"bot_id": "beta", "channels": []},
+            SHARED | {"zebrabeta", "zebratoolbeta", "zebraclientx"},
+        ),
     ],
 )
 def test_a_request_may_narrow_its_scope(identity, narrowing, expected, sources, django_user_model):
@@ -228,12 +253,18 @@ def test_a_request_may_narrow_its_scope(identity, narrowing, expected, sources, 
         ("person_session", {"bot_id": "beta"}, "bot_id"),
     ],
 )
-def test_a_request_that_asks_for_more_than_its_credentials_allow_gets_403(identity, widening, field, sources, django_user_model):
+def test_a_request_that_asks_for_more_than_its_credentials_allow_gets_403(
+    identity, widening, field, sources, django_user_model
+):
     client = caller(identity, django_user_model)
-    answers = {path: post(client, path, {"query": QUERY, "budget_tokens": 1000, **widening})  # extra fields are ignored
-               for path in ("/api/v1/search", "/api/v1/skills/search", "/api/v1/tools/search", "/api/v1/context")}
+    answers = {
+        path: post(client, path, {"query": QUERY, "budget_tokens": 1000, **widening})  # extra fields are ignored
+        for path in ("/api/v1/search", "/api/v1/skills/search", "/api/v1/tools/search", "/api/v1/context")
+    }
     answers["/api/v1/grep"] = post(client, "/api/v1/grep", {"pattern": "procedure", **widening})
-    answers["/api/v1/read"] = client.get("/api/v1/read", {"root": "shared", "path": "main.md", **widening})  # channels repeated
+    answers["/api/v1/read"] = client.get(
+        "/api/v1/read", {"root": "shared", "path": "main.md", **widening}
+    )  # channels repeated
     for path, response in answers.items():
         assert response.status_code == 403, (path, response.content)
         assert "may not act for" in response.json()["error"] and response.json()["detail"]["field"] == field

@@ -15,7 +15,9 @@ pytestmark = pytest.mark.django_db(transaction=True)  # the other session must s
 
 
 def test_a_long_query_waits_for_its_turn_and_a_short_one_does_not(settings):
-    services.skill_index(skill_id=SkillFactory(slug="otter", body="# Otter\n\nThe otter holds hands while sleeping.\n").pk)
+    services.skill_index(
+        skill_id=SkillFactory(slug="otter", body="# Otter\n\nThe otter holds hands while sleeping.\n").pk
+    )
     settings.RAG_SEARCH_LONG_QUERY_WORDS = 5
     settings.RAG_SEARCH_LONG_QUERY_CONCURRENCY = 1
     settings.RAG_SEARCH_LONG_QUERY_WAIT_MS = 300

@@ -16,7 +16,9 @@ pytestmark = pytest.mark.django_db
 
 
 def search(client: Client, **headers):
-    return client.post("/api/v1/search", data=json.dumps({"query": "anything"}), content_type="application/json", headers=headers)
+    return client.post(
+        "/api/v1/search", data=json.dumps({"query": "anything"}), content_type="application/json", headers=headers
+    )
 
 
 def bearer(raw: str) -> dict:
@@ -24,7 +26,18 @@ def bearer(raw: str) -> dict:
 
 
 def test_the_command_prints_the_key_once_and_stores_only_its_hash(capsys):
-    call_command("rag_apikey", "create", "support-bot", "--bot-id", "alpha", "--channel", "ops", "--channel", "support", "--manage")
+    call_command(
+        "rag_apikey",
+        "create",
+        "support-bot",
+        "--bot-id",
+        "alpha",
+        "--channel",
+        "ops",
+        "--channel",
+        "support",
+        "--manage",
+    )
     out, err = capsys.readouterr()
     raw = out.strip()
     key = ApiKey.objects.get(name="support-bot")
@@ -50,8 +63,13 @@ def test_the_command_refuses_a_bad_scope_name():
 
 @pytest.mark.parametrize(
     ("header", "message"),
-    [(None, "authentication required"), ("Bearer rag_nothing_here", "invalid API key"), ("Bearer ", "must be 'Bearer <API key>'"),
-     ("Token abc", "must be 'Bearer <API key>'"), ("Bearer not-even-our-format", "invalid API key")],
+    [
+        (None, "authentication required"),
+        ("Bearer rag_nothing_here", "invalid API key"),
+        ("Bearer ", "must be 'Bearer <API key>'"),
+        ("Token abc", "must be 'Bearer <API key>'"),
+        ("Bearer not-even-our-format", "invalid API key"),
+    ],
 )
 def test_missing_or_bad_credentials_get_401(header, message):
     response = search(Client(), **({"Authorization": header} if header else {}))
@@ -120,7 +138,9 @@ def test_the_rate_limit_is_shared_by_every_client_of_a_key_and_says_when_to_retr
 
 def test_the_admin_shows_a_new_key_once(client, django_user_model):
     client.force_login(django_user_model.objects.create_superuser("boss", password="a-long-test-password"))
-    response = client.post("/admin/retrieval/apikey/add/", {"name": "ci bot", "bot_id": "alpha", "client_id": "", "channels": ""})
+    response = client.post(
+        "/admin/retrieval/apikey/add/", {"name": "ci bot", "bot_id": "alpha", "client_id": "", "channels": ""}
+    )
     assert response.status_code == 200 and "no-store" in response["Cache-Control"]
     key = ApiKey.objects.get(name="ci bot")
     page = response.content.decode()
@@ -157,8 +177,14 @@ def test_grants_are_edited_on_the_user_and_group_pages(client, django_user_model
     assert "Search access" in client.get(f"/admin/auth/user/{person.pk}/change/").content.decode()
     page = client.get(f"/admin/auth/group/{team.pk}/change/")
     assert "Search access" in page.content.decode()
-    form = {"name": "support", "access_grants-TOTAL_FORMS": "1", "access_grants-INITIAL_FORMS": "0",
-            "access_grants-0-bot_id": "", "access_grants-0-client_id": "client-x", "access_grants-0-channels": "support, ops"}
+    form = {
+        "name": "support",
+        "access_grants-TOTAL_FORMS": "1",
+        "access_grants-INITIAL_FORMS": "0",
+        "access_grants-0-bot_id": "",
+        "access_grants-0-client_id": "client-x",
+        "access_grants-0-channels": "support, ops",
+    }
     assert client.post(f"/admin/auth/group/{team.pk}/change/", form).status_code == 302
     identity = identity_for_user(person)
     assert (identity.client_ids, identity.channels, identity.can_manage) == ({"client-x"}, {"support", "ops"}, False)

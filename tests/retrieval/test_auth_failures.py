@@ -21,15 +21,21 @@ MCP_HEADERS = {"Accept": "application/json, text/event-stream", "MCP-Protocol-Ve
 
 def search(*, address: str, key: str | None = None, **body):
     headers = {"Authorization": f"Bearer {key}"} if key else {}
-    return Client().post("/api/v1/search", data=json.dumps({"query": "anything", **body}),
-                         content_type="application/json", headers=headers, REMOTE_ADDR=address)
+    return Client().post(
+        "/api/v1/search",
+        data=json.dumps({"query": "anything", **body}),
+        content_type="application/json",
+        headers=headers,
+        REMOTE_ADDR=address,
+    )
 
 
 def mcp(*, address: str, key: str | None = None, message_id: object = 7):
     headers = {**MCP_HEADERS, **({"Authorization": f"Bearer {key}"} if key else {})}
     message = {"jsonrpc": "2.0", "id": message_id, "method": "tools/list"}
-    return Client().post("/mcp", data=json.dumps(message), content_type="application/json", headers=headers,
-                         REMOTE_ADDR=address)
+    return Client().post(
+        "/mcp", data=json.dumps(message), content_type="application/json", headers=headers, REMOTE_ADDR=address
+    )
 
 
 def random_key() -> str:
@@ -51,7 +57,9 @@ def test_a_real_prefix_with_a_wrong_secret_counts_like_any_bad_key(settings):
     settings.RAG_AUTH_FAILURES_PER_MINUTE = 10
     key, raw = api_key_create(name="known prefix")
     address = next(_addresses)
-    codes = [search(address=address, key=f"rag_{key.prefix}_{secrets.token_urlsafe(24)}").status_code for _ in range(15)]
+    codes = [
+        search(address=address, key=f"rag_{key.prefix}_{secrets.token_urlsafe(24)}").status_code for _ in range(15)
+    ]
     assert codes[:10] == [401] * 10 and set(codes[10:]) == {429}, codes
 
 

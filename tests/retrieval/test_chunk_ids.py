@@ -34,12 +34,15 @@ def test_public_ids_depend_on_the_secret_key(settings):
 @pytest.mark.django_db
 def test_search_hits_carry_public_ids_not_the_tables_keys(key_client):
     for slug in ("deploy", "backups"):
-        services.skill_index(skill_id=SkillFactory(slug=slug, body=f"# {slug}\n\nNightly backups of the {slug} data.\n").pk)
+        services.skill_index(
+            skill_id=SkillFactory(slug=slug, body=f"# {slug}\n\nNightly backups of the {slug} data.\n").pk
+        )
     pks = set(Chunk.objects.values_list("pk", flat=True))
 
     def chunk_ids() -> list[int]:
-        answer = key_client.post("/api/v1/search", data=json.dumps({"query": "nightly backups", "k": 10}),
-                                 content_type="application/json")
+        answer = key_client.post(
+            "/api/v1/search", data=json.dumps({"query": "nightly backups", "k": 10}), content_type="application/json"
+        )
         assert answer.status_code == 200
         return [hit["chunk_id"] for hit in answer.json()["hits"]]
 

@@ -5,9 +5,9 @@ import os
 
 import pytest
 
+from rag_site.demo import demo_skills_load
 from retrieval.tokens import token_count
 from sources import services, tools
-from rag_site.demo import demo_skills_load
 from sources.models import Chunk, Skill, Tool, WorkspaceRoot
 from tests.conftest import index_root
 
@@ -46,15 +46,20 @@ def corpus(tmp_path, settings):
     (tree / "shipping.py").write_text("def parcel_ship(parcel):\n    return parcel.label()\n")
     root = WorkspaceRoot.objects.create(name="shop", path=str(tree))
     index_root(root)
-    tool = Tool.objects.create(name="indexing_retry", description="Retry indexing a skill that failed.",
-                               parameters={"type": "object", "properties": {"slug": {"type": "string"}}})
+    tool = Tool.objects.create(
+        name="indexing_retry",
+        description="Retry indexing a skill that failed.",
+        parameters={"type": "object", "properties": {"slug": {"type": "string"}}},
+    )
     tools.tool_index(tool_id=tool.pk)
     settings.RAG_RATE_LIMIT_PER_MINUTE = 0
     return tree
 
 
 def context(client, **payload):
-    response = client.post("/api/v1/context", data=json.dumps({"query": QUERY, **payload}), content_type="application/json")
+    response = client.post(
+        "/api/v1/context", data=json.dumps({"query": QUERY, **payload}), content_type="application/json"
+    )
     assert response.status_code == 200, response.content
     return response.json()
 
@@ -65,8 +70,11 @@ def files_in_text_order(answer) -> list[str]:
 
 def test_context_puts_the_best_file_first_and_the_second_best_last(corpus, key_client):
     answer = context(key_client, budget_tokens=4000)
-    searched = key_client.post("/api/v1/search", data=json.dumps({"query": QUERY, "sources": ["file"], "group": True, "k": 10}),
-                               content_type="application/json").json()["hits"]
+    searched = key_client.post(
+        "/api/v1/search",
+        data=json.dumps({"query": QUERY, "sources": ["file"], "group": True, "k": 10}),
+        content_type="application/json",
+    ).json()["hits"]
     ranked_files = [hit["path"] for hit in searched]
     assert len(ranked_files) == len(set(ranked_files)) >= 2  # grouped per file, not per root
     order = files_in_text_order(answer)
@@ -76,12 +84,18 @@ def test_context_puts_the_best_file_first_and_the_second_best_last(corpus, key_c
     skills = [part for part in answer["parts"] if part["kind"] == "skill"]
     assert skills and answer["text"].startswith("## Skills")
     assert len({part["slug"] for part in skills}) == len(skills)
-    assert all(part["citation"].startswith(f"skill:{part['slug']}:") and part["citation"] in answer["text"] for part in skills)
+    assert all(
+        part["citation"].startswith(f"skill:{part['slug']}:") and part["citation"] in answer["text"] for part in skills
+    )
     # Every file block carries its citation and the exact indexed lines.
     for part in answer["parts"]:
         if part["kind"] == "file":
-            assert f"[{part['citation']}]" in answer["text"] and part["content"] in answer["text"] and part["root"] == "shop"
-            lines = (corpus / part["path"]).read_text().split("\n")[part["start_line"] - 1:part["end_line"]]
+            assert (
+                f"[{part['citation']}]" in answer["text"]
+                and part["content"] in answer["text"]
+                and part["root"] == "shop"
+            )
+            lines = (corpus / part["path"]).read_text().split("\n")[part["start_line"] - 1 : part["end_line"]]
             assert part["content"] == "\n".join(lines)
 
 
@@ -135,9 +149,13 @@ def test_parts_format_leaves_the_text_out(corpus, key_client):
     assert answer["text"] == "" and answer["parts"] and answer["tokens_used"] > 0
 
 
-@pytest.mark.parametrize("payload", [{"budget_tokens": 10}, {"budget_tokens": 10_000_000}, {}, {"budget_tokens": 500, "k": {"file": -1}}])
+@pytest.mark.parametrize(
+    "payload", [{"budget_tokens": 10}, {"budget_tokens": 10_000_000}, {}, {"budget_tokens": 500, "k": {"file": -1}}]
+)
 def test_an_invalid_budget_or_k_is_a_clear_422(payload, key_client):
-    response = key_client.post("/api/v1/context", data=json.dumps({"query": QUERY, **payload}), content_type="application/json")
+    response = key_client.post(
+        "/api/v1/context", data=json.dumps({"query": QUERY, **payload}), content_type="application/json"
+    )
     assert response.status_code == 422 and response.json()["error"].startswith("invalid request")
 
 
@@ -146,7 +164,9 @@ def test_a_bot_can_verify_each_cited_range_with_read(corpus, key_client):
     files = [part for part in answer["parts"] if part["kind"] == "file"]
     assert files
     for part in files:
-        read = key_client.get("/api/v1/read", {"root": part["root"], "path": part["path"], "start": part["start_line"],
-                                               "end": part["end_line"]})
+        read = key_client.get(
+            "/api/v1/read",
+            {"root": part["root"], "path": part["path"], "start": part["start_line"], "end": part["end_line"]},
+        )
         assert read.status_code == 200, read.content
         assert read.json()["content"] == part["content"] and read.json()["citation"] == part["citation"]

@@ -68,7 +68,7 @@ def grep(client, **payload):
 
 
 def lines_of(root: WorkspaceRoot, path: str, start: int, end: int) -> str:
-    return "\n".join(Path(root.path, path).read_text().split("\n")[start - 1:end])
+    return "\n".join(Path(root.path, path).read_text().split("\n")[start - 1 : end])
 
 
 def test_read_returns_the_exact_lines_of_an_indexed_file(key_client, repo):
@@ -78,7 +78,12 @@ def test_read_returns_the_exact_lines_of_an_indexed_file(key_client, repo):
     assert body["content"] == lines_of(repo, "app.py", 4, 6)
     assert body["content"].startswith("def handle_order(order):")
     assert (body["start_line"], body["end_line"], body["total_lines"]) == (4, 6, APP.count("\n"))
-    assert (body["root"], body["path"], body["citation"], body["language"]) == ("repo", "app.py", "app.py:4-6", "python")
+    assert (body["root"], body["path"], body["citation"], body["language"]) == (
+        "repo",
+        "app.py",
+        "app.py:4-6",
+        "python",
+    )
     assert body["truncated"] is False and body["stale"] is False
     assert len(body["indexed_hash"]) == 64 and body["indexed_at"]
 
@@ -122,8 +127,13 @@ def test_read_cuts_at_whole_lines_below_the_character_cap(key_client, repo, sett
 
 @pytest.mark.parametrize(
     ("lines", "cap", "expected"),
-    [(["ab", "cd"], 5, (["ab", "cd"], False)), (["ab", "cd"], 4, (["ab"], True)), (["abcdef", "g"], 3, (["abc"], True)),
-     (["", ""], 1, (["", ""], False)), (["abc"], 3, (["abc"], False))],
+    [
+        (["ab", "cd"], 5, (["ab", "cd"], False)),
+        (["ab", "cd"], 4, (["ab"], True)),
+        (["abcdef", "g"], 3, (["abc"], True)),
+        (["", ""], 1, (["", ""], False)),
+        (["abc"], 3, (["abc"], False)),
+    ],
 )
 def test_lines_within_chars_keeps_whole_lines_and_at_least_one(lines, cap, expected):
     assert lines_within_chars(lines, cap) == expected
@@ -143,7 +153,9 @@ def test_read_says_stale_when_the_file_changed_since_it_was_indexed(key_client, 
     assert read(key_client, root="repo", path="long.txt").json()["stale"] is False
 
 
-@pytest.mark.parametrize("path", ["../x", "/etc/passwd", "a/../../b", "docs/./guide.md", "docs\\guide.md", "", "x" * 1025])
+@pytest.mark.parametrize(
+    "path", ["../x", "/etc/passwd", "a/../../b", "docs/./guide.md", "docs\\guide.md", "", "x" * 1025]
+)
 def test_unsafe_paths_are_refused_before_the_database_or_the_disk(path, repo, monkeypatch, django_assert_num_queries):
     def touched(*args, **kwargs):
         raise AssertionError("the disk was touched")
@@ -255,7 +267,9 @@ def test_a_regex_re2_cannot_run_is_a_422_with_its_reason(key_client, repo, patte
 
 
 def test_grep_narrows_by_glob_and_root(key_client, repo):
-    assert {m["path"] for m in grep(key_client, pattern="procedure", glob="docs/**").json()["matches"]} == {"docs/guide.md"}
+    assert {m["path"] for m in grep(key_client, pattern="procedure", glob="docs/**").json()["matches"]} == {
+        "docs/guide.md"
+    }
     assert grep(key_client, pattern="procedure", glob="*.py").json()["matches"] == []
     assert grep(key_client, pattern="line 1 ", glob="*.txt", root="repo").json()["matches"][0]["path"] == "long.txt"
     assert grep(key_client, pattern="x", root="no-such-root").status_code == 404
@@ -291,13 +305,20 @@ def test_files_stat_gives_size_and_mtime_reached_safely(repo, tmp_path):
     Path(repo.path, "docs", "link.md").symlink_to(tmp_path / "outside.txt")
     app = Path(repo.path, "app.py").stat()
     stats = files_stat(root_id=repo.pk, paths=["app.py", "gone.py", "docs/link.md", "../outside.txt", "docs"])
-    assert stats == {"app.py": (app.st_size, app.st_mtime_ns), "gone.py": None, "docs/link.md": None,
-                     "../outside.txt": None, "docs": None}
+    assert stats == {
+        "app.py": (app.st_size, app.st_mtime_ns),
+        "gone.py": None,
+        "docs/link.md": None,
+        "../outside.txt": None,
+        "docs": None,
+    }
     assert files_stat(root_id=repo.pk + 1000, paths=["app.py"]) == {"app.py": None}
 
 
 def test_asking_for_more_scope_than_the_key_allows_is_refused(key_client, alpha):
     assert read(key_client, root="alpha", path="plan.md", bot_id="alpha").status_code == 403
     assert grep(key_client, pattern="alphaonly", bot_id="alpha").status_code == 403
-    narrowed = read(api_client(bot_id="alpha", channels="ops"), root="alpha", path="plan.md", bot_id="alpha", channels=["ops"])
+    narrowed = read(
+        api_client(bot_id="alpha", channels="ops"), root="alpha", path="plan.md", bot_id="alpha", channels=["ops"]
+    )
     assert narrowed.status_code == 200, narrowed.content

@@ -36,7 +36,11 @@ def test_weights_apply_per_channel_family():
 def test_convex_fusion_keeps_cosine_and_scales_lexical_by_its_top_score():
     from retrieval.fusion import convex_fuse
 
-    fused = dict(convex_fuse({"lexical": [("a", 8.0), ("b", 2.0)], "vector:3": [("b", 0.9), ("c", 0.5)]}, weights={"lexical": 0.5}))
+    fused = dict(
+        convex_fuse(
+            {"lexical": [("a", 8.0), ("b", 2.0)], "vector:3": [("b", 0.9), ("c", 0.5)]}, weights={"lexical": 0.5}
+        )
+    )
     # a: 0.5 * 8/8; b: 0.5 * 2/8 + 0.9 (cosine as is); c: 0.5.
     assert fused == pytest.approx({"a": 0.5, "b": 1.025, "c": 0.5})
     assert convex_fuse({"vector": [("x", 0.4)]}) == [("x", 0.4)]
@@ -47,7 +51,13 @@ def test_convex_fusion_keeps_cosine_and_scales_lexical_by_its_top_score():
 def test_minmax_fusion_stretches_every_channel_to_its_candidates():
     from retrieval.fusion import convex_fuse
 
-    fused = dict(convex_fuse({"lexical": [("a", 8.0), ("b", 2.0)], "vector": [("b", 0.9), ("c", 0.5)]}, weights={"lexical": 0.5}, minmax=True))
+    fused = dict(
+        convex_fuse(
+            {"lexical": [("a", 8.0), ("b", 2.0)], "vector": [("b", 0.9), ("c", 0.5)]},
+            weights={"lexical": 0.5},
+            minmax=True,
+        )
+    )
     assert fused == pytest.approx({"a": 0.5, "b": 1.0, "c": 0.0})
 
 
@@ -63,7 +73,12 @@ def test_mmr_demotes_near_duplicates_and_keeps_the_best_first():
 
     from retrieval.mmr import mmr_order
 
-    vectors = {"a": np.array([1.0, 0.0]), "a2": np.array([0.99, 0.01]), "b": np.array([0.0, 1.0]), "c": np.array([-1.0, 0.0])}
+    vectors = {
+        "a": np.array([1.0, 0.0]),
+        "a2": np.array([0.99, 0.01]),
+        "b": np.array([0.0, 1.0]),
+        "c": np.array([-1.0, 0.0]),
+    }
     ranked = [("a", 0.9), ("a2", 0.89), ("b", 0.8), ("c", 0.5)]
     assert [item for item, _ in mmr_order(ranked, vectors, lambda_=0.7, k=4)] == ["a", "b", "a2", "c"]
     assert [item for item, _ in mmr_order(ranked, vectors, lambda_=1.0, k=4)] == ["a", "a2", "b", "c"]

@@ -93,7 +93,10 @@ def test_the_query_splits_identifiers_as_the_migrated_column_does():
     assert literals(expression, "translate") == {(IDENTIFIER_SEPARATORS, " " * len(IDENTIFIER_SEPARATORS))}
     params = lexeme_params("x")
     assert (params["identifier_camel"], params["identifier_camel_to"]) == IDENTIFIER_CAMEL
-    assert (params["identifier_separators"], params["identifier_spaces"]) == (IDENTIFIER_SEPARATORS, " " * len(IDENTIFIER_SEPARATORS))
+    assert (params["identifier_separators"], params["identifier_spaces"]) == (
+        IDENTIFIER_SEPARATORS,
+        " " * len(IDENTIFIER_SEPARATORS),
+    )
 
 
 def test_an_identifier_in_the_query_finds_its_words():

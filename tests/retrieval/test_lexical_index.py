@@ -13,14 +13,30 @@ import pytest
 from django.db import connection
 
 from measure.bench_accuracy import bm25_reference
-from retrieval.scope import Scope
 from retrieval.lexical import BM25_B, BM25_K1, FIELD_WEIGHTS, REFERENCE_LENGTH, lexical_candidates
+from retrieval.scope import Scope
 from sources.models import Chunk, Source
 
 pytestmark = pytest.mark.django_db
 
-WORDS = ("python", "django", "query", "index", "vector", "celery", "worker", "token", "search", "ranking",
-         "zeppelin", "glacier", "fjord", "harbour", "lantern", "meadow")
+WORDS = (
+    "python",
+    "django",
+    "query",
+    "index",
+    "vector",
+    "celery",
+    "worker",
+    "token",
+    "search",
+    "ranking",
+    "zeppelin",
+    "glacier",
+    "fjord",
+    "harbour",
+    "lantern",
+    "meadow",
+)
 
 
 def source(key: str, **fields) -> Source:
@@ -28,11 +44,23 @@ def source(key: str, **fields) -> Source:
 
 
 def chunks(src: Source, texts: list[str], *, generation: int = 0, symbol: str = "", first: int = 0) -> list[Chunk]:
-    return Chunk.objects.bulk_create([
-        Chunk(source=src, generation=generation, path=f"{src.key}.txt", chunk_index=first + i, content=text, symbol=symbol,
-              start_line=1, end_line=1, content_hash=str(i), chunking_version="test")
-        for i, text in enumerate(texts)
-    ])
+    return Chunk.objects.bulk_create(
+        [
+            Chunk(
+                source=src,
+                generation=generation,
+                path=f"{src.key}.txt",
+                chunk_index=first + i,
+                content=text,
+                symbol=symbol,
+                start_line=1,
+                end_line=1,
+                content_hash=str(i),
+                chunking_version="test",
+            )
+            for i, text in enumerate(texts)
+        ]
+    )
 
 
 def text(seed: int, length: int = 12) -> str:
@@ -57,7 +85,9 @@ def expected_rows() -> tuple[set, set, set]:
         cursor.execute("""SELECT c.source_id, c.generation, c.id, length(c.search_vector), u.lexeme, u.weights
                           FROM sources_chunk c, unnest(c.search_vector) AS u""")
         rows = cursor.fetchall()
-        cursor.execute("SELECT source_id, generation, count(*), sum(length(search_vector)) FROM sources_chunk GROUP BY 1, 2")
+        cursor.execute(
+            "SELECT source_id, generation, count(*), sum(length(search_vector)) FROM sources_chunk GROUP BY 1, 2"
+        )
         stats = set(cursor.fetchall())
     postings, df = set(), {}
     for source_id, generation, chunk_id, dl, lexeme, weights in rows:
@@ -118,12 +148,30 @@ def test_the_index_follows_inserts_updates_and_deletes():
 def test_the_index_holds_what_copy_loads():
     a = source("copied")
     with connection.cursor() as cursor:
-        with cursor.cursor.copy("COPY sources_chunk (source_id, path, generation, chunk_index, content, context_prefix, language,"
-                                " symbol, start_line, end_line, content_hash, chunking_version, metadata, created_at)"
-                                " FROM STDIN") as copy:
+        with cursor.cursor.copy(
+            "COPY sources_chunk (source_id, path, generation, chunk_index, content, context_prefix, language,"
+            " symbol, start_line, end_line, content_hash, chunking_version, metadata, created_at)"
+            " FROM STDIN"
+        ) as copy:
             for i in range(25):
-                copy.write_row((a.pk, "f.py", 0, i, text(i), "Heading words", "", "QuerySet.filter", 1, 2, "h", "t", "{}",
-                                "2026-01-01T00:00:00Z"))
+                copy.write_row(
+                    (
+                        a.pk,
+                        "f.py",
+                        0,
+                        i,
+                        text(i),
+                        "Heading words",
+                        "",
+                        "QuerySet.filter",
+                        1,
+                        2,
+                        "h",
+                        "t",
+                        "{}",
+                        "2026-01-01T00:00:00Z",
+                    )
+                )
     assert_index_matches_chunks()
 
 
@@ -138,8 +186,15 @@ def test_term_frequency_and_impact_follow_the_channels_constants():
     assert math.isclose(impact, expected, rel_tol=1e-6)
 
 
-QUERIES = ("python django", "zeppelin", "glacier fjord harbour", "query index vector celery worker token search",
-           "meadow python", "ranking lantern", "django")
+QUERIES = (
+    "python django",
+    "zeppelin",
+    "glacier fjord harbour",
+    "query index vector celery worker token search",
+    "meadow python",
+    "ranking lantern",
+    "django",
+)
 
 
 def test_the_channel_is_exact_bm25_over_the_visible_collection():
@@ -211,7 +266,9 @@ def test_many_visible_sources_are_searched_like_one(settings):
     chunks(hidden, ["lantern " * 12] * 20)
     for query in ("lantern", "lantern python query", "meadow"):
         assert_exact(query, Scope(bot_ids=("me",)), limit=50)
-    assert all(chunk_id not in {c.pk for c in hidden.chunks.all()} for chunk_id, _ in found("lantern", Scope(), limit=50))
+    assert all(
+        chunk_id not in {c.pk for c in hidden.chunks.all()} for chunk_id, _ in found("lantern", Scope(), limit=50)
+    )
 
 
 def test_stop_word_queries_read_a_bounded_number_of_chunks(settings):
@@ -228,12 +285,19 @@ def test_the_read_plan_reads_rare_words_in_full_and_shares_the_budget():
     from retrieval.lexical import Collection, Term, read_plan
 
     terms = (Term("common", df=9000, df_all=9000), Term("rare", df=30, df_all=30), Term("middle", df=3000, df_all=3000))
-    plan = {read.term.lexeme: read for read in read_plan(Collection(sources=2, chunks=10_000, total_length=400_000,
-                                                                    terms=terms, words=3), limit=50, budget=2000)}
+    plan = {
+        read.term.lexeme: read
+        for read in read_plan(
+            Collection(sources=2, chunks=10_000, total_length=400_000, terms=terms, words=3), limit=50, budget=2000
+        )
+    }
     assert plan["rare"].depth == 30 and plan["rare"].complete
     assert plan["middle"].depth == 985 and not plan["middle"].complete  # (2000 - 30) / 2
     assert plan["common"].depth == 985 and not plan["common"].complete
     # A caller seeing one source in which "common" is rare: read that source's postings, all of them.
-    narrow = read_plan(Collection(sources=1, chunks=100, total_length=4000, terms=(Term("common", df=12, df_all=9000),),
-                                  words=1), limit=50, budget=2000)
+    narrow = read_plan(
+        Collection(sources=1, chunks=100, total_length=4000, terms=(Term("common", df=12, df_all=9000),), words=1),
+        limit=50,
+        budget=2000,
+    )
     assert narrow[0].by_source and narrow[0].complete and narrow[0].depth == 12

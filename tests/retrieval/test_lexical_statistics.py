@@ -28,18 +28,30 @@ def skill(slug: str, body: str, *, bot_id: str = "") -> None:
 def root_files(key: str, bot_id: str, texts: list[str]) -> None:
     """A root's file chunks, as an index job stores them (the triggers keep the postings and statistics)."""
     source = Source.objects.create(kind=Source.Kind.FILE, key=key, title=key, bot_id=bot_id)
-    Chunk.objects.bulk_create([
-        Chunk(source=source, path=f"docs/{n}.md", chunk_index=0, content=text, start_line=1, end_line=1,
-              content_hash=str(n), chunking_version="test")
-        for n, text in enumerate(texts)
-    ])
+    Chunk.objects.bulk_create(
+        [
+            Chunk(
+                source=source,
+                path=f"docs/{n}.md",
+                chunk_index=0,
+                content=text,
+                start_line=1,
+                end_line=1,
+                content_hash=str(n),
+                chunking_version="test",
+            )
+            for n, text in enumerate(texts)
+        ]
+    )
 
 
 def alpha_scores() -> tuple[dict[int, float], dict[int, float]]:
     """Alpha's BM25 scores for QUERY: from the channel alone, and as a lexical search reports them."""
     channel = {c.chunk_id: c.score for c in lexical_candidates(query=QUERY, scope=ALPHA, limit=20)}
-    searched = {hit.chunk.pk: hit.channels["lexical"].score
-                for hit in chunks_search(query=QUERY, mode=Mode.LEXICAL, scope=ALPHA, k=20)}
+    searched = {
+        hit.chunk.pk: hit.channels["lexical"].score
+        for hit in chunks_search(query=QUERY, mode=Mode.LEXICAL, scope=ALPHA, k=20)
+    }
     return channel, searched
 
 

@@ -33,9 +33,13 @@ pytestmark = pytest.mark.django_db(transaction=True)
 TOOL_NAMES = {"search", "get_context", "search_skills", "get_skill", "search_tools", "read_range", "grep"}
 SHARED_BODY = "---\nname: Deployment guide\n---\n# Deploy\n\nShip it with docker compose.\n\n## Backups\n\nRun pg_dump every night.\n"
 ALPHA_BODY = "# Zebrafalcon rotation\n\nRotate the zebrafalcon credentials every quarter.\n"
-APP = "def handle_order(order):\n    \"\"\"Handle one order.\"\"\"\n    return order\n\n\nHANDLE_ORDER_LIMIT = 3\n"
-INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-    "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}}}
+APP = 'def handle_order(order):\n    """Handle one order."""\n    return order\n\n\nHANDLE_ORDER_LIMIT = 3\n'
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}},
+}
 MCP_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
 # What the SDK client sends on every POST after the initialize handshake: a stateless server serves it without one.
 PROTOCOL_VERSION = "2025-11-25"
@@ -44,8 +48,12 @@ PROTOCOL_VERSION = "2025-11-25"
 def mcp_post(client: DjangoClient, message: dict | bytes, *, path: str = "/mcp", **headers: str) -> HttpResponse:
     """One JSON-RPC message POSTed through Django's test client, with the headers an MCP client sends."""
     body = message if isinstance(message, bytes) else json.dumps(message)
-    return client.post(path, data=body, content_type=MCP_HEADERS["Content-Type"],
-                       headers={"Accept": MCP_HEADERS["Accept"], "MCP-Protocol-Version": PROTOCOL_VERSION, **headers})
+    return client.post(
+        path,
+        data=body,
+        content_type=MCP_HEADERS["Content-Type"],
+        headers={"Accept": MCP_HEADERS["Accept"], "MCP-Protocol-Version": PROTOCOL_VERSION, **headers},
+    )
 
 
 def call_message(name: str, arguments: dict) -> dict:
@@ -70,10 +78,16 @@ def skills(settings):
 @pytest.fixture
 def roots(tmp_path, settings):
     settings.RAG_ROOT_BASE_DIRS = [str(tmp_path)]
-    for name, bot_id, text in (("shop", "", APP), ("alpha", "alpha", "def zebrafalcon_rotate():\n    return 'alpha only'\n")):
+    for name, bot_id, text in (
+        ("shop", "", APP),
+        ("alpha", "alpha", "def zebrafalcon_rotate():\n    return 'alpha only'\n"),
+    ):
         (tmp_path / name).mkdir()
         (tmp_path / name / "app.py").write_text(text)
-        assert index_root(WorkspaceRoot.objects.create(name=name, path=str(tmp_path / name), bot_id=bot_id)).status == JobStatus.SUCCEEDED
+        assert (
+            index_root(WorkspaceRoot.objects.create(name=name, path=str(tmp_path / name), bot_id=bot_id)).status
+            == JobStatus.SUCCEEDED
+        )
 
 
 def key(**options) -> str:
@@ -103,7 +117,9 @@ def test_an_agent_lists_the_tools_and_searches_with_the_sdk_client(live_server, 
         listed = await client.list_tools()
         found = await client.call_tool("search", {"query": "nightly database backup", "k": 5})
         skill = await client.call_tool("get_skill", {"slug": "deploy"})
-        context = await client.call_tool("get_context", {"query": "how do I back up the database", "budget_tokens": 2000})
+        context = await client.call_tool(
+            "get_context", {"query": "how do I back up the database", "budget_tokens": 2000}
+        )
         return listed, found, skill, context
 
     listed, found, skill, context = run(mcp_url(live_server), key(), calls, mode=mode)
@@ -112,7 +128,9 @@ def test_an_agent_lists_the_tools_and_searches_with_the_sdk_client(live_server, 
     for tool in listed.tools:
         assert tool.description and tool.input_schema["type"] == "object" and tool.input_schema["properties"], tool.name
         assert tool.output_schema["type"] == "object" and tool.annotations.read_only_hint, tool.name
-        assert "$ref" not in json.dumps(tool.input_schema), tool.name  # nested models inlined, for models that miss $refs
+        assert "$ref" not in json.dumps(tool.input_schema), (
+            tool.name
+        )  # nested models inlined, for models that miss $refs
     assert not found.is_error
     assert found.structured_content["hits"][0]["citation"].startswith("skill:deploy:")
     assert json.loads(found.content[0].text) == found.structured_content
@@ -168,7 +186,9 @@ def test_a_grep_citation_is_verified_with_read_range(live_server, skills, roots)
         match = found.structured_content["matches"][0]
         path, _, lines = match["citation"].rpartition(":")
         start = int(lines.split("-")[0])
-        read = await client.call_tool("read_range", {"root": match["root"], "path": path, "start": start - 1, "end": start})
+        read = await client.call_tool(
+            "read_range", {"root": match["root"], "path": path, "start": start - 1, "end": start}
+        )
         hidden = await client.call_tool("grep", {"pattern": "zebrafalcon_rotate"})
         escape = await client.call_tool("read_range", {"root": "shop", "path": "../alpha/app.py"})
         return found, read, hidden, escape
@@ -183,24 +203,36 @@ def test_a_grep_citation_is_verified_with_read_range(live_server, skills, roots)
     assert hidden.structured_content["matches"] == []  # bot alpha's root is outside a plain key's scope
     assert escape.is_error and escape.structured_content["status"] == 400
 
-    seen = run(mcp_url(live_server), key(bot_id="alpha"), lambda client: client.call_tool("grep", {"pattern": "zebrafalcon_rotate"}))
+    seen = run(
+        mcp_url(live_server),
+        key(bot_id="alpha"),
+        lambda client: client.call_tool("grep", {"pattern": "zebrafalcon_rotate"}),
+    )
     assert [m["root"] for m in seen.structured_content["matches"]] == ["alpha"]
 
 
 def test_arguments_cannot_widen_the_scope(live_server, skills):
-    result = run(mcp_url(live_server), key(), lambda client: client.call_tool("search", {"query": "zebrafalcon", "bot_id": "alpha"}))
+    result = run(
+        mcp_url(live_server),
+        key(),
+        lambda client: client.call_tool("search", {"query": "zebrafalcon", "bot_id": "alpha"}),
+    )
     assert result.is_error and result.structured_content["status"] == 403
     assert "may not act for bot 'alpha'" in result.content[0].text
 
 
 def test_invalid_arguments_are_a_tool_error_not_a_transport_failure(live_server, skills):
     async def calls(client: Client):
-        return (await client.call_tool("search", {"query": "backups", "k": 0}),
-                await client.call_tool("get_skill", {}),
-                await client.call_tool("search", {"query": "backups"}))
+        return (
+            await client.call_tool("search", {"query": "backups", "k": 0}),
+            await client.call_tool("get_skill", {}),
+            await client.call_tool("search", {"query": "backups"}),
+        )
 
     bad_k, no_slug, good = run(mcp_url(live_server), key(), calls)
-    assert bad_k.is_error and bad_k.content[0].text.startswith("invalid arguments: k: Input should be greater than or equal to 1")
+    assert bad_k.is_error and bad_k.content[0].text.startswith(
+        "invalid arguments: k: Input should be greater than or equal to 1"
+    )
     assert no_slug.is_error and "slug: Field required" in no_slug.content[0].text
     assert not good.is_error  # the same connection goes on working
 
@@ -225,8 +257,11 @@ def test_tool_schemas_inline_nested_models_and_keep_a_field_named_title():
         many: list[Inner]
 
     schema = schema_for_model(Outer)
-    assert schema["properties"]["inner"] == {"properties": {"title": {"description": "A field called title.", "type": "string"}},
-                                             "required": ["title"], "type": "object"}
+    assert schema["properties"]["inner"] == {
+        "properties": {"title": {"description": "A field called title.", "type": "string"}},
+        "required": ["title"],
+        "type": "object",
+    }
     assert schema["properties"]["many"]["items"] == schema["properties"]["inner"]
     assert "$defs" not in schema and "title" not in schema
 
@@ -263,14 +298,21 @@ def test_get_and_delete_are_not_served_without_sessions(live_server, skills):
 
 def test_a_body_over_the_upload_limit_is_refused_with_413(live_server, skills, settings):
     settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 10_000
-    call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "search", "arguments": {"query": "x" * 20_000}}}
+    call = {
+        "jsonrpc": "2.0",
+        "id": 2,
+        "method": "tools/call",
+        "params": {"name": "search", "arguments": {"query": "x" * 20_000}},
+    }
     response = httpx2.post(mcp_url(live_server), json=call, headers={**MCP_HEADERS, "Authorization": f"Bearer {key()}"})
     assert response.status_code == 413
     assert response.json()["error"] == "the request body is too large"
 
 
 def test_a_plain_http_post_gets_one_json_answer_and_no_session(live_server, skills):
-    response = httpx2.post(mcp_url(live_server), json=INITIALIZE, headers={**MCP_HEADERS, "Authorization": f"Bearer {key()}"})
+    response = httpx2.post(
+        mcp_url(live_server), json=INITIALIZE, headers={**MCP_HEADERS, "Authorization": f"Bearer {key()}"}
+    )
     assert response.status_code == 200
     assert response.headers["Content-Type"].startswith("application/json")
     assert "Mcp-Session-Id" not in response.headers
@@ -287,7 +329,9 @@ def test_a_browser_origin_must_be_an_allowed_host_or_a_trusted_origin(skills, se
     assert mcp_post(DjangoClient(), INITIALIZE, Origin="http://evil.example").status_code == 403  # before the key
 
     assert mcp_post(client, INITIALIZE, Origin="http://testserver").status_code == 200  # the server's own host
-    assert mcp_post(client, INITIALIZE, Origin="https://testserver:8443").status_code == 200  # any port, as ALLOWED_HOSTS
+    assert (
+        mcp_post(client, INITIALIZE, Origin="https://testserver:8443").status_code == 200
+    )  # any port, as ALLOWED_HOSTS
     settings.CSRF_TRUSTED_ORIGINS = ["https://agents.example.com", "https://*.tools.example.com"]
     for origin in ("https://agents.example.com", "https://chat.tools.example.com"):
         assert mcp_post(client, INITIALIZE, Origin=origin).status_code == 200, origin
@@ -323,7 +367,9 @@ def test_a_failure_inside_the_transport_is_a_json_500_without_a_traceback(skills
 
 
 @pytest.mark.parametrize("message_id", [{}, [], True, 1.5, None])
-def test_a_message_whose_id_is_not_a_string_or_an_integer_is_an_invalid_request_answered_with_id_null(skills, message_id):
+def test_a_message_whose_id_is_not_a_string_or_an_integer_is_an_invalid_request_answered_with_id_null(
+    skills, message_id
+):
     # The SDK read such a message as a notification: 202 and an empty body, and the request was never answered.
     response = mcp_post(api_client(), {"jsonrpc": "2.0", "id": message_id, "method": "tools/list"})
     assert response.status_code == 400, response.content

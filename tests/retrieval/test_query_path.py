@@ -57,7 +57,9 @@ def test_web_processes_get_one_torch_thread(monkeypatch):
 @pytest.mark.django_db
 def test_the_embedded_server_is_tuned_for_search():
     with connection.cursor() as cursor:
-        cursor.execute("SELECT current_setting('jit'), current_setting('work_mem'), current_setting('random_page_cost')")
+        cursor.execute(
+            "SELECT current_setting('jit'), current_setting('work_mem'), current_setting('random_page_cost')"
+        )
         assert cursor.fetchone() == ("off", "16MB", "1.1")
         cursor.execute("SELECT current_setting('data_directory')")
         data_directory = cursor.fetchone()[0]

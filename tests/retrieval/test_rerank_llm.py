@@ -16,15 +16,18 @@ from tests.openai_server import http_error, openai_server  # noqa: F401 - the fi
 
 
 @pytest.mark.unit
-@pytest.mark.parametrize(("answer", "expected"), [
-    ('{"ranking": [3, 1]}', [3, 1]),
-    ('Sure! Here is the ranking:\n```json\n{"ranking": [2, "4", 2, 9]}\n```\nHope it helps.', [2, 4]),
-    ("[1, 3, 2]", [1, 3, 2]),
-    ('{"order": [4]}', [4]),
-    ('{"ranking": []}', []),
-    ("I cannot tell which passages help.", None),
-    ('{"ranking": "first"}', None),
-])
+@pytest.mark.parametrize(
+    ("answer", "expected"),
+    [
+        ('{"ranking": [3, 1]}', [3, 1]),
+        ('Sure! Here is the ranking:\n```json\n{"ranking": [2, "4", 2, 9]}\n```\nHope it helps.', [2, 4]),
+        ("[1, 3, 2]", [1, 3, 2]),
+        ('{"order": [4]}', [4]),
+        ('{"ranking": []}', []),
+        ("I cannot tell which passages help.", None),
+        ('{"ranking": "first"}', None),
+    ],
+)
 def test_the_ranking_is_read_from_any_json_list_in_the_answer(answer, expected):
     assert ranking_parse(answer, count=4) == expected
 
@@ -57,7 +60,9 @@ def test_the_model_orders_and_filters_the_fused_head(llm_search, openai_server):
     def rank(model: str, body: dict) -> str:
         prompt = body["messages"][-1]["content"]
         asked.append(prompt)
-        numbers = {slug: re.search(rf"\[(\d+)\] # {slug.title()}", prompt, re.IGNORECASE) for slug in ("restore", "backup")}
+        numbers = {
+            slug: re.search(rf"\[(\d+)\] # {slug.title()}", prompt, re.IGNORECASE) for slug in ("restore", "backup")
+        }
         return f'Ranking: {{"ranking": [{numbers["restore"].group(1)}, {numbers["backup"].group(1)}]}}'
 
     openai_server.on_chat(rank)

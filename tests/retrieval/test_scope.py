@@ -32,13 +32,36 @@ def concrete(scope: Scope) -> Scope:
 
 @pytest.fixture
 def sources():
-    values = itertools.product(["", "alpha", "beta"], ["", "x"], [[], ["ops"], ["night", "day"]],
-                               [Source.Kind.SKILL, Source.Kind.FILE, Source.Kind.DATASET], [True, False])
+    values = itertools.product(
+        ["", "alpha", "beta"],
+        ["", "x"],
+        [[], ["ops"], ["night", "day"]],
+        [Source.Kind.SKILL, Source.Kind.FILE, Source.Kind.DATASET],
+        [True, False],
+    )
     for number, (bot, client, channels, kind, enabled) in enumerate(values):
-        source = Source.objects.create(key=f"{kind}:{number}", kind=kind, bot_id=bot, client_id=client, channels=channels,
-                                       enabled=enabled, active_generation=number % 2)
-        Chunk.objects.bulk_create(Chunk(source=source, generation=generation, chunk_index=0, content="text", start_line=1,
-                                        end_line=1, content_hash="x", chunking_version="1") for generation in (0, 1))
+        source = Source.objects.create(
+            key=f"{kind}:{number}",
+            kind=kind,
+            bot_id=bot,
+            client_id=client,
+            channels=channels,
+            enabled=enabled,
+            active_generation=number % 2,
+        )
+        Chunk.objects.bulk_create(
+            Chunk(
+                source=source,
+                generation=generation,
+                chunk_index=0,
+                content="text",
+                start_line=1,
+                end_line=1,
+                content_hash="x",
+                chunking_version="1",
+            )
+            for generation in (0, 1)
+        )
 
 
 def sql_ids(sql: str, params: dict) -> set[int]:
@@ -54,15 +77,23 @@ def test_the_orm_filter_and_the_sql_see_the_same_sources(sources, scope, enabled
     where, params = scope.source_sql(enabled_only=enabled_only)
     expected = sql_ids(f"SELECT s.id FROM {Source._meta.db_table} s WHERE {where}", params)
     assert expected  # every scope above sees something: the comparison is not between two empty sets
-    assert set(Source.objects.filter(scope.source_filter(enabled_only=enabled_only)).values_list("pk", flat=True)) == expected
-    assert set(Source.objects.filter(pk__in=scope.source_ids_sql(enabled_only=enabled_only)).values_list("pk", flat=True)) == expected
+    assert (
+        set(Source.objects.filter(scope.source_filter(enabled_only=enabled_only)).values_list("pk", flat=True))
+        == expected
+    )
+    assert (
+        set(Source.objects.filter(pk__in=scope.source_ids_sql(enabled_only=enabled_only)).values_list("pk", flat=True))
+        == expected
+    )
 
 
 @pytest.mark.parametrize("scope", SCOPES)
 def test_the_orm_filter_and_the_sql_see_the_same_chunks(sources, scope):
     scope = concrete(scope)
     where, params = scope.chunk_sql()
-    expected = sql_ids(f"SELECT c.id FROM {Chunk._meta.db_table} c JOIN {Source._meta.db_table} s ON s.id = c.source_id "
-                       f"WHERE {where}", params)
+    expected = sql_ids(
+        f"SELECT c.id FROM {Chunk._meta.db_table} c JOIN {Source._meta.db_table} s ON s.id = c.source_id WHERE {where}",
+        params,
+    )
     assert expected
     assert set(Chunk.objects.filter(scope.chunk_filter()).values_list("pk", flat=True)) == expected

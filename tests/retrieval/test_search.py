@@ -15,7 +15,7 @@ pytestmark = pytest.mark.django_db
 def skills():
     bodies = {
         "deploy": "# Deploy\n\nShip the containers with docker compose.\n\n## Backups\n\nRun pg_dump every night.\n\n"
-                  "## Rollback\n\nRestore last night's pg_dump when a deploy goes wrong.\n",
+        "## Rollback\n\nRestore last night's pg_dump when a deploy goes wrong.\n",
         "cooking": "# Cooking\n\nBoil pasta in salted water for nine minutes.\n",
     }
     for slug, body in bodies.items():
@@ -75,8 +75,9 @@ def test_a_query_fails_plainly_when_its_only_channel_fails(skills):
 
 
 def test_the_skill_index_lists_each_skill_once(key_client, skills):
-    response = key_client.post("/api/v1/skills/search", data=json.dumps({"query": "pg_dump backups", "k": 5}),
-                           content_type="application/json")
+    response = key_client.post(
+        "/api/v1/skills/search", data=json.dumps({"query": "pg_dump backups", "k": 5}), content_type="application/json"
+    )
     assert response.status_code == 200
     skills_found = response.json()["skills"]
     assert [s["slug"] for s in skills_found][0] == "deploy"
@@ -107,5 +108,7 @@ def test_roots_and_segments_hand_their_thresholds_to_their_sources(tmp_path, set
     Segment.objects.create(root=root, name="docs", path_glob="docs/**", similarity_threshold=0.2)
     Segment.objects.create(root=root, name="api", path_glob="api/**")
     root_sources_sync(root=root)
-    thresholds = dict(Source.objects.filter(key__startswith=f"root:{root.pk}").values_list("title", "similarity_threshold"))
+    thresholds = dict(
+        Source.objects.filter(key__startswith=f"root:{root.pk}").values_list("title", "similarity_threshold")
+    )
     assert thresholds == {"repo": 0.4, "repo: docs": 0.2, "repo: api": 0.4}

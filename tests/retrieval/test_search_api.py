@@ -33,8 +33,10 @@ def test_hybrid_search_finds_the_section_and_explains_itself(key_client, indexed
     assert top["channels"]["vector"]["rank"] == 1
 
 
-@pytest.mark.parametrize(("mode", "stages"), [("hybrid", {"embed", "embed_wait", "lexical", "vector", "search"}),
-                                             ("lexical", {"lexical", "search"})])
+@pytest.mark.parametrize(
+    ("mode", "stages"),
+    [("hybrid", {"embed", "embed_wait", "lexical", "vector", "search"}), ("lexical", {"lexical", "search"})],
+)
 def test_a_search_says_where_its_time_went_in_server_timing(key_client, indexed, mode, stages):
     from measure.bench_load import server_timing_parse
 
@@ -57,8 +59,14 @@ def test_a_query_that_matches_nothing_lexically_returns_no_lexical_hits(key_clie
 
 @pytest.mark.parametrize(
     ("payload", "field"),
-    [({"query": ""}, "query"), ({"query": "x", "k": 0}, "k"), ({"query": "x", "k": 10_000}, "k"),
-     ({"query": "x", "mode": "psychic"}, "mode"), ({}, "query"), ({"query": 42}, "query")],
+    [
+        ({"query": ""}, "query"),
+        ({"query": "x", "k": 0}, "k"),
+        ({"query": "x", "k": 10_000}, "k"),
+        ({"query": "x", "mode": "psychic"}, "mode"),
+        ({}, "query"),
+        ({"query": 42}, "query"),
+    ],
 )
 def test_invalid_input_gets_a_422_naming_the_field(key_client, payload, field):
     response = post(key_client, payload)
@@ -91,7 +99,9 @@ def test_the_openapi_docs_are_served(key_client):
 def test_mmr_is_optional_per_request_and_validated(key_client, indexed):
     plain = post(key_client, {"query": "backups and deploys", "k": 3}).json()["hits"]
     diverse = post(key_client, {"query": "backups and deploys", "k": 3, "mmr": True, "mmr_lambda": 0.5}).json()["hits"]
-    assert {h["chunk_id"] for h in diverse} <= {h["chunk_id"] for h in post(key_client, {"query": "backups and deploys", "k": 50}).json()["hits"]}
+    assert {h["chunk_id"] for h in diverse} <= {
+        h["chunk_id"] for h in post(key_client, {"query": "backups and deploys", "k": 50}).json()["hits"]
+    }
     assert len(diverse) == len(plain) >= 2  # the cooking skill falls below the similarity threshold
     bad = post(key_client, {"query": "x", "mmr": True, "mmr_lambda": 2})
     assert bad.status_code == 422 and any(m.startswith("mmr_lambda:") for m in bad.json()["detail"])

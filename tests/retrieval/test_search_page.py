@@ -22,7 +22,9 @@ def test_the_empty_page_says_what_to_do(client, person):
 
 
 def test_htmx_requests_get_only_the_results_partial(client, person):
-    services.skill_index(skill_id=SkillFactory(slug="deploy", body="# Deploy\n\n## Rollback\n\nRevert the release tag.\n").pk)
+    services.skill_index(
+        skill_id=SkillFactory(slug="deploy", body="# Deploy\n\n## Rollback\n\nRevert the release tag.\n").pk
+    )
     full = client.get("/", {"q": "rollback release"}).content.decode()
     partial = client.get("/", {"q": "rollback release"}, headers={"HX-Request": "true"}).content.decode()
     assert "<html" in full and "<html" not in partial
@@ -68,12 +70,16 @@ def mixed(tmp_path, settings):
     settings.RAG_ROOT_BASE_DIRS = [str(tmp_path)]
     for name, bot in (("app", ""), ("vault", "alpha")):
         (tmp_path / name).mkdir()
-        (tmp_path / name / "deploy.py").write_text(f"def deploy_{name}():\n    '''Deploy the release.'''\n    return 1\n")
+        (tmp_path / name / "deploy.py").write_text(
+            f"def deploy_{name}():\n    '''Deploy the release.'''\n    return 1\n"
+        )
         (tmp_path / name / "notes.md").write_text(f"# Notes\n\nDeploy {name} on Fridays.\n")
         index_root(WorkspaceRoot.objects.create(name=name, path=str(tmp_path / name), bot_id=bot))
     body = "# Deploy\n\nRun `make deploy` <script>alert(1)</script> ![x](https://example.com/x.png)\n\n```bash\nmake deploy\n```\n"
     services.skill_index(skill_id=SkillFactory(slug="deploy", body=body).pk)
-    services.skill_index(skill_id=SkillFactory(slug="secret-deploy", body="# Deploy secrets\n\nDeploy the vault.\n", bot_id="alpha").pk)
+    services.skill_index(
+        skill_id=SkillFactory(slug="secret-deploy", body="# Deploy secrets\n\nDeploy the vault.\n", bot_id="alpha").pk
+    )
     tools.tool_index(tool_id=Tool.objects.create(name="deploy_release", description="Deploy a release.").pk)
     return {root.name: root for root in WorkspaceRoot.objects.all()}
 
@@ -87,11 +93,16 @@ def test_filters_live_in_the_url_and_only_offer_what_the_person_can_see(client, 
     page = client.get("/", {"q": "deploy", "kind": "file", "root": mixed["app"].pk, "mode": "lexical"}).content.decode()
     assert f'<option value="{mixed["app"].pk}" selected>app</option>' in page
     assert "vault" not in page and "secret-deploy" not in page  # the private root is neither offered nor found
-    assert '<option value="file" selected>Files</option>' in page and '<option value="lexical" selected>Words</option>' in page
+    assert (
+        '<option value="file" selected>Files</option>' in page
+        and '<option value="lexical" selected>Words</option>' in page
+    )
     assert page.count('class="hit"') == 2 and "/view/file/" in page and "/view/skill/" not in page
     python = client.get("/", {"q": "deploy", "language": "python"}, headers={"HX-Request": "true"}).content.decode()
     assert python.count('class="hit"') == 1 and "deploy.py" in python and "notes.md" not in python
-    hidden = client.get("/", {"q": "deploy", "root": mixed["vault"].pk}, headers={"HX-Request": "true"}).content.decode()
+    hidden = client.get(
+        "/", {"q": "deploy", "root": mixed["vault"].pk}, headers={"HX-Request": "true"}
+    ).content.decode()
     assert "No results" in hidden  # asking for a root one cannot see finds nothing, like a root that does not exist
 
 
@@ -113,7 +124,9 @@ def test_show_more_returns_only_the_next_results_and_the_next_button(client, per
     try:
         first = client.get("/", {"q": "deploy"}, headers={"HX-Request": "true"}).content.decode()
         assert first.count('class="hit"') == 2 and 'hx-get="/?q=deploy&amp;page=2&amp;more=1"' in first
-        more = client.get("/", {"q": "deploy", "page": "2", "more": "1"}, headers={"HX-Request": "true"}).content.decode()
+        more = client.get(
+            "/", {"q": "deploy", "page": "2", "more": "1"}, headers={"HX-Request": "true"}
+        ).content.decode()
         assert 'id="results"' not in more and more.count('class="hit"') == 2 and 'value="3"' in more
     finally:
         views.PAGE_SIZE = saved
@@ -144,5 +157,7 @@ def test_a_contextual_description_shows_on_the_page_and_in_api_hits(client, pers
     Chunk.objects.update(metadata={"contextual_description": "How the team ships releases to production."})
     partial = client.get("/", {"q": "ship releases"}, headers={"HX-Request": "true"}).content.decode()
     assert '<p class="context">How the team ships releases to production.</p>' in partial
-    hits = key_client.post("/api/v1/search", data=json.dumps({"query": "ship releases"}), content_type="application/json").json()["hits"]
+    hits = key_client.post(
+        "/api/v1/search", data=json.dumps({"query": "ship releases"}), content_type="application/json"
+    ).json()["hits"]
     assert hits[0]["contextual_description"] == "How the team ships releases to production."

@@ -21,7 +21,7 @@ ROUND_TRIPS = 5
 
 BODIES = {
     "deploy": "# Deploy\n\nShip the containers with docker compose.\n\n## Backups\n\nRun pg_dump every night.\n\n"
-              "## Rollback\n\nRestore last night's pg_dump when a deploy goes wrong.\n",
+    "## Rollback\n\nRestore last night's pg_dump when a deploy goes wrong.\n",
     "cooking": "# Cooking\n\nBoil pasta in salted water for nine minutes.\n",
 }
 
@@ -34,14 +34,19 @@ def skills():
 
 def session_settings() -> tuple:
     with connection.cursor() as cursor:
-        cursor.execute("SELECT current_setting('statement_timeout'), current_setting('hnsw.ef_search', true), "
-                       "current_setting('hnsw.iterative_scan', true)")
+        cursor.execute(
+            "SELECT current_setting('statement_timeout'), current_setting('hnsw.ef_search', true), "
+            "current_setting('hnsw.iterative_scan', true)"
+        )
         return cursor.fetchone()
 
 
 @pytest.mark.django_db(transaction=True)
-@pytest.mark.parametrize("options", [{}, {"group": True}, {"mmr": True}, {"rerank": True}, {"group": True, "mmr": True, "rerank": True}],
-                         ids=["hybrid", "group", "mmr", "rerank", "all"])
+@pytest.mark.parametrize(
+    "options",
+    [{}, {"group": True}, {"mmr": True}, {"rerank": True}, {"group": True, "mmr": True, "rerank": True}],
+    ids=["hybrid", "group", "mmr", "rerank", "all"],
+)
 def test_a_hybrid_search_makes_at_most_five_round_trips(skills, tiny_model, django_assert_max_num_queries, options):
     config = SearchConfig.from_settings()
     config = replace(config, rerank=replace(config.rerank, model=tiny_model, min_chars=0))

@@ -157,7 +157,8 @@ def test_an_empty_password_is_a_form_error_not_a_failure(account, settings):
 
 
 @pytest.mark.unit
-@pytest.mark.parametrize(("seconds", "said"), [(1, "1 second"), (45, "45 seconds"), (60, "1 minute"),
-                                                (61, "2 minutes"), (900, "15 minutes")])
+@pytest.mark.parametrize(
+    ("seconds", "said"), [(1, "1 second"), (45, "45 seconds"), (60, "1 minute"), (61, "2 minutes"), (900, "15 minutes")]
+)
 def test_the_wait_is_said_in_words(seconds, said):
     assert signin.wait_in_words(seconds) == said

@@ -4,8 +4,8 @@ from django.db import connection
 
 from retrieval.scope import Scope
 from retrieval.vector import vector_candidates
-from sources.models import Chunk, EmbeddingModel, Source
 from sources.ingest import embedding_model_index_ensure
+from sources.models import Chunk, EmbeddingModel, Source
 
 pytestmark = pytest.mark.django_db
 
@@ -27,9 +27,21 @@ def crowded(settings):
     rows = []
     for bot, count, spread in (("bot-a", 400, 0.05), ("bot-b", 12, 0.8)):
         source = Source.objects.create(key=f"root:1:{bot}", kind=Source.Kind.FILE, bot_id=bot, embedding_model=model)
-        rows += [Chunk(source=source, path=f"{bot}/{i}.py", chunk_index=0, content=f"chunk {i}", start_line=1, end_line=1,
-                       content_hash="x", chunking_version="2", embedding_model=model,
-                       embedding=unit(query + rng.normal(0, spread, DIMS))) for i in range(count)]
+        rows += [
+            Chunk(
+                source=source,
+                path=f"{bot}/{i}.py",
+                chunk_index=0,
+                content=f"chunk {i}",
+                start_line=1,
+                end_line=1,
+                content_hash="x",
+                chunking_version="2",
+                embedding_model=model,
+                embedding=unit(query + rng.normal(0, spread, DIMS)),
+            )
+            for i in range(count)
+        ]
     Chunk.objects.bulk_create(rows)
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE sources_chunk")

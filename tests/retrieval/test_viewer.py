@@ -26,7 +26,9 @@ def repo(tmp_path, settings):
 
 def test_a_file_opens_whole_with_every_line_addressable_and_highlighted(person, client, repo):
     page = client.get(f"/view/file/{repo.pk}/app.py").content.decode()
-    assert '<span id="L-5"><span class="linenos">5</span><span class="k">def</span>' in page  # highlighted, line 5 anchored
+    assert (
+        '<span id="L-5"><span class="linenos">5</span><span class="k">def</span>' in page
+    )  # highlighted, line 5 anchored
     assert 'data-cite="app.py"' in page and "6 lines" in page
     assert "js/viewer.js" in page and ".highlight .k" in page
     assert client.get("/view/file/shared/app.py").status_code == 200  # the root by name too

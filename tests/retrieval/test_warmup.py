@@ -12,8 +12,11 @@ pytestmark = pytest.mark.django_db
 def test_warm_up_loads_every_query_model_and_the_tokenizer(settings, tiny_model):
     settings.RAG_RERANK_ENABLED, settings.RAG_RERANK_MODEL = True, tiny_model
     loaded = warmup.warm_up()
-    assert loaded == ["embedding model all-MiniLM-L6-v2", f"tokenizer {settings.RAG_CONTEXT_TOKENIZER}",
-                      f"cross-encoder {tiny_model}"]
+    assert loaded == [
+        "embedding model all-MiniLM-L6-v2",
+        f"tokenizer {settings.RAG_CONTEXT_TOKENIZER}",
+        f"cross-encoder {tiny_model}",
+    ]
     assert embedder_loaded(provider="local", name="all-MiniLM-L6-v2")
 
 

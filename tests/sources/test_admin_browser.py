@@ -96,7 +96,9 @@ def test_the_new_api_key_selects_itself_when_clicked_without_an_inline_handler(l
         page.click("[name=_save]")
         key = page.locator("input.api-key")
         key.click()
-        assert page.evaluate("(el => el.value.slice(el.selectionStart, el.selectionEnd))", key.element_handle()).startswith("rag_")
+        assert page.evaluate(
+            "(el => el.value.slice(el.selectionStart, el.selectionEnd))", key.element_handle()
+        ).startswith("rag_")
         assert blocked == []
 
 

@@ -26,10 +26,25 @@ def repo(tmp_path, settings):
 
 def root_form(repo: Path, **changes) -> dict:
     """The add form of a root as the admin posts it (defaults included, no segments)."""
-    fields = {"name": "repo", "path": str(repo), "enabled": "on", "include_globs": "*.py *.md", "exclude_dirs": ".git",
-              "deny_patterns": "", "scan_secrets": "on", "max_file_bytes": "500000", "embedding_model_name": "",
-              "similarity_threshold": "", "bot_id": "", "client_id": "", "channels": "", "cooldown_seconds": "300",
-              "reverify_minutes": "30", "segments-TOTAL_FORMS": "0", "segments-INITIAL_FORMS": "0"}
+    fields = {
+        "name": "repo",
+        "path": str(repo),
+        "enabled": "on",
+        "include_globs": "*.py *.md",
+        "exclude_dirs": ".git",
+        "deny_patterns": "",
+        "scan_secrets": "on",
+        "max_file_bytes": "500000",
+        "embedding_model_name": "",
+        "similarity_threshold": "",
+        "bot_id": "",
+        "client_id": "",
+        "channels": "",
+        "cooldown_seconds": "300",
+        "reverify_minutes": "30",
+        "segments-TOTAL_FORMS": "0",
+        "segments-INITIAL_FORMS": "0",
+    }
     return {**fields, **changes}
 
 
@@ -38,7 +53,10 @@ def test_a_root_saved_in_the_admin_is_queued_for_its_first_index_at_once(admin_c
     root = WorkspaceRoot.objects.get(name="repo")
     (job,) = IndexJob.objects.filter(root=root)
     assert (job.status, job.trigger) == (JobStatus.QUEUED, "admin")
-    assert f"epo: indexing started as <a href=\"/admin/sources/indexjob/{job.pk}/change/\">job {job.pk}</a>" in response.content.decode()
+    assert (
+        f'epo: indexing started as <a href="/admin/sources/indexjob/{job.pk}/change/">job {job.pk}</a>'
+        in response.content.decode()
+    )
 
 
 def test_each_root_row_has_a_re_index_button_that_posts(admin_client, repo):
@@ -88,7 +106,9 @@ def test_progress_counts_chunks_embedded_not_files_read():
     assert job.progress == 0.125  # half the files read found 400 chunks: about 800 in all, 100 embedded
     job.files_seen, job.chunks_embedded = 100, 200
     assert job.progress == 0.5
-    assert IndexJob(status=JobStatus.RUNNING, files_total=10, files_seen=4).progress == 0.4  # nothing to embed: reading is the work
+    assert (
+        IndexJob(status=JobStatus.RUNNING, files_total=10, files_seen=4).progress == 0.4
+    )  # nothing to embed: reading is the work
 
 
 def test_a_segment_glob_that_can_never_match_is_refused():
@@ -99,8 +119,10 @@ def test_a_segment_glob_that_can_never_match_is_refused():
 
 def test_text_typed_in_the_admin_is_stored_with_unix_newlines(admin_client):
     body = "# Deploy\r\n\r\nShip it.\r\n"
-    response = admin_client.post("/admin/sources/skill/add/", {"slug": "deploy", "title": "", "enabled": "on", "body": body,
-                                                                "bot_id": "", "client_id": "", "channels": ""})
+    response = admin_client.post(
+        "/admin/sources/skill/add/",
+        {"slug": "deploy", "title": "", "enabled": "on", "body": body, "bot_id": "", "client_id": "", "channels": ""},
+    )
     assert response.status_code == 302
     assert Skill.objects.get(slug="deploy").body == "# Deploy\n\nShip it."  # (Django strips the ends, as before)
 
@@ -109,9 +131,15 @@ def test_the_chunking_preview_shows_sections_and_lines_before_saving(admin_clien
     url = reverse("admin:sources_skill_preview")
     page = admin_client.get("/admin/sources/skill/add/").content.decode()
     assert f'hx-post="{url}"' in page and "Preview chunking" in page
-    preview = admin_client.post(url, {"body": "# Deploy\r\n\r\nShip it.\r\n\r\n## Roll back\r\n\r\nRevert the tag.\r\n"})
+    preview = admin_client.post(
+        url, {"body": "# Deploy\r\n\r\nShip it.\r\n\r\n## Roll back\r\n\r\nRevert the tag.\r\n"}
+    )
     html = preview.content.decode()
-    assert "2 chunk(s)" in html and "<td>1-3</td><td># Deploy</td>" in html and "<td>5-7</td><td># Deploy &gt; ## Roll back</td>" in html
+    assert (
+        "2 chunk(s)" in html
+        and "<td>1-3</td><td># Deploy</td>" in html
+        and "<td>5-7</td><td># Deploy &gt; ## Roll back</td>" in html
+    )
     assert not Skill.objects.exists()  # nothing saved
     broken = admin_client.post(url, {"body": "---\nname: [unclosed\n---\n# X\n"}).content.decode()
     assert 'class="errornote"' in broken
@@ -129,7 +157,9 @@ def test_a_roots_schedule_is_named_after_it_and_follows_a_rename(repo):
     assert PeriodicTask.objects.get(args=f"[{root.pk}]").name == "Re-verify root repo"
     root.name = "main repo"
     root.save()
-    assert list(PeriodicTask.objects.filter(args=f"[{root.pk}]").values_list("name", flat=True)) == ["Re-verify root main repo"]
+    assert list(PeriodicTask.objects.filter(args=f"[{root.pk}]").values_list("name", flat=True)) == [
+        "Re-verify root main repo"
+    ]
     root.delete()
     assert not PeriodicTask.objects.filter(args=f"[{root.pk}]").exists()
 
@@ -148,8 +178,9 @@ def test_the_index_overview_counts_every_kind_and_lists_what_fails(admin_client)
 
 def test_try_a_search_as_a_chosen_caller_with_every_score_explained(admin_client):
     services.skill_index(skill_id=Skill.objects.create(slug="deploy", body="# Deploy\n\nShip the release.\n").pk)
-    services.skill_index(skill_id=Skill.objects.create(slug="alpha-deploy", body="# Deploy alpha\n\nShip alpha.\n",
-                                                       bot_id="alpha").pk)
+    services.skill_index(
+        skill_id=Skill.objects.create(slug="alpha-deploy", body="# Deploy alpha\n\nShip alpha.\n", bot_id="alpha").pk
+    )
     assert 'href="/admin/try-search/"' in admin_client.get("/admin/").content.decode()
     shared = admin_client.get("/admin/try-search/", {"q": "ship the release"}).content.decode()
     assert "skill:deploy:1-3" in shared and "skill:alpha-deploy" not in shared  # as an unknown caller: shared only

@@ -20,8 +20,13 @@ from tests.conftest import index_root
 pytestmark = pytest.mark.django_db
 
 # marker -> scope. Shared ones every console identity sees; the others only through a grant.
-SKILLS = {"quokkashared": {}, "quokkaalpha": {"bot_id": "alpha"}, "quokkabeta": {"bot_id": "beta"},
-          "quokkaacme": {"client_id": "acme"}, "quokkavip": {"channels": "vip"}}
+SKILLS = {
+    "quokkashared": {},
+    "quokkaalpha": {"bot_id": "alpha"},
+    "quokkabeta": {"bot_id": "beta"},
+    "quokkaacme": {"client_id": "acme"},
+    "quokkavip": {"channels": "vip"},
+}
 TOOLS = {"quokkatoolshared": {}, "quokkatoolbeta": {"bot_id": "beta"}}
 FAILING = "quokkafailbeta"  # a skill of bot beta whose indexing failed: its reason shows in the overview
 JOB_MESSAGE = "quokkajobbeta"  # a failed job of beta's root, its message naming the server path
@@ -42,15 +47,32 @@ VISIBLE: dict[str, set[str] | None] = {
     "group_beta": SHARED | BETA,
 }
 # try-search's widening parameters: what each asks for, and the markers it adds when allowed.
-WIDENING = {"bot_id=beta": ({"bot_id": "beta"}, "beta"), "client_id=acme": ({"client_id": "acme"}, "acme"),
-            "channels=vip": ({"channels": "vip"}, "vip")}
-MAY_ASK = {"superuser": {"beta", "acme", "vip"}, "staff_no_grants": set(), "staff_alpha": set(),
-           "staff_acme": {"acme"}, "staff_vip": {"vip"}, "group_beta": {"beta"}}
-SEARCHED = {"beta": {"quokkabeta", "quokkatoolbeta", "quokkarootbeta"}, "acme": {"quokkaacme"}, "vip": {"quokkavip", SEGMENT}}
+WIDENING = {
+    "bot_id=beta": ({"bot_id": "beta"}, "beta"),
+    "client_id=acme": ({"client_id": "acme"}, "acme"),
+    "channels=vip": ({"channels": "vip"}, "vip"),
+}
+MAY_ASK = {
+    "superuser": {"beta", "acme", "vip"},
+    "staff_no_grants": set(),
+    "staff_alpha": set(),
+    "staff_acme": {"acme"},
+    "staff_vip": {"vip"},
+    "group_beta": {"beta"},
+}
+SEARCHED = {
+    "beta": {"quokkabeta", "quokkatoolbeta", "quokkarootbeta"},
+    "acme": {"quokkaacme"},
+    "vip": {"quokkavip", SEGMENT},
+}
 QUERY = " ".join(sorted(ALL))
 MODELS = ("skill", "tool", "workspaceroot", "segment", "indexjob", "chunk", "source")
-CONSOLE = [("retrieval", "view_index_overview"), ("retrieval", "use_try_search"),
-           *(("sources", f"view_{model}") for model in MODELS), ("sources", "change_indexjob")]
+CONSOLE = [
+    ("retrieval", "view_index_overview"),
+    ("retrieval", "use_try_search"),
+    *(("sources", f"view_{model}") for model in MODELS),
+    ("sources", "change_indexjob"),
+]
 
 
 @pytest.fixture
@@ -59,7 +81,9 @@ def tenants(tmp_path, settings):
     for kind in ("SKILL", "FILE", "TOOL"):
         setattr(settings, f"RAG_SIMILARITY_THRESHOLD_{kind}", -1.0)  # every chunk is a hit
     for marker, scope in SKILLS.items():
-        services.skill_index(skill_id=Skill.objects.create(slug=marker, body=f"# {marker}\n\nThe {marker} procedure.\n", **scope).pk)
+        services.skill_index(
+            skill_id=Skill.objects.create(slug=marker, body=f"# {marker}\n\nThe {marker} procedure.\n", **scope).pk
+        )
     failing = Skill.objects.create(slug=FAILING, body="# B\n", bot_id="beta")
     services.skill_index_failed(skill_id=failing.pk, reason=f"{FAILING}: the model could not be loaded")
     for marker, scope in TOOLS.items():
@@ -71,12 +95,19 @@ def tenants(tmp_path, settings):
         (directory / f"{marker}.md").write_text(f"# {marker}\n\nThe {marker} procedure.\n")
         roots[marker] = WorkspaceRoot.objects.create(name=marker, path=str(directory), **scope)
     (tmp_path / "quokkarootshared" / "docs" / f"{SEGMENT}.md").write_text(f"# {SEGMENT}\n\nThe {SEGMENT} procedure.\n")
-    (tmp_path / "quokkarootshared" / "docs" / f"{SEGMENT}-blob.md").write_bytes(b"\x7fELF\x00\x00")  # skipped: a job problem
+    (tmp_path / "quokkarootshared" / "docs" / f"{SEGMENT}-blob.md").write_bytes(
+        b"\x7fELF\x00\x00"
+    )  # skipped: a job problem
     Segment.objects.create(root=roots["quokkarootshared"], name=SEGMENT, path_glob="docs/**", channels="vip")
     shared_job, beta_job = index_root(roots["quokkarootshared"]), index_root(roots["quokkarootbeta"])
     beta_path = roots["quokkarootbeta"].path
-    IndexJob.objects.filter(pk=beta_job.pk).update(status=JobStatus.FAILED, message=f"{JOB_MESSAGE}: {beta_path} is gone")
-    active = {name: jobs.root_job_request(root_id=root.pk, trigger="test", ignore_cooldown=True)[0] for name, root in roots.items()}
+    IndexJob.objects.filter(pk=beta_job.pk).update(
+        status=JobStatus.FAILED, message=f"{JOB_MESSAGE}: {beta_path} is gone"
+    )
+    active = {
+        name: jobs.root_job_request(root_id=root.pk, trigger="test", ignore_cooldown=True)[0]
+        for name, root in roots.items()
+    }
     return {"roots": roots, "finished": {"quokkarootshared": shared_job, "quokkarootbeta": beta_job}, "active": active}
 
 
@@ -134,7 +165,11 @@ def test_the_overview_and_try_search_show_only_the_persons_scope(identity, tenan
     assert overview.status_code == 200
     page = overview.content.decode()
     # Failing items, job messages (with their server paths) and job lists: only of what the person sees.
-    assert markers(page) & {FAILING, JOB_MESSAGE, "quokkarootbeta"} == expected & {FAILING, JOB_MESSAGE, "quokkarootbeta"}
+    assert markers(page) & {FAILING, JOB_MESSAGE, "quokkarootbeta"} == expected & {
+        FAILING,
+        JOB_MESSAGE,
+        "quokkarootbeta",
+    }
     assert (tenants["roots"]["quokkarootbeta"].path in page) == ("quokkarootbeta" in expected)
     visible_skills = len(expected & ({*SKILLS, FAILING}))
     assert f"<td>Skill</td><td>{visible_skills}</td>" in page
@@ -156,7 +191,10 @@ def test_the_overview_and_try_search_show_only_the_persons_scope(identity, tenan
 def test_the_console_lists_and_pages_show_only_the_persons_scope(identity, tenants, django_user_model):
     client = person(identity, django_user_model)
     expected = VISIBLE[identity]
-    lists = {model: client.get(f"/admin/sources/{model}/") for model in ("skill", "tool", "workspaceroot", "indexjob", "chunk", "source")}
+    lists = {
+        model: client.get(f"/admin/sources/{model}/")
+        for model in ("skill", "tool", "workspaceroot", "indexjob", "chunk", "source")
+    }
     if expected is None:
         assert {model: r.status_code for model, r in lists.items()} == dict.fromkeys(lists, 403)
     else:
@@ -164,9 +202,14 @@ def test_the_console_lists_and_pages_show_only_the_persons_scope(identity, tenan
         assert markers(lists["skill"].content.decode()) == expected & {*SKILLS, FAILING}
         assert markers(lists["tool"].content.decode()) == expected & set(TOOLS)
         assert markers(lists["workspaceroot"].content.decode()) == expected & set(ROOTS)
-        assert markers(lists["indexjob"].content.decode()) == expected & {*ROOTS, JOB_MESSAGE}  # rows, messages, the root filter
+        assert markers(lists["indexjob"].content.decode()) == expected & {
+            *ROOTS,
+            JOB_MESSAGE,
+        }  # rows, messages, the root filter
         assert markers(lists["source"].content.decode()) == expected - {JOB_MESSAGE}
-        searched = client.get("/admin/sources/chunk/", {"q": "procedure"}).content.decode()  # chunk lists cite slug or path
+        searched = client.get(
+            "/admin/sources/chunk/", {"q": "procedure"}
+        ).content.decode()  # chunk lists cite slug or path
         assert markers(searched) == expected & ({*SKILLS, *ROOTS, SEGMENT} - {FAILING})
 
     # Each object page: 200 when visible, otherwise 404 as if it did not exist.
@@ -195,11 +238,15 @@ def test_the_console_lists_and_pages_show_only_the_persons_scope(identity, tenan
 
     if expected is not None:
         # The shared root's page lists its files and segments, but the vip segment's only to those who see it.
-        shared = client.get(f"/admin/sources/workspaceroot/{tenants['roots']['quokkarootshared'].pk}/change/").content.decode()
+        shared = client.get(
+            f"/admin/sources/workspaceroot/{tenants['roots']['quokkarootshared'].pk}/change/"
+        ).content.decode()
         assert "quokkarootshared.md" in shared
         assert (SEGMENT in shared) == (SEGMENT in expected)
         # Its job's problems name the vip segment's skipped file only to those who see that segment.
-        job = client.get(f"/admin/sources/indexjob/{tenants['finished']['quokkarootshared'].pk}/change/").content.decode()
+        job = client.get(
+            f"/admin/sources/indexjob/{tenants['finished']['quokkarootshared'].pk}/change/"
+        ).content.decode()
         assert "binary file" in job if SEGMENT in expected else "binary file" not in job
         assert (SEGMENT in job) == (SEGMENT in expected)
         vip = Source.objects.get(segment__name=SEGMENT)
@@ -216,7 +263,12 @@ def test_cancelling_a_job_needs_the_change_permission_and_the_jobs_scope(identit
         assert response.status_code == wanted, marker
         job.refresh_from_db()
         assert (job.status == JobStatus.CANCELLED) == (wanted == 302), marker
-    assert client.get(reverse("admin:sources_indexjob_cancel", args=[tenants["active"]["quokkarootshared"].pk])).status_code == 405
+    assert (
+        client.get(
+            reverse("admin:sources_indexjob_cancel", args=[tenants["active"]["quokkarootshared"].pk])
+        ).status_code
+        == 405
+    )
 
 
 def test_a_viewer_without_the_change_permission_cannot_cancel_a_job(tenants, django_user_model):
@@ -247,17 +299,29 @@ def test_the_cancel_button_shows_only_to_those_who_may_cancel(tenants, django_us
     job = tenants["active"]["quokkarootshared"]
     for client, shown in ((viewer, False), (admin_client, True)):
         assert ("Cancel this job" in client.get(f"/admin/sources/indexjob/{job.pk}/change/").content.decode()) == shown
-        assert ("Cancel this job" in client.get(reverse("admin:sources_indexjob_live", args=[job.pk])).content.decode()) == shown
+        assert (
+            "Cancel this job" in client.get(reverse("admin:sources_indexjob_live", args=[job.pk])).content.decode()
+        ) == shown
 
 
 def test_a_person_may_give_a_skill_only_to_a_bot_their_grants_cover(django_user_model):
     user = django_user_model.objects.create_user("author", password="x-long-password-6", is_staff=True)
-    user.user_permissions.set(Permission.objects.filter(content_type__app_label="sources",
-                                                        codename__in=["add_skill", "change_skill", "view_skill"]))
+    user.user_permissions.set(
+        Permission.objects.filter(
+            content_type__app_label="sources", codename__in=["add_skill", "change_skill", "view_skill"]
+        )
+    )
     AccessGrant.objects.create(user=user, bot_id="alpha")
     client = Client()
     client.force_login(user)
-    form = {"slug": "deploy", "title": "", "enabled": "on", "body": "# Deploy\n\nShip it.\n", "client_id": "", "channels": ""}
+    form = {
+        "slug": "deploy",
+        "title": "",
+        "enabled": "on",
+        "body": "# Deploy\n\nShip it.\n",
+        "client_id": "",
+        "channels": "",
+    }
     refused = client.post("/admin/sources/skill/add/", {**form, "bot_id": "beta"})
     assert refused.status_code == 200 and "Your access grants do not cover bot beta" in refused.content.decode()
     assert not Skill.objects.exists()

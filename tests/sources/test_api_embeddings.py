@@ -80,7 +80,9 @@ def test_a_root_embeds_through_the_api_in_batches_and_is_searched_with_its_model
     assert Source.objects.get(key=f"root:{root.pk}").embedding_model_id == model.pk
     assert hnsw_index_exists(model)
     calls = api.requests(path="embeddings", model=name)
-    assert all(call.body["dimensions"] == 32 and len(call.body["input"]) <= settings.RAG_EMBED_BATCH_SIZE for call in calls)
+    assert all(
+        call.body["dimensions"] == 32 and len(call.body["input"]) <= settings.RAG_EMBED_BATCH_SIZE for call in calls
+    )
     assert sum(len(call.body["input"]) for call in calls) == len(chunks)
     for chunk in chunks:
         assert len(chunk.embedding) == 32 and abs(np.linalg.norm(chunk.embedding) - 1.0) < 1e-5
@@ -105,7 +107,11 @@ def test_a_model_without_stated_dimensions_learns_them_and_a_segment_can_use_ano
     assert "dimensions" not in api.requests(path="embeddings", model=root_model)[0].body
     segment = Segment.objects.get(root=root)
     by_model = {c.path: c.embedding_model.name for c in Chunk.objects.filter(source__key__startswith=f"root:{root.pk}")}
-    assert by_model == {"zebra.py": root_model, "docs/harbour.md": f"{segment_model}@24", "docs/glacier.md": f"{segment_model}@24"}
+    assert by_model == {
+        "zebra.py": root_model,
+        "docs/harbour.md": f"{segment_model}@24",
+        "docs/glacier.md": f"{segment_model}@24",
+    }
     assert segment.source.embedding_model.dimensions == 24
 
 

@@ -40,9 +40,24 @@ prose_lines = st.one_of(
 )
 python_lines = st.sampled_from(
     [
-        "import os", "", "# a comment", "@decorator", "def f(a, b):", "    return a + b", "class C(Base):",
-        '    """Doc."""', "    x = 1", "    def m(self):", "        pass", "    @property", "async def g():",
-        "    await h()", "if __name__ == '__main__':", "    main()", "def broken(:", "    " + "y = 1; " * 40,
+        "import os",
+        "",
+        "# a comment",
+        "@decorator",
+        "def f(a, b):",
+        "    return a + b",
+        "class C(Base):",
+        '    """Doc."""',
+        "    x = 1",
+        "    def m(self):",
+        "        pass",
+        "    @property",
+        "async def g():",
+        "    await h()",
+        "if __name__ == '__main__':",
+        "    main()",
+        "def broken(:",
+        "    " + "y = 1; " * 40,
     ]
 )
 
@@ -66,8 +81,10 @@ def test_python_chunks_are_exact_and_complete(lines, max_chars):
 
 
 @settings(max_examples=150, deadline=None)
-@given(st.lists(st.one_of(st.sampled_from(["# H", "## H2", "```", "", "- item", "text.", "---"]), any_text), max_size=60),
-       st.integers(min_value=50, max_value=1500))
+@given(
+    st.lists(st.one_of(st.sampled_from(["# H", "## H2", "```", "", "- item", "text.", "---"]), any_text), max_size=60),
+    st.integers(min_value=50, max_value=1500),
+)
 def test_markdown_chunks_are_exact_and_complete(lines, max_chars):
     text = "\n".join(lines)
     chunks = chunk_text(text, "doc.md", max_chars=max_chars)
@@ -77,8 +94,18 @@ def test_markdown_chunks_are_exact_and_complete(lines, max_chars):
 
 @pytest.mark.parametrize(
     "text",
-    ["", "   \n\n\t", "x" * 2_000_000, "a\r\nb\r\n" * 2000, "\x00" * 5000, "((((" * 10_000,
-     "[" * 50_000, "{" * 50_000 + "}" * 50_000, "مرحبا 世界 " * 3000, "def f(:\n" * 500],
+    [
+        "",
+        "   \n\n\t",
+        "x" * 2_000_000,
+        "a\r\nb\r\n" * 2000,
+        "\x00" * 5000,
+        "((((" * 10_000,
+        "[" * 50_000,
+        "{" * 50_000 + "}" * 50_000,
+        "مرحبا 世界 " * 3000,
+        "def f(:\n" * 500,
+    ],
 )
 @pytest.mark.parametrize("path", ["a.txt", "a.py", "a.md", "a.json", "a.yaml", "a.toml", "a.ts", "a.go", "a.ipynb"])
 def test_hostile_input_never_raises(text, path):
@@ -151,14 +178,26 @@ def test_a_python_syntax_error_falls_back_to_the_window():
 @pytest.mark.parametrize(
     ("path", "text", "expected"),
     [
-        ("a.ts", "import x from 'y';\n\n// Adds.\nexport const add = (a: number) => a + 1;\n\nexport class Thing {\n  run(): void {}\n}\n\ninterface Shape { area(): number }\n",
-         [("", 1, 1), ("add", 3, 4), ("Thing", 6, 8), ("Shape", 10, 10)]),
-        ("a.jsx", "const App = function () {\n  return <div/>;\n};\nfunction Other() { return null; }\n",
-         [("App", 1, 3), ("Other", 4, 4)]),
-        ("a.go", "package main\n\n// Start runs.\nfunc (s *Server) Start() error {\n\treturn nil\n}\n\ntype Server struct{}\n",
-         [("", 1, 1), ("Server.Start", 3, 6), ("Server", 8, 8)]),
-        ("a.rs", "use std::fmt;\n\n/// Doc.\n#[derive(Debug)]\npub struct P { x: i32 }\n\nimpl P {\n    fn new() -> P { P { x: 1 } }\n}\n",
-         [("", 1, 1), ("P", 3, 5), ("P", 7, 9)]),
+        (
+            "a.ts",
+            "import x from 'y';\n\n// Adds.\nexport const add = (a: number) => a + 1;\n\nexport class Thing {\n  run(): void {}\n}\n\ninterface Shape { area(): number }\n",
+            [("", 1, 1), ("add", 3, 4), ("Thing", 6, 8), ("Shape", 10, 10)],
+        ),
+        (
+            "a.jsx",
+            "const App = function () {\n  return <div/>;\n};\nfunction Other() { return null; }\n",
+            [("App", 1, 3), ("Other", 4, 4)],
+        ),
+        (
+            "a.go",
+            "package main\n\n// Start runs.\nfunc (s *Server) Start() error {\n\treturn nil\n}\n\ntype Server struct{}\n",
+            [("", 1, 1), ("Server.Start", 3, 6), ("Server", 8, 8)],
+        ),
+        (
+            "a.rs",
+            "use std::fmt;\n\n/// Doc.\n#[derive(Debug)]\npub struct P { x: i32 }\n\nimpl P {\n    fn new() -> P { P { x: 1 } }\n}\n",
+            [("", 1, 1), ("P", 3, 5), ("P", 7, 9)],
+        ),
         ("A.java", "package a;\n\n/** Doc. */\npublic class A {\n  void run() {}\n}\n", [("", 1, 1), ("A", 3, 6)]),
         ("a.c", "#include <stdio.h>\n\n/* Entry. */\nint main(void) {\n  return 0;\n}\n", [("", 1, 1), ("main", 3, 6)]),
         ("a.rb", "# Greets.\ndef hello\n  puts 'hi'\nend\n\nclass K\nend\n", [("hello", 1, 4), ("K", 6, 7)]),
@@ -192,7 +231,9 @@ def test_yaml_and_toml_split_by_top_level_key():
     yaml_text = "\n".join(f"key{i}:\n  - {'v' * 60}\n  - {'w' * 60}" for i in range(20))
     chunks = chunk_text(yaml_text, "c.yaml", max_chars=400)
     assert chunks[0].symbol == "key0" and chunks[-1].symbol == "key19"
-    toml_text = 'title = "x"\n\n[server]\nport = 80\n' + "".join(f'\n[table{i}]\nvalue = "{"z" * 80}"\n' for i in range(10))
+    toml_text = 'title = "x"\n\n[server]\nport = 80\n' + "".join(
+        f'\n[table{i}]\nvalue = "{"z" * 80}"\n' for i in range(10)
+    )
     chunks = chunk_text(toml_text, "c.toml", max_chars=300)
     assert [c.symbol for c in chunks[:3]] == ["title", "server", "table0"]
 
@@ -206,11 +247,18 @@ def test_notebook_cells_are_chunks_with_lines_in_the_json():
     notebook = {
         "cells": [
             {"cell_type": "markdown", "metadata": {}, "source": ["# Title\n", "Some text."]},
-            {"cell_type": "code", "metadata": {}, "source": ["import os\n", "print(os.getcwd())"],
-             "outputs": [{"output_type": "stream", "text": ["/secret/output\n"]}], "execution_count": 1},
+            {
+                "cell_type": "code",
+                "metadata": {},
+                "source": ["import os\n", "print(os.getcwd())"],
+                "outputs": [{"output_type": "stream", "text": ["/secret/output\n"]}],
+                "execution_count": 1,
+            },
             {"cell_type": "code", "metadata": {}, "source": "x = 1", "outputs": [], "execution_count": 2},
         ],
-        "metadata": {"kernelspec": {"language": "python"}}, "nbformat": 4, "nbformat_minor": 5,
+        "metadata": {"kernelspec": {"language": "python"}},
+        "nbformat": 4,
+        "nbformat_minor": 5,
     }
     text = json.dumps(notebook, indent=1)
     chunks = chunk_text(text, "n.ipynb")
@@ -227,7 +275,9 @@ def installed(package: str) -> Path:
     return Path(__import__(package).__file__).parent
 
 
-@pytest.mark.parametrize("root", [installed("django"), installed("celery"), SHARED / "seeds"], ids=["django", "celery", "seeds"])
+@pytest.mark.parametrize(
+    "root", [installed("django"), installed("celery"), SHARED / "seeds"], ids=["django", "celery", "seeds"]
+)
 def test_a_real_tree_chunks_without_exception(root):
     if root.name == "seeds" and not root.is_dir():
         pytest.skip("../shared/seeds is not beside the checkout")  # as the quality ratchet does for ../shared/eval

@@ -13,7 +13,17 @@ from sources import services
 from sources.chunking import ChunkResult
 from sources.contextual import DOCUMENT_CHARS, DescriptionRequest, description_messages
 from sources.ingest import IngestSettings, embed_text, fingerprint
-from sources.models import DESCRIPTION_KEY, Chunk, ChunkDescription, IndexedFile, IndexStatus, JobStatus, Skill, Source, WorkspaceRoot
+from sources.models import (
+    DESCRIPTION_KEY,
+    Chunk,
+    ChunkDescription,
+    IndexedFile,
+    IndexStatus,
+    JobStatus,
+    Skill,
+    Source,
+    WorkspaceRoot,
+)
 from tests.conftest import index_root
 from tests.openai_server import http_error, openai_server, slow  # noqa: F401 - the fixture
 
@@ -61,8 +71,13 @@ def root(tmp_path, settings):
     directory.mkdir()
     for name, text in FILES.items():
         (directory / name).write_text(text)
-    return WorkspaceRoot.objects.create(name="repo", path=str(directory), cooldown_seconds=0, similarity_threshold=-1.0,
-                                        embedding_model_name=f"api:{unique('embedder')}@32")
+    return WorkspaceRoot.objects.create(
+        name="repo",
+        path=str(directory),
+        cooldown_seconds=0,
+        similarity_threshold=-1.0,
+        embedding_model_name=f"api:{unique('embedder')}@32",
+    )
 
 
 def chunks_of(root: WorkspaceRoot) -> list[Chunk]:
@@ -79,27 +94,44 @@ def embedded_inputs(server) -> list[str]:
 
 # --- without a database -------------------------------------------------------------------
 
+
 def test_the_description_comes_between_the_header_and_the_content_and_nothing_changes_without_one():
-    chunk = ChunkResult(content="return 1", context_prefix="Guide > Setup", language="python", symbol="serve", start_line=1, end_line=1)
+    chunk = ChunkResult(
+        content="return 1", context_prefix="Guide > Setup", language="python", symbol="serve", start_line=1, end_line=1
+    )
     assert embed_text(chunk, "a.py") == "a.py · serve · Guide > Setup\n\nreturn 1"
-    described = ChunkResult(**{**{f: getattr(chunk, f) for f in ("content", "context_prefix", "language", "symbol",
-                                                                   "start_line", "end_line")},
-                               "metadata": {DESCRIPTION_KEY: "This chunk serves."}})
+    described = ChunkResult(
+        **{
+            **{
+                f: getattr(chunk, f)
+                for f in ("content", "context_prefix", "language", "symbol", "start_line", "end_line")
+            },
+            "metadata": {DESCRIPTION_KEY: "This chunk serves."},
+        }
+    )
     assert embed_text(described, "a.py") == "a.py · serve · Guide > Setup\n\nThis chunk serves.\n\nreturn 1"
     assert embed_text(described) == "serve · Guide > Setup\n\nThis chunk serves.\n\nreturn 1"
 
 
 def test_the_prompt_sends_a_bounded_start_of_the_document():
-    request = DescriptionRequest(document_hash="h", path="big.txt", document="x" * (DOCUMENT_CHARS * 3), chunk="the chunk")
+    request = DescriptionRequest(
+        document_hash="h", path="big.txt", document="x" * (DOCUMENT_CHARS * 3), chunk="the chunk"
+    )
     prompt = description_messages(request)[-1]["content"]
-    assert len(prompt) < DOCUMENT_CHARS + 200 and "the document continues" in prompt and "<excerpt>\nthe chunk\n" in prompt
+    assert (
+        len(prompt) < DOCUMENT_CHARS + 200 and "the document continues" in prompt and "<excerpt>\nthe chunk\n" in prompt
+    )
 
 
 def test_turning_it_on_or_off_changes_every_fingerprint(settings):
     settings.RAG_CONTEXTUAL_RETRIEVAL = False
     off = IngestSettings.current()
     assert off.contextual == ""
-    settings.RAG_LLM_BASE_URL, settings.RAG_CONTEXTUAL_RETRIEVAL, settings.RAG_CONTEXTUAL_MODEL = "http://x/v1", True, "m1"
+    settings.RAG_LLM_BASE_URL, settings.RAG_CONTEXTUAL_RETRIEVAL, settings.RAG_CONTEXTUAL_MODEL = (
+        "http://x/v1",
+        True,
+        "m1",
+    )
     on = IngestSettings.current()
     settings.RAG_CONTEXTUAL_MODEL = "m2"
     other = IngestSettings.current()
@@ -109,6 +141,7 @@ def test_turning_it_on_or_off_changes_every_fingerprint(settings):
 
 # --- indexing ----------------------------------------------------------------------------
 
+
 def test_each_chunk_is_described_once_stored_embedded_and_reused_across_reindex_and_model_switch(llm, root):
     job = index_root(root)
     assert job.status == JobStatus.SUCCEEDED, job.message
@@ -117,7 +150,9 @@ def test_each_chunk_is_described_once_stored_embedded_and_reused_across_reindex_
     assert descriptions_asked(llm) == len(stored) == ChunkDescription.objects.count()
     for chunk in stored:
         description = chunk.metadata[DESCRIPTION_KEY]
-        assert description.startswith(f"This chunk is part of the {MARKER} handbook and begins with {chunk.content.split()[0]!r}")
+        assert description.startswith(
+            f"This chunk is part of the {MARKER} handbook and begins with {chunk.content.split()[0]!r}"
+        )
     # The embedded text is the header, then the description, then the content.
     inputs = embedded_inputs(llm)
     for chunk in stored:
@@ -144,8 +179,11 @@ def test_a_word_only_in_the_descriptions_is_found_by_the_lexical_channel(llm, ro
     hits = chunks_search(query=MARKER, mode=Mode.LEXICAL, scope=scope)
     assert {hit.chunk.pk for hit in hits} == {c.pk for c in chunks_of(root)}
     with connection.cursor() as cursor:  # the postings, kept by the triggers, hold the description's word
-        cursor.execute("SELECT count(DISTINCT chunk_id) FROM retrieval_posting "
-                       "WHERE lexeme = ANY(tsvector_to_array(to_tsvector('english', %s)))", [MARKER])
+        cursor.execute(
+            "SELECT count(DISTINCT chunk_id) FROM retrieval_posting "
+            "WHERE lexeme = ANY(tsvector_to_array(to_tsvector('english', %s)))",
+            [MARKER],
+        )
         assert cursor.fetchone()[0] == len(chunks_of(root))
 
     settings.RAG_CONTEXTUAL_RETRIEVAL = False
@@ -164,22 +202,40 @@ def test_a_word_only_in_the_descriptions_is_found_by_the_lexical_channel(llm, ro
 def test_without_a_description_every_tsvector_is_exactly_the_one_before_descriptions_existed(db):
     source = Source.objects.create(kind=Source.Kind.FILE, key="plain", title="plain")
     fields = {"source": source, "start_line": 1, "end_line": 2, "content_hash": "h", "chunking_version": "t"}
-    plain = Chunk.objects.create(path="src/RetryLoop.py", chunk_index=0, symbol="RetryLoop.run_once",
-                                 context_prefix="Client > Retries", content="def run_once(self):\n    return backoff_wait()",
-                                 metadata={"heading": "Retries"}, **fields)
-    described = Chunk.objects.create(path="src/RetryLoop.py", chunk_index=1, content="return 1",
-                                     metadata={DESCRIPTION_KEY: "This chunk ends the UploadClient retry loop."}, **fields)
+    plain = Chunk.objects.create(
+        path="src/RetryLoop.py",
+        chunk_index=0,
+        symbol="RetryLoop.run_once",
+        context_prefix="Client > Retries",
+        content="def run_once(self):\n    return backoff_wait()",
+        metadata={"heading": "Retries"},
+        **fields,
+    )
+    described = Chunk.objects.create(
+        path="src/RetryLoop.py",
+        chunk_index=1,
+        content="return 1",
+        metadata={DESCRIPTION_KEY: "This chunk ends the UploadClient retry loop."},
+        **fields,
+    )
     # The expression of migration 0003, the last one before descriptions.
     before = importlib.import_module("sources.migrations.0003_chunk_body_identifier_words")
-    old = next(op.field.expression for op in before.Migration.operations
-               if isinstance(op, migrations.AddField) and op.name == "search_vector")
+    old = next(
+        op.field.expression
+        for op in before.Migration.operations
+        if isinstance(op, migrations.AddField) and op.name == "search_vector"
+    )
     rows = dict(Chunk.objects.annotate(old=old).values_list("pk", "old"))
     current = dict(Chunk.objects.values_list("pk", "search_vector"))
     assert current[plain.pk] == rows[plain.pk]
     assert current[described.pk] != rows[described.pk]
     assert "'upload':" in current[described.pk] and "'uploadcli" not in current[described.pk]  # identifiers split
-    assert all(position.endswith("C") for term in current[described.pk].split(" ") for position in
-               term.split(":")[1].split(",") if "upload" in term)
+    assert all(
+        position.endswith("C")
+        for term in current[described.pk].split(" ")
+        for position in term.split(":")[1].split(",")
+        if "upload" in term
+    )
 
 
 def test_a_failing_provider_leaves_chunks_undescribed_and_the_next_run_describes_them(llm, root):

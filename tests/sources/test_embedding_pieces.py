@@ -34,7 +34,7 @@ def test_a_single_huge_line_is_cut_by_tokens():
 def test_pooled_vectors_are_unit_means_of_their_pieces():
     vectors = np.array([[1, 0], [0, 1], [1, 0]], dtype=np.float32)
     pooled = pieces_pool(vectors, [0, 0, 1], 2)
-    assert pooled[0] == pytest.approx([2 ** -0.5, 2 ** -0.5])
+    assert pooled[0] == pytest.approx([2**-0.5, 2**-0.5])
     assert pooled[1] == pytest.approx([1, 0])
 
 

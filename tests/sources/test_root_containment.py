@@ -91,8 +91,9 @@ def run_job(root: WorkspaceRoot) -> IndexJob:
 
 
 def searched(client, query: str) -> list[dict]:
-    response = client.post("/api/v1/search", data=json.dumps({"query": query, "mode": "lexical"}),
-                           content_type="application/json")
+    response = client.post(
+        "/api/v1/search", data=json.dumps({"query": query, "mode": "lexical"}), content_type="application/json"
+    )
     assert response.status_code == 200, response.content
     return response.json()["hits"]
 
@@ -111,7 +112,8 @@ def swap_for_symlink(root: WorkspaceRoot, target: Path) -> None:
 
 
 def test_a_root_swapped_for_a_symlink_to_another_root_is_refused_by_read_grep_and_the_viewer(
-        alpha, beta, alpha_client, alpha_person):
+    alpha, beta, alpha_client, alpha_person
+):
     assert "pelican" in alpha_client.get("/api/v1/read", {"root": "alpha", "path": "notes.md"}).json()["content"]
     swap_for_symlink(alpha, Path(beta.path))
 
@@ -205,8 +207,16 @@ def test_an_indexed_file_replaced_by_a_hard_link_to_outside_is_not_served(alpha,
 def root_form(instance: WorkspaceRoot | None = None, **data):
     from sources.admin.roots import RootForm
 
-    fields = {"name": "alpha", "include_globs": "*.md *.py", "exclude_dirs": ".git", "max_file_bytes": 500000,
-              "cooldown_seconds": 0, "reverify_minutes": 0, "enabled": "on", "scan_secrets": "on"}
+    fields = {
+        "name": "alpha",
+        "include_globs": "*.md *.py",
+        "exclude_dirs": ".git",
+        "max_file_bytes": 500000,
+        "cooldown_seconds": 0,
+        "reverify_minutes": 0,
+        "enabled": "on",
+        "scan_secrets": "on",
+    }
     if instance is not None:
         instance = WorkspaceRoot.objects.get(pk=instance.pk)  # as the admin loads it (a form changes its instance)
         fields.update(name=instance.name, path=instance.path, bot_id=instance.bot_id)
@@ -220,14 +230,19 @@ def test_the_admin_pins_a_new_root_and_refuses_a_symlinked_path_unless_confirmed
 
     refused = root_form(path=str(link))
     assert not refused.is_valid()
-    assert refused.errors["path"] == [f"'{link}' passes through a symlink (it leads to '{base / 'alpha'}' now): enter "
-                                      "the real path, or confirm to pin the directory the symlink leads to now."]
+    assert refused.errors["path"] == [
+        f"'{link}' passes through a symlink (it leads to '{base / 'alpha'}' now): enter "
+        "the real path, or confirm to pin the directory the symlink leads to now."
+    ]
     confirmed = root_form(path=str(link), confirm_directory="on", bot_id="bot-alpha")
     assert confirmed.is_valid(), confirmed.errors
     root = confirmed.save()
     info = os.stat(base / "alpha")
     assert (root.path, root.directory_identity, root.symlink_target) == (
-        str(link), f"{info.st_dev}:{info.st_ino}", str(base / "alpha"))
+        str(link),
+        f"{info.st_dev}:{info.st_ino}",
+        str(base / "alpha"),
+    )
     (base / "alpha" / "notes.md").write_text(ALPHA["notes.md"])
     assert run_job(root).status == JobStatus.SUCCEEDED
 
@@ -292,8 +307,9 @@ def test_a_root_may_allow_hard_links_whose_every_link_is_inside_it(base, outside
     root = WorkspaceRoot.objects.create(name="alpha", path=str(directory), bot_id="bot-alpha", hard_links_inside=True)
 
     job = index_root(root)
-    assert job.errors == [{"path": "passwd.md", "reason": "hard link (2 links, 1 of them among this root's files; every "
-                                                         "link must be)"}]
+    assert job.errors == [
+        {"path": "passwd.md", "reason": "hard link (2 links, 1 of them among this root's files; every link must be)"}
+    ]
     assert sorted(hit["path"] for hit in searched(alpha_client, "heron")) == ["docs/guide.md", "guide.md"]
     read = alpha_client.get("/api/v1/read", {"root": "alpha", "path": "docs/guide.md"})
     assert read.status_code == 200 and "heron" in read.json()["content"]
@@ -310,7 +326,9 @@ def test_a_root_may_allow_hard_links_whose_every_link_is_inside_it(base, outside
     read = alpha_client.get("/api/v1/read", {"root": "alpha", "path": "guide.md"})
     assert read.status_code == 422 and "osprey" not in read.content.decode()
     assert "changed since it was indexed" in read.json()["error"]
-    assert [m["path"] for m in grep(alpha_client, pattern="heron|osprey", regex=True).json()["matches"]] == ["docs/guide.md"]
+    assert [m["path"] for m in grep(alpha_client, pattern="heron|osprey", regex=True).json()["matches"]] == [
+        "docs/guide.md"
+    ]
     job = index_root(root)
     assert job.files_deleted == 1 and [hit["path"] for hit in searched(alpha_client, "heron")] == ["docs/guide.md"]
     assert searched(alpha_client, "osprey") == []

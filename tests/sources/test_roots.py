@@ -70,7 +70,9 @@ def test_edit_delete_and_rename_touch_exactly_those_files(root):
 
 
 def vectors(root: WorkspaceRoot) -> dict[tuple[str, int], tuple[int, list[float]]]:
-    rows = Chunk.objects.filter(source__key__startswith=f"root:{root.pk}").values_list("path", "chunk_index", "pk", "embedding")
+    rows = Chunk.objects.filter(source__key__startswith=f"root:{root.pk}").values_list(
+        "path", "chunk_index", "pk", "embedding"
+    )
     return {(path, index): (pk, list(embedding)) for path, index, pk, embedding in rows}
 
 
@@ -124,8 +126,9 @@ def test_stored_files_keep_the_hash_of_their_text_and_a_fingerprint_of_how_they_
     index(root)
     state = IndexedFile.objects.get(path="hash.md")
     assert state.content_hash == hashlib.sha256(text.encode()).hexdigest()
-    assert state.fingerprint == fingerprint(content=state.content_hash, model=state.embedding_model.spec.identity,
-                                            config=IngestSettings.current())
+    assert state.fingerprint == fingerprint(
+        content=state.content_hash, model=state.embedding_model.spec.identity, config=IngestSettings.current()
+    )
     settings.RAG_CHUNK_MAX_CHARS = 900  # a chunker setting: the stored chunks are no longer what it would write
     job = index(root)
     assert (job.files_changed, job.chunks_embedded) == (1, 1)
@@ -203,7 +206,9 @@ def test_segments_scope_and_channels_are_enforced_in_sql(root):
     root.save()  # the scope applies at once, without re-indexing
     assert paths() == set() and paths(bot="bot-b") == set()
     assert paths(bot="bot-a", channel="ops-team") == {"main.py", "docs/ops.md"}
-    assert {h.chunk.path for h in chunks_search(query="flamingo", mode=Mode.VECTOR, scope=Scope(bot_ids=("bot-a",)))} == {"main.py"}
+    assert {
+        h.chunk.path for h in chunks_search(query="flamingo", mode=Mode.VECTOR, scope=Scope(bot_ids=("bot-a",)))
+    } == {"main.py"}
 
 
 def test_the_root_path_must_be_under_an_allowed_base(root, tmp_path, settings):
@@ -245,7 +250,10 @@ def test_a_segment_model_change_switches_atomically_and_survives_a_crash(root, s
     old_model = Chunk.objects.get(path="api/pelican.py").embedding_model
 
     def vector_paths():
-        return [(h.chunk.path, h.chunk.embedding_model.dimensions) for h in chunks_search(query="feeding pelicans", mode=Mode.VECTOR)]
+        return [
+            (h.chunk.path, h.chunk.embedding_model.dimensions)
+            for h in chunks_search(query="feeding pelicans", mode=Mode.VECTOR)
+        ]
 
     segment.embedding_model_name = second_model
     segment.save()
@@ -302,7 +310,10 @@ def test_a_segment_gated_after_indexing_stops_serving_its_files_at_once(root):
     # No job has run: the file moved to the gated segment in the same transaction, vectors and all.
     assert lexical_paths("walrus") == {"main.py"}
     assert lexical_paths("walrus", channel="support") == {"main.py", "docs/support.md"}
-    assert set(Chunk.objects.filter(path="docs/support.md", source=segment.source_id).values_list("pk", flat=True)) == before
+    assert (
+        set(Chunk.objects.filter(path="docs/support.md", source=segment.source_id).values_list("pk", flat=True))
+        == before
+    )
     assert IndexedFile.objects.get(path="docs/support.md").source_id == segment.source_id
     queued = IndexJob.objects.get(root=root, status=JobStatus.QUEUED)
     assert queued.trigger == "segments" and not queued.force  # only moved files may need embedding
@@ -323,7 +334,9 @@ def test_files_moved_to_a_segment_with_another_model_keep_their_vectors_until_th
     (directory / "docs").mkdir()
     (directory / "docs" / "support.md").write_text("# Support\n\nThe walrus escalation path.\n")
     index(root)
-    Segment.objects.create(root=root, name="support", path_glob="docs/**", channels="support", embedding_model_name=second_model)
+    Segment.objects.create(
+        root=root, name="support", path_glob="docs/**", channels="support", embedding_model_name=second_model
+    )
     # Gated at once; searched with the old model's vectors until the queued job builds the new generation.
     assert lexical_paths("walrus") == set() and lexical_paths("walrus", channel="support") == {"docs/support.md"}
     queued = IndexJob.objects.get(root=root, status=JobStatus.QUEUED)
@@ -379,7 +392,9 @@ def test_a_missing_root_fails_its_job_but_keeps_its_index(root, tmp_path):
     assert lexical_paths("osprey") == {"inside.py"}
 
 
-def test_files_swapped_for_symlinks_during_a_job_are_skipped_and_nothing_outside_is_read(root, tmp_path, outside, monkeypatch):
+def test_files_swapped_for_symlinks_during_a_job_are_skipped_and_nothing_outside_is_read(
+    root, tmp_path, outside, monkeypatch
+):
     from sources.walk import REPLACED
 
     directory = Path(root.path)
@@ -405,7 +420,9 @@ def test_files_swapped_for_symlinks_during_a_job_are_skipped_and_nothing_outside
     job = index(root)
     assert job.status == JobStatus.SUCCEEDED
     assert {error["path"]: error["reason"] for error in job.errors} == {
-        "a.py": "symlink (not followed)", "pkg/b.py": "parent directory pkg is a symlink (not followed)", "c.py": REPLACED,
+        "a.py": "symlink (not followed)",
+        "pkg/b.py": "parent directory pkg is a symlink (not followed)",
+        "c.py": REPLACED,
     }
     assert lexical_paths("osprey") == set() and lexical_paths("stolen") == set()
     # The replaced file keeps what was stored (read by the next job); the swapped ones lose theirs.
@@ -432,9 +449,12 @@ def test_secret_files_and_hidden_directories_are_skipped_and_not_searchable(root
     (directory / "settings.py").write_text("PELICAN_ENABLED = True  # hunter2 is not here\n")
     job = index(root)
     assert {error["path"]: error["reason"] for error in job.errors} == {
-        "secrets.json": "secret-bearing name", "settings.ini": "secret-bearing name",
-        "config/credentials.yaml": "secret-bearing name", ".env.json": "secret-bearing name",
-        ".docker": "hidden directory", ".private": "hidden directory",
+        "secrets.json": "secret-bearing name",
+        "settings.ini": "secret-bearing name",
+        "config/credentials.yaml": "secret-bearing name",
+        ".env.json": "secret-bearing name",
+        ".docker": "hidden directory",
+        ".private": "hidden directory",
     }
     assert lexical_paths("hunter2") == {"settings.py"}  # Django settings are code: still searchable
 
@@ -442,8 +462,10 @@ def test_secret_files_and_hidden_directories_are_skipped_and_not_searchable(root
     root.save()
     job = index(root)
     assert {error["path"]: error["reason"] for error in job.errors} == {
-        "secrets.json": "secret-bearing name", "settings.ini": "secret-bearing name",
-        "config/credentials.yaml": "secret-bearing name", ".env.json": "secret-bearing name",
+        "secrets.json": "secret-bearing name",
+        "settings.ini": "secret-bearing name",
+        "config/credentials.yaml": "secret-bearing name",
+        ".env.json": "secret-bearing name",
         ".docker/config.json": "secret-bearing name",
     }
     assert lexical_paths("hunter2") == {"settings.py", ".private/notes.md"}
@@ -462,7 +484,9 @@ def test_the_deny_list_is_editable_per_root(root):
 
 def test_a_file_holding_a_private_key_is_skipped_and_the_scan_is_a_root_setting(root, client, django_user_model):
     directory = Path(root.path)
-    (directory / "deploy.md").write_text("# Deploy\n\nThe pelican host key:\n\n-----BEGIN OPENSSH PRIVATE KEY-----\nb3Blbn\n")
+    (directory / "deploy.md").write_text(
+        "# Deploy\n\nThe pelican host key:\n\n-----BEGIN OPENSSH PRIVATE KEY-----\nb3Blbn\n"
+    )
     job = index(root)
     assert job.errors == [{"path": "deploy.md", "reason": "contains a secret (private key header)"}]
     assert stored(root) == {}
@@ -480,8 +504,15 @@ def test_a_file_holding_a_private_key_is_skipped_and_the_scan_is_a_root_setting(
     assert form["index_hidden"].value() is False
     data = {name: value for name in form.fields if (value := form[name].value()) is not None and value is not False}
     data = {name: ("on" if value is True else value) for name, value in data.items()}  # as a browser posts them
-    data.update({"scan_secrets": "on", "segments-TOTAL_FORMS": "0", "segments-INITIAL_FORMS": "0",
-                 "segments-MIN_NUM_FORMS": "0", "segments-MAX_NUM_FORMS": "1000"})
+    data.update(
+        {
+            "scan_secrets": "on",
+            "segments-TOTAL_FORMS": "0",
+            "segments-INITIAL_FORMS": "0",
+            "segments-MIN_NUM_FORMS": "0",
+            "segments-MAX_NUM_FORMS": "1000",
+        }
+    )
     response = client.post(url, data)
     assert response.status_code == 302, response.context["adminform"].form.errors
     job = index(root)

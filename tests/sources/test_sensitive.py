@@ -42,10 +42,21 @@ FOUND_BY_THE_ATTACK_RUN = [
     ("credentials in a URL", "DATABASE_URL=postgres://admin:" + "P4ssw0rd!" + "@db.internal:5432/app\n"),
     ("password assignment", "database:\n  user: app\n  password: " + "hunter" + "2\n"),
     ("JWT", "Authorization: Bearer " + jwt() + "\n"),
-    ("Slack webhook URL", "url = 'https://hooks.slack.com/services/T" + fake(8, string.ascii_uppercase + string.digits)
-     + "/B" + fake(10, string.ascii_uppercase + string.digits) + "/" + fake(24) + "'\n"),
+    (
+        "Slack webhook URL",
+        "url = 'https://hooks.slack.com/services/T"
+        + fake(8, string.ascii_uppercase + string.digits)
+        + "/B"
+        + fake(10, string.ascii_uppercase + string.digits)
+        + "/"
+        + fake(24)
+        + "'\n",
+    ),
     ("PuTTY private key", "PuTTY-User-Key-File-" + "3: ssh-ed25519\nEncryption: none\nPublic-Lines: 2\n"),
-    ("Azure storage account key", "DefaultEndpointsProtocol=https;AccountName=acme;Account" + "Key=" + fake(86, BASE64) + "==;\n"),
+    (
+        "Azure storage account key",
+        "DefaultEndpointsProtocol=https;AccountName=acme;Account" + "Key=" + fake(86, BASE64) + "==;\n",
+    ),
     ("SendGrid API key", "SENDGRID = 'SG" + "." + fake(22, ALNUM + "-_") + "." + fake(43, ALNUM + "-_") + "'\n"),
     ("Stripe test key", "stripe.api_key = 'sk" + "_test_" + fake(24) + "'\n"),
     ("npm auth token", "//registry.npmjs.org/:_auth" + "Token=" + fake(36, HEX + "-") + "\n"),
@@ -67,17 +78,29 @@ DETECTORS = [
     ("DigitalOcean token", "DO_TOKEN=do" + "p_v1_" + fake(64, HEX) + "\n"),
     ("Vault token", "VAULT_TOKEN=hvs." + fake(95, ALNUM + "-_") + "\n"),
     ("Databricks token", "host: x\ntoken: dapi" + fake(32, HEX) + "\n"),
-    ("Azure shared access key", "Endpoint=sb://acme.servicebus.windows.net/;SharedAccess" + "Key=" + fake(43, BASE64) + "=\n"),
+    (
+        "Azure shared access key",
+        "Endpoint=sb://acme.servicebus.windows.net/;SharedAccess" + "Key=" + fake(43, BASE64) + "=\n",
+    ),
     ("Google API key", "key=AIza" + fake(35, ALNUM + "-_") + "\n"),
-    ("Google service account key", '{"type": "service_account", "private_' + 'key": "-----BEGIN ' + 'PRIVATE KEY-----\\nMIIE"}\n'),
+    (
+        "Google service account key",
+        '{"type": "service_account", "private_' + 'key": "-----BEGIN ' + 'PRIVATE KEY-----\\nMIIE"}\n',
+    ),
     ("PyPI token", "password = pypi-AgEIcHlwaS5vcmc" + fake(70, ALNUM + "-_") + "\n"),
     ("Hugging Face token", "HF_TOKEN=hf_" + fake(34, string.ascii_letters) + "\n"),
     ("API key sk-...", "OPENAI_API_KEY=sk-proj-" + fake(48, ALNUM + "-_") + "\n"),
     ("API key sk-...", "ANTHROPIC_API_KEY=sk-ant-api03-" + fake(93, ALNUM + "-_") + "AA\n"),
-    ("Discord bot token", "DISCORD_TOKEN = 'M" + fake(25, ALNUM + "-_") + "." + fake(6) + "." + fake(38, ALNUM + "-_") + "'\n"),
+    (
+        "Discord bot token",
+        "DISCORD_TOKEN = 'M" + fake(25, ALNUM + "-_") + "." + fake(6) + "." + fake(38, ALNUM + "-_") + "'\n",
+    ),
     ("Telegram bot token", "telegram: 1234567890:AA" + fake(33, ALNUM + "-_") + "\n"),
     ("Heroku API key", "HEROKU_API_KEY=HRKU-AA" + fake(58, ALNUM + "-_") + "\n"),
-    ("Heroku API key", "heroku_api_key: " + "-".join(fake(n, HEX, seed=i) for i, n in enumerate((8, 4, 4, 4, 12))) + "\n"),
+    (
+        "Heroku API key",
+        "heroku_api_key: " + "-".join(fake(n, HEX, seed=i) for i, n in enumerate((8, 4, 4, 4, 12))) + "\n",
+    ),
     ("password assignment", '{"db": {"password": "' + "Tr0ub4dor&3" + '"}}\n'),
     ("password assignment", "[client]\npassword = " + "s3cr3t-pw\n"),
     ("password assignment", "DB_PASSWORD=" + "correcthorse\n"),
@@ -90,7 +113,10 @@ DETECTORS = [
     ("high-entropy base64 secret", 'API_TOKEN = "' + fake(24, ALNUM + "-_") + '"\n'),
     ("high-entropy hex secret", "client_secret = '" + fake(32, HEX) + "'\n"),
     ("bearer token", "curl -H 'Authorization: Bearer " + fake(32, ALNUM + "-_") + "' https://api.example.org\n"),
-    ("high-entropy hex secret", "auth_token: " + "-".join(fake(n, HEX, seed=i) for i, n in enumerate((8, 4, 4, 4, 12))) + "\n"),
+    (
+        "high-entropy hex secret",
+        "auth_token: " + "-".join(fake(n, HEX, seed=i) for i, n in enumerate((8, 4, 4, 4, 12))) + "\n",
+    ),
 ]
 
 
@@ -165,7 +191,7 @@ ORDINARY = [
     "csrf_token = get_token(request)\nCSRF_COOKIE_NAME = 'csrftoken'\n",
     "self._auth = ApiKeyAuth()\n_authToken = authToken\n",
     "MultiHostUrl('https://foo.com:123,foo:bar@bar.com/path')\n",
-    "for _PassArg.context: \"context\", if pass_arg == \"environment\": pass\n",
+    'for _PassArg.context: "context", if pass_arg == "environment": pass\n',
     "cd $PWD && PWD=/home/app/src\n",
     "const passwordSymbols = 'qwerty!@#$%^123456'; var m = {allPass: \"overEvery\"};\n",
     '{"passphrase": "string?", "key": "binary?"}\n',
@@ -183,8 +209,12 @@ def test_ordinary_code_and_data_pass(text):
 
 
 def package_files(*packages) -> list[Path]:
-    return [path for package in packages for path in Path(package.__path__[0]).rglob("*")
-            if path.is_file() and "__pycache__" not in path.parts]
+    return [
+        path
+        for package in packages
+        for path in Path(package.__path__[0]).rglob("*")
+        if path.is_file() and "__pycache__" not in path.parts
+    ]
 
 
 def test_the_source_trees_the_demo_and_the_evals_index_pass_whole():

@@ -36,15 +36,29 @@ def test_the_indexed_text_names_every_parameter():
 
 def test_tool_search_returns_openai_function_schemas(key_client):
     make("get_weather", "Current weather for a city.", WEATHER)
-    make("create_issue", "Open an issue in a repository.", {"type": "object", "properties": {"title": {"type": "string"}}}, server="github")
-    response = key_client.post("/api/v1/tools/search", data=json.dumps({"query": "what is the temperature in Lisbon", "k": 2}),
-                           content_type="application/json")
+    make(
+        "create_issue",
+        "Open an issue in a repository.",
+        {"type": "object", "properties": {"title": {"type": "string"}}},
+        server="github",
+    )
+    response = key_client.post(
+        "/api/v1/tools/search",
+        data=json.dumps({"query": "what is the temperature in Lisbon", "k": 2}),
+        content_type="application/json",
+    )
     assert response.status_code == 200
     first = response.json()["tools"][0]
     assert first["key"] == "local:get_weather"
-    assert first["openai_schema"] == {"type": "function", "function": {"name": "get_weather", "description": "Current weather for a city.", "parameters": WEATHER}}
-    hybrid = key_client.post("/api/v1/search", data=json.dumps({"query": "open a github issue", "sources": ["tool"]}),
-                         content_type="application/json").json()["hits"]
+    assert first["openai_schema"] == {
+        "type": "function",
+        "function": {"name": "get_weather", "description": "Current weather for a city.", "parameters": WEATHER},
+    }
+    hybrid = key_client.post(
+        "/api/v1/search",
+        data=json.dumps({"query": "open a github issue", "sources": ["tool"]}),
+        content_type="application/json",
+    ).json()["hits"]
     assert hybrid[0]["tool"]["function"]["name"] == "create_issue"
 
 
@@ -55,13 +69,18 @@ def test_an_unchanged_tool_is_not_embedded_again():
 
 @pytest.mark.parametrize(
     ("parameters", "message"),
-    [([1, 2], "must be a JSON object"), ({"type": "string"}, "must describe an object"),
-     ({"type": "object", "properties": {"a": {"type": "nonsense"}}}, "not a valid JSON Schema")],
+    [
+        ([1, 2], "must be a JSON object"),
+        ({"type": "string"}, "must describe an object"),
+        ({"type": "object", "properties": {"a": {"type": "nonsense"}}}, "not a valid JSON Schema"),
+    ],
 )
 def test_invalid_schemas_are_refused_with_a_reason(parameters, message):
     from sources.admin.roots import ToolForm
 
     with pytest.raises(ApplicationError, match=message):
         tools.tool_parameters_validate(parameters)
-    form = ToolForm(data={"name": "t", "server": "", "description": "", "parameters": json.dumps(parameters), "enabled": True})
+    form = ToolForm(
+        data={"name": "t", "server": "", "description": "", "parameters": json.dumps(parameters), "enabled": True}
+    )
     assert not form.is_valid() and message in form.errors["parameters"][0]

@@ -72,7 +72,15 @@ def test_it_honours_gitignore_files_and_excluded_directories(tmp_path):
     (tmp_path / ".gitignore").write_text("generated/\n*.tmp.py\n")
     (tmp_path / "sub").mkdir()
     (tmp_path / "sub" / ".gitignore").write_text("local.md\n")
-    for relative in ["a.py", "x.tmp.py", "generated/g.py", "sub/local.md", "sub/kept.md", "node_modules/n.py", "other/local.md"]:
+    for relative in [
+        "a.py",
+        "x.tmp.py",
+        "generated/g.py",
+        "sub/local.md",
+        "sub/kept.md",
+        "node_modules/n.py",
+        "other/local.md",
+    ]:
         (tmp_path / relative).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / relative).write_text("text\n")
     found, skipped = run(tmp_path)
@@ -119,7 +127,8 @@ def test_a_parent_directory_swapped_for_a_symlink_after_listing_is_not_read(tmp_
     (root / "pkg").rename(tmp_path / "moved")
     (root / "pkg").symlink_to(outside, target_is_directory=True)
     assert read_text(fd, candidates["pkg/deep/a.py"], RULES) == Skipped(
-        "pkg/deep/a.py", "parent directory pkg is a symlink (not followed)")
+        "pkg/deep/a.py", "parent directory pkg is a symlink (not followed)"
+    )
 
 
 def test_a_file_replaced_after_listing_is_not_taken_for_the_listed_one(tmp_path):
@@ -155,9 +164,28 @@ def test_the_root_is_opened_without_following_a_symlink(tmp_path, outside):
 
 
 SECRET_NAMES = [
-    "secrets.json", "settings.ini", "credentials.yaml", "config/Client_Secret.json", "server.pem", "tls.key",
-    "cert.p12", "cert.pfx", "vault.kdbx", "id_rsa", "id_ed25519.pub", "deploy/id_ecdsa", "prod.tfstate", ".env",
-    ".env.production", ".envrc", ".npmrc", ".pypirc", ".netrc", ".pgpass", ".htpasswd", "git-credentials",
+    "secrets.json",
+    "settings.ini",
+    "credentials.yaml",
+    "config/Client_Secret.json",
+    "server.pem",
+    "tls.key",
+    "cert.p12",
+    "cert.pfx",
+    "vault.kdbx",
+    "id_rsa",
+    "id_ed25519.pub",
+    "deploy/id_ecdsa",
+    "prod.tfstate",
+    ".env",
+    ".env.production",
+    ".envrc",
+    ".npmrc",
+    ".pypirc",
+    ".netrc",
+    ".pgpass",
+    ".htpasswd",
+    "git-credentials",
 ]
 
 
@@ -166,7 +194,9 @@ def test_secret_bearing_names_are_skipped_with_the_reason(tmp_path, hidden):
     for relative in [*SECRET_NAMES, "settings.py", "id_utils.py", "keys.py", "app.ini", "k8s/secrets/db.yaml"]:
         (tmp_path / relative).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / relative).write_text("text\n")
-    found, skipped = run(tmp_path, WalkRules(include=("*",), exclude_dirs=frozenset(), max_file_bytes=1000, index_hidden=hidden))
+    found, skipped = run(
+        tmp_path, WalkRules(include=("*",), exclude_dirs=frozenset(), max_file_bytes=1000, index_hidden=hidden)
+    )
     for relative in SECRET_NAMES:
         assert skipped[relative] == "secret-bearing name", relative
     assert skipped["k8s/secrets"] == "secret-bearing name"  # a denied directory is not entered
@@ -175,18 +205,34 @@ def test_secret_bearing_names_are_skipped_with_the_reason(tmp_path, hidden):
 
 
 def test_hidden_directories_and_files_are_skipped_unless_the_root_indexes_them(tmp_path):
-    for relative in [".docker/config.json", ".aws/config", ".ssh/config", ".github/workflows/ci.yml", ".eslintrc.json", "a.py"]:
+    for relative in [
+        ".docker/config.json",
+        ".aws/config",
+        ".ssh/config",
+        ".github/workflows/ci.yml",
+        ".eslintrc.json",
+        "a.py",
+    ]:
         (tmp_path / relative).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / relative).write_text("text\n")
     found, skipped = run(tmp_path, ALL_TEXT)
     assert set(found) == {"a.py"}
-    assert skipped == {".docker": "hidden directory", ".github": "hidden directory", ".eslintrc.json": "hidden file",
-                       ".aws": "secret-bearing name", ".ssh": "secret-bearing name"}
+    assert skipped == {
+        ".docker": "hidden directory",
+        ".github": "hidden directory",
+        ".eslintrc.json": "hidden file",
+        ".aws": "secret-bearing name",
+        ".ssh": "secret-bearing name",
+    }
 
     with_hidden = WalkRules(include=("*",), exclude_dirs=frozenset({".git"}), max_file_bytes=1000, index_hidden=True)
     found, skipped = run(tmp_path, with_hidden)
     assert set(found) == {"a.py", ".github/workflows/ci.yml", ".eslintrc.json"}
-    assert skipped == {".docker/config.json": "secret-bearing name", ".aws": "secret-bearing name", ".ssh": "secret-bearing name"}
+    assert skipped == {
+        ".docker/config.json": "secret-bearing name",
+        ".aws": "secret-bearing name",
+        ".ssh": "secret-bearing name",
+    }
 
 
 def test_the_deny_list_is_the_roots_to_change(tmp_path):
@@ -219,13 +265,17 @@ def test_a_file_holding_a_key_is_skipped_with_what_it_holds(tmp_path, kind, text
 
 
 def test_lookalikes_pass_the_secret_scan_and_the_scan_can_be_turned_off(tmp_path):
-    ordinary = ("Use AKIAIOSFODNN7EXAMPLE as in the AWS docs; the task-runner and sk-learn; "
-                "-----BEGIN PUBLIC KEY-----; .sk-button-primary-large-variant {}\n")
+    ordinary = (
+        "Use AKIAIOSFODNN7EXAMPLE as in the AWS docs; the task-runner and sk-learn; "
+        "-----BEGIN PUBLIC KEY-----; .sk-button-primary-large-variant {}\n"
+    )
     (tmp_path / "ok.md").write_text(ordinary)
     (tmp_path / "key.md").write_text(KEYS[0][1])
     found, _ = run(tmp_path)
     assert set(found) == {"ok.md"}
-    found, _ = run(tmp_path, WalkRules(include=("*.md",), exclude_dirs=frozenset(), max_file_bytes=1000, scan_secrets=False))
+    found, _ = run(
+        tmp_path, WalkRules(include=("*.md",), exclude_dirs=frozenset(), max_file_bytes=1000, scan_secrets=False)
+    )
     assert set(found) == {"ok.md", "key.md"}
 
 

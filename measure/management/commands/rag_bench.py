@@ -20,7 +20,9 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser) -> None:
-        parser.add_argument("what", choices=["chunk", "index", "search", "login-flood", "slowloris"], help="What to measure.")
+        parser.add_argument(
+            "what", choices=["chunk", "index", "search", "login-flood", "slowloris"], help="What to measure."
+        )
         parser.add_argument("path", type=Path, nargs="?", help="chunk, index: the source tree.")
         parser.add_argument("--json", action="store_true", help="Print one JSON object instead of a table.")
         parser.add_argument("--max-chars", type=int, default=1500)
@@ -30,16 +32,29 @@ class Command(BaseCommand):
         search.add_argument("--clients", default="1,16", help="Concurrent clients, comma-separated (default 1,16).")
         search.add_argument("--seconds", type=float, default=10.0, help="Per mode and client count (default 10).")
         search.add_argument("--modes", default="hybrid,lexical,vector", help="Search modes, comma-separated.")
-        search.add_argument("--contention", action="store_true",
-                            help="Also: one client's p95 idle and beside 4 clients sending the worst-case query.")
-        search.add_argument("--explain", action="store_true", help="Also: EXPLAIN ANALYZE of the worst-case lexical query.")
-        search.add_argument("--embedded", type=int,
-                            help="Chunks embedded with the real model (default 3000; the rest get mixtures of their vectors).")
+        search.add_argument(
+            "--contention",
+            action="store_true",
+            help="Also: one client's p95 idle and beside 4 clients sending the worst-case query.",
+        )
+        search.add_argument(
+            "--explain", action="store_true", help="Also: EXPLAIN ANALYZE of the worst-case lexical query."
+        )
+        search.add_argument(
+            "--embedded",
+            type=int,
+            help="Chunks embedded with the real model (default 3000; the rest get mixtures of their vectors).",
+        )
         search.add_argument("--seed", type=int, default=0)
-        search.add_argument("--url", default="", help="A running server to measure instead of starting one (needs --key).")
+        search.add_argument(
+            "--url", default="", help="A running server to measure instead of starting one (needs --key)."
+        )
         search.add_argument("--key", default="", help="With --url: an API key of bot rag-bench with no rate limit.")
-        search.add_argument("--yes", action="store_true",
-                            help="Allow writing the corpus to a database other than this checkout's embedded one.")
+        search.add_argument(
+            "--yes",
+            action="store_true",
+            help="Allow writing the corpus to a database other than this checkout's embedded one.",
+        )
         search.add_argument("--drop", action="store_true", help="Delete the bench corpus and stop.")
         flood = parser.add_argument_group("login-flood (also --seconds, --url, --yes, --seed; --modes: the first)")
         flood.add_argument("--flooders", type=int, default=16, help="Clients posting wrong passwords (default 16).")
@@ -70,12 +85,13 @@ class Command(BaseCommand):
             self.stdout.write(_json(result.as_dict()))
             return
         self.stdout.write(f"chunked {result.files} files, {result.bytes / 1e6:.1f} MB, into {result.chunks} chunks")
-        self.stdout.write(f"  {result.mb_per_s:.2f} MB/s and {result.files_per_s:.0f} files/s on one core "
-                          f"({result.cpu_seconds:.2f} s CPU, {result.seconds:.2f} s wall)")
+        self.stdout.write(
+            f"  {result.mb_per_s:.2f} MB/s and {result.files_per_s:.0f} files/s on one core "
+            f"({result.cpu_seconds:.2f} s CPU, {result.seconds:.2f} s wall)"
+        )
         self.stdout.write(f"  {'language':<12} {'files':>7} {'chunks':>8}")
         for language, chunks in result.by_language.most_common():
             self.stdout.write(f"  {language:<12} {result.files_by_language[language]:>7} {chunks:>8}")
-
 
     def _index(self, path: Path, *, as_json: bool) -> None:
         from django.core.management import call_command
@@ -88,11 +104,15 @@ class Command(BaseCommand):
         if as_json:
             self.stdout.write(_json(report))
             return
-        self.stdout.write(f"indexed {report['files']} files into {report['chunks']} chunks in {report['index_seconds']} s")
+        self.stdout.write(
+            f"indexed {report['files']} files into {report['chunks']} chunks in {report['index_seconds']} s"
+        )
         self.stdout.write(f"  raw encode     {report['encode_chunks_per_s']:>8} chunks/s")
         self.stdout.write(f"  end-to-end     {report['index_chunks_per_s']:>8} chunks/s")
         self.stdout.write(f"  ratio          {report['ratio']:>8}   (target >= 0.9)")
-        self.stdout.write(f"  re-verify      {report['reverify_seconds']:>8} s, {report['reverify_embedded']} chunks embedded (unchanged tree)")
+        self.stdout.write(
+            f"  re-verify      {report['reverify_seconds']:>8} s, {report['reverify_embedded']} chunks embedded (unchanged tree)"
+        )
 
     def _search(self, *, as_json: bool, **options) -> None:
         from django.core.management import call_command
@@ -116,10 +136,16 @@ class Command(BaseCommand):
             )
         try:
             bench = SearchBenchOptions(
-                chunks=options["chunks"], clients=tuple(_numbers(options["clients"], "--clients")),
-                seconds=options["seconds"], modes=tuple(Mode.parse(m) for m in _words(options["modes"])),
-                contention=options["contention"], url=options["url"], key=options["key"], embedded=options["embedded"],
-                seed=options["seed"], explain=options["explain"],
+                chunks=options["chunks"],
+                clients=tuple(_numbers(options["clients"], "--clients")),
+                seconds=options["seconds"],
+                modes=tuple(Mode.parse(m) for m in _words(options["modes"])),
+                contention=options["contention"],
+                url=options["url"],
+                key=options["key"],
+                embedded=options["embedded"],
+                seed=options["seed"],
+                explain=options["explain"],
             )
             log = (lambda line: self.stderr.write(line)) if as_json else (lambda line: self.stdout.write(line))
             report = search_bench(bench, log=log)

@@ -9,8 +9,16 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 
 from measure.evaluation import (
-    beir_load, code_context, code_evaluate, code_queries_load, code_root_index, dataset_context, dataset_evaluate, dataset_index,
-    indexing_notes, skipped_take,
+    beir_load,
+    code_context,
+    code_evaluate,
+    code_queries_load,
+    code_root_index,
+    dataset_context,
+    dataset_evaluate,
+    dataset_index,
+    indexing_notes,
+    skipped_take,
 )
 from rag_site.errors import ApplicationError
 
@@ -27,7 +35,9 @@ class Command(BaseCommand):
         parser.add_argument("--root", type=Path, help="With --code: the source tree the queries point into.")
         parser.add_argument("--k", type=int, default=10, help="Cut-off for nDCG, Recall and MRR (default 10).")
         parser.add_argument("--json", action="store_true", help='Print {"channels": {name: {metric: value}}}.')
-        parser.add_argument("--keep", action="store_true", help="Keep the indexed dataset; a re-run then embeds nothing.")
+        parser.add_argument(
+            "--keep", action="store_true", help="Keep the indexed dataset; a re-run then embeds nothing."
+        )
 
     def handle(self, *args, dataset: Path | None, k: int, json: bool = False, keep: bool = False, **options) -> None:
         call_command("migrate", interactive=False, verbosity=0)  # a fresh var/ has no tables yet
@@ -49,15 +59,23 @@ class Command(BaseCommand):
             if not keep:
                 source.delete()
         report = {
-            "dataset": data.name, "documents": len(data.corpus), "queries": len(data.qrels), "k": k,
-            "embedded_chunks": embedded, "index_seconds": round(indexed, 1), "channels": channels, "context": context,
+            "dataset": data.name,
+            "documents": len(data.corpus),
+            "queries": len(data.qrels),
+            "k": k,
+            "embedded_chunks": embedded,
+            "index_seconds": round(indexed, 1),
+            "channels": channels,
+            "context": context,
             "searches_skipping_work": skipped_take(),
         }
         if json:
             self.stdout.write(_dumps(report))
             return
-        self.stdout.write(f"{data.name}: {len(data.corpus)} documents, {len(data.qrels)} judged queries; "
-                          f"{embedded} chunks embedded in {indexed:.1f} s")
+        self.stdout.write(
+            f"{data.name}: {len(data.corpus)} documents, {len(data.qrels)} judged queries; "
+            f"{embedded} chunks embedded in {indexed:.1f} s"
+        )
         self._notes(report["searches_skipping_work"])
         self._table(channels)
         self._context(context, what="a relevant passage")
@@ -76,13 +94,22 @@ class Command(BaseCommand):
         finally:
             if not keep:
                 root.delete()
-        report = {"root": str(root_dir), "files": job.files_total, "queries": len(queries), "k": k,
-                  "embedded_chunks": job.chunks_embedded, "channels": channels,
-                  "context": context, "searches_skipping_work": skipped_take()}
+        report = {
+            "root": str(root_dir),
+            "files": job.files_total,
+            "queries": len(queries),
+            "k": k,
+            "embedded_chunks": job.chunks_embedded,
+            "channels": channels,
+            "context": context,
+            "searches_skipping_work": skipped_take(),
+        }
         if as_json:
             self.stdout.write(_dumps(report))
             return
-        self.stdout.write(f"{root_dir}: {job.files_total} files, {len(queries)} queries; {job.chunks_embedded} chunks embedded")
+        self.stdout.write(
+            f"{root_dir}: {job.files_total} files, {len(queries)} queries; {job.chunks_embedded} chunks embedded"
+        )
         self._notes(report["searches_skipping_work"])
         self._table(channels)
         self._context(context, what="the function")
@@ -91,8 +118,10 @@ class Command(BaseCommand):
         for note in indexing_notes():
             self.stdout.write(f"  ({note})")
         if skipped:
-            self.stderr.write(f"  warning: {len(skipped)} searches of this run skipped part of their work, so these numbers "
-                              f"are not the service's (is the machine busy? RAG_SEARCH_STATEMENT_TIMEOUT_MS); the first: {skipped[0]}")
+            self.stderr.write(
+                f"  warning: {len(skipped)} searches of this run skipped part of their work, so these numbers "
+                f"are not the service's (is the machine busy? RAG_SEARCH_STATEMENT_TIMEOUT_MS); the first: {skipped[0]}"
+            )
 
     def _table(self, channels: dict) -> None:
         metrics = list(next(iter(channels.values())))
@@ -100,18 +129,24 @@ class Command(BaseCommand):
         for name, values in channels.items():
             self.stdout.write(f"  {name:<15}" + "".join(f"{values[m]:>12.3f}" for m in metrics))
 
-
     def _context(self, context: dict[str, float], *, what: str) -> None:
         shares = {name: value for name, value in context.items() if not name.startswith("tokens/")}
         ratios = {name.removeprefix("tokens/"): value for name, value in context.items() if name.startswith("tokens/")}
-        self.stdout.write(f"  /api/v1/context at budgets of 1k, 2k, 4k {settings.RAG_CONTEXT_TOKENIZER} tokens: "
-                          f"context = share of queries with {what} inside the text" + (
-                              "; best = with a passage of the query's best grade; recall = share of the relevant passages"
-                              if any(name.startswith("recall") for name in shares) else ""))
+        self.stdout.write(
+            f"  /api/v1/context at budgets of 1k, 2k, 4k {settings.RAG_CONTEXT_TOKENIZER} tokens: "
+            f"context = share of queries with {what} inside the text"
+            + (
+                "; best = with a passage of the query's best grade; recall = share of the relevant passages"
+                if any(name.startswith("recall") for name in shares)
+                else ""
+            )
+        )
         self.stdout.write("  " + "".join(f"{name:>13}" for name in shares))
         self.stdout.write("  " + "".join(f"{value:>13.3f}" for value in shares.values()))
-        self.stdout.write("  the same texts in other tokenizers, tokens relative to the budget's: "
-                          + ", ".join(f"{name} {value:.3f}" for name, value in ratios.items()))
+        self.stdout.write(
+            "  the same texts in other tokenizers, tokens relative to the budget's: "
+            + ", ".join(f"{name} {value:.3f}" for name, value in ratios.items())
+        )
 
 
 def _dumps(data: dict) -> str:

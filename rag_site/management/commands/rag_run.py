@@ -17,8 +17,8 @@ from pathlib import Path
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.core.management import call_command
 from django.core.exceptions import ImproperlyConfigured
+from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 
 from rag_site.demo import demo_skills_load
@@ -32,9 +32,18 @@ def web_command(*, python: str, bind: str) -> list[str]:
     """The web server's command line (`rag_bench search` starts the same one)."""
     # Threads, not one request per process: a slow query holds a thread, not
     # a whole worker (slow clients wait in the front: Caddy, under make run too).
-    return [python, "-m", "gunicorn", "rag_site.wsgi", f"--bind={bind}",
-            f"--workers={settings.RAG_WEB_WORKERS}", "--worker-class=gthread", f"--threads={settings.RAG_WEB_THREADS}",
-            "--access-logfile=-", "--timeout=120"]
+    return [
+        python,
+        "-m",
+        "gunicorn",
+        "rag_site.wsgi",
+        f"--bind={bind}",
+        f"--workers={settings.RAG_WEB_WORKERS}",
+        "--worker-class=gthread",
+        f"--threads={settings.RAG_WEB_THREADS}",
+        "--access-logfile=-",
+        "--timeout=120",
+    ]
 
 
 class Command(BaseCommand):
@@ -45,8 +54,9 @@ class Command(BaseCommand):
 
     def handle(self, *args, no_demo: bool = False, **options) -> None:
         try:
-            front = front_plan(bind=settings.RAG_BIND, var_dir=settings.VAR_DIR,
-                               trust_proxy_headers=settings.RAG_TRUST_PROXY_HEADERS)
+            front = front_plan(
+                bind=settings.RAG_BIND, var_dir=settings.VAR_DIR, trust_proxy_headers=settings.RAG_TRUST_PROXY_HEADERS
+            )
         except ImproperlyConfigured as exc:
             raise CommandError(str(exc)) from None  # before migrating: a bad RAG_BIND costs nothing
         self.stdout.write("applying migrations ...")
@@ -62,13 +72,30 @@ class Command(BaseCommand):
         supervisor = Supervisor(log_dir=settings.VAR_DIR / "log")
         supervisor.start(
             "worker",
-            [python, "-m", "celery", "-A", "rag_site", "worker", "--loglevel=INFO",
-             f"--concurrency={settings.RAG_WORKER_CONCURRENCY}", "--hostname=worker@%h"],
+            [
+                python,
+                "-m",
+                "celery",
+                "-A",
+                "rag_site",
+                "worker",
+                "--loglevel=INFO",
+                f"--concurrency={settings.RAG_WORKER_CONCURRENCY}",
+                "--hostname=worker@%h",
+            ],
         )
         supervisor.start(
             "beat",
-            [python, "-m", "celery", "-A", "rag_site", "beat", "--loglevel=INFO",
-             f"--schedule={settings.VAR_DIR / 'celerybeat-schedule'}"],
+            [
+                python,
+                "-m",
+                "celery",
+                "-A",
+                "rag_site",
+                "beat",
+                "--loglevel=INFO",
+                f"--schedule={settings.VAR_DIR / 'celerybeat-schedule'}",
+            ],
         )
         supervisor.start("web", web_command(python=python, bind=front.web_bind), env=web_env())
         supervisor.start("front", front.argv, env=front.env)

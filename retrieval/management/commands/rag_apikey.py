@@ -20,10 +20,14 @@ class Command(BaseCommand):
         create.add_argument("name", help="Who uses it, e.g. the bot's name.")
         create.add_argument("--bot-id", default="", help="The bot whose sources it sees (besides shared ones).")
         create.add_argument("--client-id", default="", help="The client whose sources it sees.")
-        create.add_argument("--channel", action="append", default=[], dest="channels", help="A channel it sees (repeatable).")
+        create.add_argument(
+            "--channel", action="append", default=[], dest="channels", help="A channel it sees (repeatable)."
+        )
         create.add_argument("--manage", action="store_true", help="May list roots and jobs and start re-index jobs.")
         create.add_argument("--expires-days", type=int, help="Expires after this many days (default: never).")
-        create.add_argument("--rate-limit", type=int, help="Requests per minute (default RAG_RATE_LIMIT_PER_MINUTE; 0 = none).")
+        create.add_argument(
+            "--rate-limit", type=int, help="Requests per minute (default RAG_RATE_LIMIT_PER_MINUTE; 0 = none)."
+        )
         sub.add_parser("list", help="List keys (prefix, scope, state; never the key).")
         revoke = sub.add_parser("revoke", help="Revoke a key by its prefix.")
         revoke.add_argument("prefix")
@@ -34,7 +38,9 @@ class Command(BaseCommand):
         except ApplicationError as exc:
             raise CommandError(exc.message) from None
         except ValidationError as exc:
-            raise CommandError("; ".join(f"{field}: {' '.join(errors)}" for field, errors in exc.message_dict.items())) from None
+            raise CommandError(
+                "; ".join(f"{field}: {' '.join(errors)}" for field, errors in exc.message_dict.items())
+            ) from None
 
     def _create(self, *, name, bot_id, client_id, channels, manage, expires_days, rate_limit, **_) -> None:
         if expires_days is not None and expires_days < 1:
@@ -42,8 +48,13 @@ class Command(BaseCommand):
         if rate_limit is not None and rate_limit < 0:
             raise CommandError("--rate-limit must be 0 (no limit) or more")
         key, raw = api_key_create(
-            name=name, bot_id=bot_id, client_id=client_id, channels=" ".join(channels), can_manage=manage,
-            expires_at=timezone.now() + timedelta(days=expires_days) if expires_days else None, rate_limit_per_minute=rate_limit,
+            name=name,
+            bot_id=bot_id,
+            client_id=client_id,
+            channels=" ".join(channels),
+            can_manage=manage,
+            expires_at=timezone.now() + timedelta(days=expires_days) if expires_days else None,
+            rate_limit_per_minute=rate_limit,
         )
         self.stderr.write(f"created API key {key.prefix} for {name!r}; it is shown once, store it now:")
         self.stdout.write(raw)
@@ -52,7 +63,9 @@ class Command(BaseCommand):
         for key in ApiKey.objects.all():
             state = "revoked" if key.revoked_at else "active" if key.is_active else "expired"
             used = key.last_used_at.isoformat(timespec="seconds") if key.last_used_at else "never"
-            self.stdout.write(f"{key.prefix}  {key.name}  [{key.scope_label}]{'  manage' if key.can_manage else ''}  {state}  last used {used}")
+            self.stdout.write(
+                f"{key.prefix}  {key.name}  [{key.scope_label}]{'  manage' if key.can_manage else ''}  {state}  last used {used}"
+            )
 
     def _revoke(self, *, prefix, **_) -> None:
         key = api_key_revoke(prefix=prefix)
