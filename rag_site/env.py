@@ -1,7 +1,7 @@
 """Typed environment readers for settings.
 
 Every reader records the variable's name in ``READ`` so a test can check that
-README, ``.env.example`` and ``docker-compose.yml`` name only real settings.
+docs/configuration.md, ``.env.example`` and ``docker-compose.yml`` name only real settings.
 A malformed value raises ``ImproperlyConfigured`` naming the variable, so a
 typo fails at start-up instead of at the first request.
 """

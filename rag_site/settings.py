@@ -1,7 +1,7 @@
 """rag-site settings, read from the environment.
 
-Every variable is documented in README.md ("Configuration") and
-.env.example. Malformed values raise ImproperlyConfigured naming the variable.
+Every variable is documented in docs/configuration.md (the settings reference)
+and .env.example. Malformed values raise ImproperlyConfigured naming the variable.
 """
 
 import os
@@ -214,7 +214,7 @@ RAG_TORCH_THREADS = env_int("RAG_TORCH_THREADS", 0, minimum=0, maximum=256)
 RAG_QUERY_EMBEDDING_CACHE = env_int("RAG_QUERY_EMBEDDING_CACHE", 1024, minimum=0)
 # Indexing collects this many chunks (across files) before embedding them in
 # one call: sentence-transformers sorts a call's texts by length, so large
-# calls pad less. Measured with `rag_bench index` (see README).
+# calls pad less. Measured with `rag_bench index` (docs/configuration.md has the numbers).
 RAG_INDEX_FLUSH_CHUNKS = env_int("RAG_INDEX_FLUSH_CHUNKS", 1024, minimum=1)
 # A chunk longer than the model reads (256 word pieces for MiniLM): "pieces"
 # embeds it in pieces and averages them, "truncate" lets the model drop the

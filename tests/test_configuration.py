@@ -81,12 +81,25 @@ def test_env_example_names_exactly_the_settings_and_compose_variables():
     assert documented_variables((ROOT / ".env.example").read_text()) == env.READ | compose_only_variables()
 
 
-def test_readme_documents_every_variable():
+CONFIGURATION_DOC = ROOT / "docs" / "configuration.md"
+
+
+def test_the_configuration_reference_documents_every_variable():
     settings_read()
 
-    readme = (ROOT / "README.md").read_text()
-    missing = {name for name in env.READ | compose_only_variables() if f"`{name}`" not in readme}
-    assert not missing, f"README.md does not document {sorted(missing)}"
+    reference = CONFIGURATION_DOC.read_text()
+    missing = {name for name in env.READ | compose_only_variables() if f"`{name}`" not in reference}
+    assert not missing, f"docs/configuration.md does not document {sorted(missing)}"
+
+
+def test_every_variable_the_configuration_reference_lists_is_real():
+    settings_read()
+
+    # A table row of the reference starts with the variable's name in backquotes.
+    listed = set(re.findall(r"^\| `([A-Z][A-Z0-9_]+)` \|", CONFIGURATION_DOC.read_text(), flags=re.MULTILINE))
+    assert listed, "docs/configuration.md lists no variable"
+    unknown = listed - env.READ - compose_only_variables()
+    assert not unknown, f"docs/configuration.md documents variables nothing reads: {sorted(unknown)}"
 
 
 # --- docker-compose.yml -------------------------------------------------------
