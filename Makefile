@@ -54,7 +54,7 @@ bench: install
 	$(PY) manage.py rag_bench chunk "$(DJANGO_DIR)"
 	$(PY) manage.py rag_bench index "$(DJANGO_DIR)/contrib/admin"
 
-# Retrieval quality on the public benchmark in ../shared/eval (see README).
+# Retrieval quality on the public benchmark in ../shared/eval (see docs/quality.md).
 EVAL_DIR ?= ../shared/eval
 CODE_EVAL_DIR = var/eval/click
 # Held out: never tuned on, it checks that gains on click carry over (jinja2 comes with torch).
