@@ -190,7 +190,7 @@ def database_url_for(url: str, name: str) -> str:
 
 @contextlib.contextmanager
 def web_server(*, database_url: str, log_path: Path) -> Iterator[str]:
-    """gunicorn as `make run` starts it (rag_run.web_command), on a free port, against ``database_url``; yields its URL."""
+    """gunicorn as `make run` starts it (rag_run.web_command) on a free port, on ``database_url``; yields its URL."""
     from rag_site.management.commands.rag_run import web_command
 
     port = free_port()

@@ -127,7 +127,8 @@ def _measure(url: str, key: str, password: str, options: LoginFloodOptions, log:
     flood_seconds = time.perf_counter() - flood_started
     beside = samples_summary(samples, elapsed)
     log(
-        f"  beside {options.flooders} flooders: p50 {beside['p50_ms']} ms, p95 {beside['p95_ms']} ms, {beside['qps']} q/s"
+        f"  beside {options.flooders} flooders: p50 {beside['p50_ms']} ms, p95 {beside['p95_ms']} ms, "
+        f"{beside['qps']} q/s"
     )
     statuses: dict[str, int] = {}
     for status, _ in attempts:

@@ -190,7 +190,8 @@ def _contention(url: str, key: str, options: SearchBenchOptions, log: Callable[[
         },
     }
     log(
-        f"  idle p95 {idle_p95} ms, loaded p95 {loaded_p95} ms: ratio {report['p95_ratio']} (target <= {CONTENTION_TARGET})"
+        f"  idle p95 {idle_p95} ms, loaded p95 {loaded_p95} ms: ratio {report['p95_ratio']} "
+        f"(target <= {CONTENTION_TARGET})"
     )
     return report
 

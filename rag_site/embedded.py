@@ -79,7 +79,8 @@ def shared_buffers_setting() -> str:
 
 
 def postgres_tune(data_dir: Path) -> bool:
-    """Write the embedded server's settings for search (``TUNING_FILE``, included from postgresql.conf); True if changed.
+    """Write the embedded server's settings for search (``TUNING_FILE``, included from postgresql.conf); True if
+    changed.
 
     Reloaded at once; ``shared_buffers`` takes effect the next time the
     server starts (the last process using it stops it). Values:

@@ -207,7 +207,8 @@ class LLMClient:
         models: Sequence[str] | None = None,
         extra_body: dict[str, Any] | None = None,
     ) -> str:
-        """The assistant's text for ``messages`` (``{"role": ..., "content": ...}``), from the first model of the chain that answers.
+        """The assistant's text for ``messages`` (``{"role": ..., "content": ...}``), from the first model of the chain
+        that answers.
 
         ``models`` replaces the configured chain (``RAG_LLM_MODEL`` then
         ``RAG_LLM_FALLBACK_MODELS``); ``extra_body`` adds request fields

@@ -14,6 +14,7 @@ import functools
 import html
 import re
 from dataclasses import dataclass
+from itertools import pairwise
 
 from django.db import connection
 from markdown_it import MarkdownIt
@@ -90,7 +91,7 @@ def _mark_text(text: str, words: set[str]) -> str:
 
 def _camel_spans(token: str) -> list[tuple[int, int]]:
     cuts = [0, *(m.start() + 1 for m in _CAMEL.finditer(token)), len(token)]
-    return list(zip(cuts, cuts[1:]))
+    return list(pairwise(cuts))
 
 
 def lexer_for(path: str):

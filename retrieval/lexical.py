@@ -69,8 +69,9 @@ MAX_TERMS = 63
 QUERY_LEXEMES = """
     SELECT DISTINCT lexeme FROM unnest(tsvector_to_array(
         to_tsvector('english', %(query)s)
-        || to_tsvector('english', translate(regexp_replace(%(query)s, %(identifier_camel)s, %(identifier_camel_to)s, 'g'),
-                                            %(identifier_separators)s, %(identifier_spaces)s))
+        || to_tsvector('english', translate(
+               regexp_replace(%(query)s, %(identifier_camel)s, %(identifier_camel_to)s, 'g'),
+               %(identifier_separators)s, %(identifier_spaces)s))
     )) AS lexeme
 """
 
@@ -196,7 +197,8 @@ _COLLECTION = """
     )
     SELECT coll.sources, coll.chunks, coll.total,
            (SELECT array_agg(id ORDER BY id) FROM vis), (SELECT array_agg(generation ORDER BY id) FROM vis), w.lexeme,
-           (SELECT coalesce(sum(t.df), 0) FROM {term} t JOIN vis ON t.source_id = vis.id AND t.generation = vis.generation
+           (SELECT coalesce(sum(t.df), 0) FROM {term} t
+            JOIN vis ON t.source_id = vis.id AND t.generation = vis.generation
             WHERE t.lexeme = w.lexeme),
            (SELECT coalesce(sum(t.df), 0) FROM {term} t WHERE t.lexeme = w.lexeme)
     FROM coll LEFT JOIN ({lexemes}) AS w ON TRUE
@@ -394,7 +396,7 @@ _BM25 = """
 
 
 def _ts_rank(*, query: str, scope: Scope, limit: int) -> list[Candidate]:
-    """PostgreSQL's ts_rank over every chunk in scope holding a query word (exhaustive; a comparison, not the default)."""
+    """PostgreSQL's ts_rank over every chunk in scope with a query word (exhaustive; a comparison, not a default)."""
     where, params = scope.chunk_sql()
     params.update(lexeme_params(query), limit=limit, operators=bool(_OPERATORS.search(query)))
     return _candidates(_TS_RANK.format(lexemes=QUERY_LEXEMES, where=where, **TABLES), params)

@@ -112,7 +112,8 @@ class McpTool:
 
 
 def schema_for_model(model: type[BaseModel], *, mode: str = "validation") -> dict[str, Any]:
-    """The model's JSON Schema as a model reads it best: nested models inlined, without pydantic's titles ("Mmr Lambda")."""
+    """The model's JSON Schema as a model reads it best: nested models inlined, without pydantic's titles ("Mmr
+    Lambda")."""
     schema = model.model_json_schema(mode=mode)
     definitions = schema.pop("$defs", {})
     return _cleaned(schema, definitions, resolving=())
@@ -196,9 +197,9 @@ TOOLS: tuple[McpTool, ...] = (
         name="search_skills",
         title="Find skills",
         description=(
-            "Find the skills (procedures and guides written for agents) that fit a task. Returns each skill once: its "
-            "`slug`, `title`, best-matching section and `score`, not its text. Call get_skill with the slug to read the "
-            "whole skill before following it."
+            "Find the skills (procedures and guides written for agents) that fit a task. Returns each skill once: "
+            "its `slug`, `title`, best-matching section and `score`, not its text. Call get_skill with the slug to "
+            "read the whole skill before following it."
         ),
         schema_in=SkillSearchIn,
         schema_out=SkillSearchOut,

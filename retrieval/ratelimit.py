@@ -15,7 +15,8 @@ _client: redis.Redis | None = None
 
 
 def redis_client() -> redis.Redis:
-    """The limiters' connection pool (one per process, made on first use; short timeouts: a limit never hangs a request)."""
+    """The limiters' connection pool (one per process, made on first use; short timeouts: a limit never hangs a
+    request)."""
     global _client
     if _client is None:
         _client = redis.Redis.from_url(settings.CELERY_BROKER_URL, socket_timeout=0.5, socket_connect_timeout=0.5)
@@ -51,7 +52,8 @@ def rate_limit_count(*, bucket: str) -> int:
 
 
 def rate_limit_peek(*, bucket: str, limit: int, message: str) -> None:
-    """Raise 429 (``message``, the seconds to wait) when ``bucket`` already holds more than ``limit`` events this minute.
+    """Raise 429 (``message``, the seconds to wait) when ``bucket`` already holds more than ``limit`` events this
+    minute.
 
     Counts nothing: for limits on what a request turns out to be (a refusal),
     checked before the request is served. Lets it through when Redis cannot

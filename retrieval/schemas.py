@@ -54,7 +54,10 @@ Query = Annotated[
     str, StringConstraints(strip_whitespace=True, min_length=1, max_length=2000), AfterValidator(_no_control_characters)
 ]
 
-_NARROW = "Optional: narrow the caller's scope (from its API key or account) to this {}; asking for one it may not see is refused (403)."
+_NARROW = (
+    "Optional: narrow the caller's scope (from its API key or account) to this {}; "
+    "asking for one it may not see is refused (403)."
+)
 
 
 class ScopeIn(BodyIn):
@@ -361,5 +364,7 @@ class GrepOut(Schema):
     truncated: bool = Field(..., description="More matches may exist: the scan stopped early.")
     stopped: Literal["time limit", "max matches"] | None = Field(
         None,
-        description="Why the scan stopped early: RAG_GREP_TIMEOUT_SECONDS or max_matches; null when every file was searched.",
+        description=(
+            "Why the scan stopped early: RAG_GREP_TIMEOUT_SECONDS or max_matches; null when every file was searched."
+        ),
     )

@@ -76,7 +76,7 @@ def search_session(
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         rows = cursor.fetchall()
-    previous = dict(zip(("statement_timeout", "ef_search", "iterative_scan"), rows[0][:3]))
+    previous = dict(zip(("statement_timeout", "ef_search", "iterative_scan"), rows[0][:3], strict=True))
     models = [
         EmbeddingModel.from_db(connection.alias, list(_MODEL_FIELDS), [fields[name] for name in _MODEL_FIELDS])
         for fields in rows[0][3]

@@ -184,7 +184,8 @@ def _lock(keys: dict[str, str], kinds: list[str], *, address: str) -> Refusal:
 
 
 def signin_unlock(*, username: str, address: str = "") -> None:
-    """Clear the account's failures and lock (and the address's, when given), e.g. for a person locked out by someone else's guesses."""
+    """Clear the account's failures and lock (and the address's, when given), e.g. for a person locked out by someone
+    else's guesses."""
     keys = _keys(username=username, address=address)
     names = [keys["account"], *([keys["address"]] if address else [])]
     try:

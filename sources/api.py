@@ -8,6 +8,9 @@ from sources.health import health_check
 from sources.schemas import CheckOut, HealthOut, JobOut, ReindexIn, ReindexOut, RootOut, SkillDetailOut, SkillOut
 from sources.selectors import job_get, roots_with_latest_job, skill_detail_answer, skills_visible
 
+# No body: the defaults (one frozen instance, shared by every request).
+NO_REINDEX_BODY = ReindexIn()
+
 router = Router(tags=["sources"])
 ERRORS = {**API_ERRORS, 404: ErrorOut}
 # /health answers its own 503 (the report) and may be called without credentials: 403 and 422 cannot happen.
@@ -36,7 +39,7 @@ def roots_list(request):
 @router.post(
     "/roots/{root_id}/reindex", response={202: ReindexOut, 200: ReindexOut, 409: ErrorOut, **ERRORS}, auth=MANAGE_AUTH
 )
-def root_reindex(request, root_id: int, payload: ReindexIn = Body(ReindexIn())):
+def root_reindex(request, root_id: int, payload: ReindexIn = Body(NO_REINDEX_BODY)):
     """Queue a re-index (202). If one is already queued or running, that job is returned (200, created=false).
 
     Needs the manage permission. Without ``force`` a root verified within its cooldown is refused (429), and

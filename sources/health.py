@@ -121,7 +121,7 @@ def _embedding_model(*, database_ok: bool) -> Check:
 
 
 def _llm() -> Check:
-    """Ok unless every model of the chain is open (skipped by every process); details: each model's breaker and health."""
+    """Ok unless every model of the chain is open (skipped by every process); details: each one's breaker and health."""
     statuses = llm_status()
     chain = set(LLMConfig.from_settings().chain)
     # Without a chat chain (embeddings only) every model called lately counts.

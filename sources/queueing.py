@@ -28,7 +28,8 @@ def broker_wait_reason(error: Exception) -> str:
 
 
 def queued_mark(model: type, object_id: int) -> None:
-    """A skill or tool is queued; a note that it waited for the broker goes, a real indexing error stays until the next success."""
+    """A skill or tool is queued; a note that it waited for the broker goes, a real indexing error stays until the next
+    success."""
     model.objects.filter(pk=object_id).update(
         index_status=IndexStatus.QUEUED,
         last_error=Case(

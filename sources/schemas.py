@@ -36,9 +36,11 @@ class SkillDetailOut(SkillOut):
 class ReindexIn(BodyIn):
     """No body, {} or {"force": true}; anything else is refused, so a typo never queues the wrong job."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
-    force: Flag = Field(False, description="Re-embed every file, even unchanged ones, and ignore the root's cooldown.")
+    force: Flag = Field(
+        default=False, description="Re-embed every file, even unchanged ones, and ignore the root's cooldown."
+    )
 
 
 class JobOut(Schema):

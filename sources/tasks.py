@@ -37,7 +37,7 @@ def _item_run(task, kind: str, pk: int, index, failed) -> dict | None:
         if task.request.retries >= task.max_retries:
             failed(pk, f"database error after {task.max_retries} retries: {exc}")
             raise
-        raise task.retry(exc=exc, countdown=settings.RAG_INDEX_RETRY_DELAY * (task.request.retries + 1))
+        raise task.retry(exc=exc, countdown=settings.RAG_INDEX_RETRY_DELAY * (task.request.retries + 1)) from exc
     except Exception as exc:
         failed(pk, f"unexpected error: {type(exc).__name__}: {exc}")
         raise

@@ -45,7 +45,8 @@ def csp_violations(page) -> list[str]:
     """
     seen: list[str] = []
     page.add_init_script("""document.addEventListener("securitypolicyviolation", (e) => console.error(
-        `CSP violation: ${e.violatedDirective} blocked ${e.blockedURI || "inline code"} at ${e.sourceFile}:${e.lineNumber}`));""")
+        `CSP violation: ${e.violatedDirective} blocked ${e.blockedURI || "inline code"}`
+        + ` at ${e.sourceFile}:${e.lineNumber}`));""")
     page.on(
         "console",
         lambda message: (
@@ -66,7 +67,8 @@ def axe_violations(page, *, impacts=("serious", "critical")) -> list[str]:
     # Evaluated through DevTools, not added as a <script>: the page's policy refuses inline scripts.
     page.evaluate(AXE.read_text())
     result = page.evaluate("""async () => {
-        const r = await axe.run(document, {runOnly: {type: "tag", values: ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]}});
+        const r = await axe.run(document,
+                                {runOnly: {type: "tag", values: ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]}});
         return r.violations.map(v => ({id: v.id, impact: v.impact, help: v.help,
                                        nodes: v.nodes.slice(0, 3).map(n => n.target.join(" "))}));
     }""")

@@ -3,11 +3,13 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from rag_site.supervisor import process_stop
+from tests.openai_server import FakeOpenAI
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -174,3 +176,13 @@ def index_root(root, *, force: bool = True):
     roots.root_index(job=jobs.job_start(job_id=job.pk))
     job.refresh_from_db()
     return job
+
+
+@pytest.fixture
+def openai_server() -> Iterator[FakeOpenAI]:
+    """A started ``FakeOpenAI`` (tests/openai_server.py) for one test."""
+    server = FakeOpenAI().start()
+    try:
+        yield server
+    finally:
+        server.stop()

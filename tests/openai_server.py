@@ -5,7 +5,7 @@ It answers ``POST /v1/chat/completions`` and ``POST /v1/embeddings`` (the
 calls per model and read what was sent. Each model has a queue of scripted
 replies, used one per call, and then a default (normally a success)::
 
-    from tests.openai_server import openai_server, http_error, slow, dropped  # noqa: F401 - the fixture
+    from tests.openai_server import http_error, dropped  # the fixture `openai_server` is in tests/conftest.py
 
     def test_something(openai_server):
         openai_server.script("model-a", http_error(503), http_error(429, retry_after=0))
@@ -29,12 +29,10 @@ import struct
 import threading
 import time
 from collections import defaultdict, deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
-
-import pytest
 
 DEFAULT_DIMENSIONS = 64
 
@@ -97,7 +95,10 @@ def fake_embedding(text: str, dimensions: int = DEFAULT_DIMENSIONS) -> list[floa
 
 
 class FakeOpenAI:
-    """The server, its script and its record. ``start()``/``stop()``, or the ``openai_server`` fixture."""
+    """The server, its script and its record.
+
+    ``start()``/``stop()``, or the ``openai_server`` fixture (tests/conftest.py).
+    """
 
     def __init__(self, *, api_key: str | None = None, models: set[str] | None = None) -> None:
         self.api_key = api_key  # set: requests without "Bearer <api_key>" get 401
@@ -273,13 +274,3 @@ def _embeddings(model: str, body: dict) -> dict:
         data.append({"object": "embedding", "index": index, "embedding": encoded})
     tokens = sum(len(str(t).split()) for t in texts)
     return {"object": "list", "data": data, "model": model, "usage": {"prompt_tokens": tokens, "total_tokens": tokens}}
-
-
-@pytest.fixture
-def openai_server() -> Iterator[FakeOpenAI]:
-    """A started ``FakeOpenAI`` for one test; import it into a test module to use it."""
-    server = FakeOpenAI().start()
-    try:
-        yield server
-    finally:
-        server.stop()

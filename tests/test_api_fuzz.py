@@ -57,7 +57,7 @@ def test_fuzzing_the_api_finds_no_server_error_and_no_schema_violation(live_serv
                 suppress_health_check=list(HealthCheck),
             )
             @given(case=operation.as_strategy(generation_mode=mode))
-            def exercise(case) -> None:
+            def exercise(case, operation, mode, checks) -> None:
                 response = case.call(base_url=live_server.url, headers={"Authorization": f"Bearer {key}"}, timeout=60)
                 cases[f"{operation.label} {mode.value}"] += 1
                 statuses[response.status_code] += 1
@@ -66,11 +66,13 @@ def test_fuzzing_the_api_finds_no_server_error_and_no_schema_violation(live_serv
                 except Exception as exc:  # noqa: BLE001 - collect every failure, report them together
                     failures.append(f"{operation.label} [{mode.value}] -> {response.status_code}: {str(exc)[:400]}")
 
-            exercise()
+            # This iteration's values as arguments: the function closes over nothing that the loop rebinds.
+            exercise(operation=operation, mode=mode, checks=checks)
 
     total = sum(cases.values())
     print(
-        f"\nfuzzed {total} cases over {len(cases)} operation/mode pairs; status codes {dict(sorted(statuses.items()))}; "
+        f"\nfuzzed {total} cases over {len(cases)} operation/mode pairs; "
+        f"status codes {dict(sorted(statuses.items()))}; "
         f"{sum(n for s, n in statuses.items() if s >= 500)} server errors; {len(failures)} check failures"
     )
     assert total >= 200, cases

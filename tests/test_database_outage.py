@@ -237,8 +237,8 @@ def test_searches_while_the_servers_backends_keep_being_terminated_get_no_server
             for pid in other_backends(admin):
                 terminated += admin.execute("SELECT pg_terminate_backend(%s)", [pid]).fetchone()[0]
             # Paced by the searchers' progress, not the clock: a few answers between two rounds.
-            answered = statuses.total()
-            wait_for(lambda: statuses.total() >= answered + 4, timeout=60, interval=0.01, what="more answers")
+            enough = statuses.total() + 4
+            wait_for(lambda enough=enough: statuses.total() >= enough, timeout=60, interval=0.01, what="more answers")
     print(f"\n{terminated} backends terminated under 4 searching clients: {dict(statuses)}")
     assert statuses[200] > 0
     assert not [status for status in statuses if isinstance(status, int) and status >= 500 and status != 503], statuses

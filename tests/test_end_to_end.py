@@ -24,7 +24,10 @@ def status(slug: str) -> str:
 def test_a_skill_saved_in_admin_is_indexed_by_the_worker_and_edits_replace_it(client, celery_worker):
     admin = get_user_model().objects.create_superuser("root", password="not-used-elsewhere-1")
     client.force_login(admin)
-    body = "# Runbook\n\n## Restore from backup\n\nStop the service, then restore the zebrafish snapshot with pg_restore.\n"
+    body = (
+        "# Runbook\n\n## Restore from backup\n\n"
+        "Stop the service, then restore the zebrafish snapshot with pg_restore.\n"
+    )
     response = client.post("/admin/sources/skill/add/", {"slug": "runbook", "title": "", "enabled": "on", "body": body})
     assert response.status_code == 302, response.content.decode()[:2000]
 

@@ -30,7 +30,7 @@ from rag_site.llm import (
     retry_after_seconds,
     status_kind,
 )
-from tests.openai_server import dropped, fake_embedding, http_error, malformed, openai_server, slow  # noqa: F401
+from tests.openai_server import dropped, fake_embedding, http_error, malformed, slow
 
 ROOT = Path(__file__).resolve().parent.parent
 PROMPT = [{"role": "system", "content": "Describe the chunk."}, {"role": "user", "content": "the axolotl replica"}]

@@ -82,7 +82,8 @@ def test_a_killed_child_takes_its_own_children_with_it(supervisor):
     parent = supervisor.start(
         "worker",
         python(
-            "import subprocess, sys, time; subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)']); time.sleep(600)"
+            "import subprocess, sys, time; "
+            "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)']); time.sleep(600)"
         ),
     )
     grandchild = wait_for(lambda: psutil.Process(parent.pid).children(), what="the grandchild")[0]

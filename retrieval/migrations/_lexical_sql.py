@@ -79,7 +79,8 @@ CREATE TRIGGER retrieval_lexical_insert AFTER INSERT ON sources_chunk
 CREATE TRIGGER retrieval_lexical_delete AFTER DELETE ON sources_chunk
     REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION retrieval_lexical_delete();
 CREATE TRIGGER retrieval_lexical_update AFTER UPDATE ON sources_chunk
-    REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION retrieval_lexical_update();
+    REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
+    FOR EACH STATEMENT EXECUTE FUNCTION retrieval_lexical_update();
 """
 
 # Chunks indexed before this migration.

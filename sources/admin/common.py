@@ -31,7 +31,7 @@ class BrokerWarningMixin:
 
 
 def status_badge(*, status: str, label: str, detail: str = "") -> str:
-    """A status in its colour, by a class of static/css/admin.css: the Content-Security-Policy refuses style attributes."""
+    """A status in its colour, by a class of static/css/admin.css: the Content-Security-Policy refuses style="..."."""
     return format_html('<b class="status status-{}">{}</b>{}', status, label, detail)
 
 

@@ -1,4 +1,5 @@
-"""The admin's index overview and "try a search" pages: each needs its named permission, and shows the person's scope only."""
+"""The admin's index overview and "try a search" pages: each needs its named permission, and shows the person's scope
+only."""
 
 import dataclasses
 
@@ -31,7 +32,8 @@ def overview_view(request):
 
 
 def try_search_view(request):
-    """Search as a chosen bot, client and channels would, with every score explained: only as one the person may act for."""
+    """Search as a chosen bot, client and channels would, with every score explained: only as one the person may act
+    for."""
     if not request.user.has_perm(TRY_SEARCH_PERMISSION):
         raise PermissionDenied
     get = request.GET

@@ -23,7 +23,10 @@ def job_badge(job: IndexJob | None) -> str:
         return "never indexed"
     label = job.get_status_display()
     if job.status == JobStatus.RUNNING and job.files_total:
-        label += f" {job.progress:.0%} ({job.chunks_embedded:,} chunks embedded, {job.files_seen:,}/{job.files_total:,} files read)"
+        label += (
+            f" {job.progress:.0%} ({job.chunks_embedded:,} chunks embedded, "
+            f"{job.files_seen:,}/{job.files_total:,} files read)"
+        )
     detail = f": {job.message[:160]}" if job.message and job.status != JobStatus.RUNNING else ""
     return status_badge(status=job.status, label=label, detail=detail)
 
@@ -288,7 +291,7 @@ class IndexJobAdmin(ScopedAdminMixin, admin.ModelAdmin):
         return job
 
     def may_cancel(self, request) -> bool:
-        """Cancelling changes a job: the change permission (has_change_permission stays False: the page is read-only)."""
+        """Cancelling edits a job: the change permission (has_change_permission stays False: the page is read only)."""
         return request.user.has_perm(f"{self.opts.app_label}.change_{self.opts.model_name}")
 
     @admin.display(description="Progress")

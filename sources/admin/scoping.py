@@ -28,7 +28,7 @@ def admin_scope(request) -> Scope:
 
 
 def visible_source_ids(request) -> QuerySet:
-    """The ids of the sources the person may see, disabled ones included (the admin manages those too), as a subquery."""
+    """The ids of the sources the person may see, disabled ones too (the admin manages those as well), as a subquery."""
     return admin_scope(request).source_ids_sql(enabled_only=False)
 
 

@@ -84,9 +84,10 @@ class SkillAdmin(ScopedAdminMixin, BrokerWarningMixin, admin.ModelAdmin):
     @admin.display(description="Chunking preview")
     def preview(self, skill: Skill) -> str:
         return format_html(
-            '<button type="button" class="button" hx-post="{}" hx-include="#id_body, [name=csrfmiddlewaretoken]" hx-target="#chunk-preview" '
-            'hx-swap="innerHTML">Preview chunking</button> <span class="help">How the body above will be split and cited, '
-            'before you save it.</span><div id="chunk-preview" aria-live="polite"></div>',
+            '<button type="button" class="button" hx-post="{}" hx-include="#id_body, [name=csrfmiddlewaretoken]" '
+            'hx-target="#chunk-preview" hx-swap="innerHTML">Preview chunking</button> <span class="help">'
+            "How the body above will be split and cited, before you save it.</span>"
+            '<div id="chunk-preview" aria-live="polite"></div>',
             reverse("admin:sources_skill_preview"),
         )
 

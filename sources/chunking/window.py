@@ -170,8 +170,8 @@ def _snap_in_line(line: str, low: int, high: int) -> int:
     window = line[low:high]
     for pattern in (_IN_LINE_SENTENCE, _IN_LINE_SPACE):
         last = None
-        for last in pattern.finditer(window):
-            pass
+        for match in pattern.finditer(window):
+            last = match
         if last is not None:
             return low + last.end()
     return high

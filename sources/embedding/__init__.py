@@ -1,4 +1,5 @@
-"""Embedding providers: local sentence-transformers models and OpenAI-compatible APIs. Models load lazily, once per process."""
+"""Embedding providers: local sentence-transformers models and OpenAI-compatible APIs. Models load lazily, once per
+process."""
 
 from sources.embedding.base import Embedder, EmbeddingError, ModelSpec
 from sources.embedding.registry import embedder_for, model_reference

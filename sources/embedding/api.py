@@ -30,7 +30,7 @@ PROBE_TEXT = "dimension probe"
 
 
 def api_name_parse(name: str) -> tuple[str, int | None]:
-    """``"text-embedding-3-small@256"`` -> ``("text-embedding-3-small", 256)``; no ``@<digits>``: no dimensions asked."""
+    """``"text-embedding-3-small@256"`` -> ``("text-embedding-3-small", 256)``; no ``@<digits>``: no dimensions."""
     model, at, dimensions = name.rpartition("@")
     if not at or not dimensions.isdigit():
         model, dimensions = name, ""
@@ -97,9 +97,10 @@ class ApiEmbedder:
         expected = self._spec.dimensions
         if size != expected:
             raise EmbeddingError(
-                f"{PREFIX}{self.name} answered with {size}-dimensional vectors, but the model has {expected} dimensions: "
-                f"the endpoint now serves another model under this name. Vectors of different sizes are never mixed; "
-                f"name the size (api:{self.model}@{expected}) or choose another model name, which re-embeds."
+                f"{PREFIX}{self.name} answered with {size}-dimensional vectors, but the model has {expected} "
+                "dimensions: the endpoint now serves another model under this name. Vectors of different sizes are "
+                f"never mixed; name the size (api:{self.model}@{expected}) or choose another model name, "
+                "which re-embeds."
             )
 
     def _make_spec(self, dimensions: int) -> ModelSpec:

@@ -14,7 +14,8 @@ _lock = threading.Lock()
 
 
 def model_reference(name: str) -> tuple[str, str]:
-    """A model as written in a setting or a root's field -> (provider, name): ``api:<model>[@<dims>]`` or a local name or path."""
+    """A model as written in a setting or a root's field -> (provider, name): ``api:<model>[@<dims>]`` or a local name
+    or path."""
     if name.startswith(API_PREFIX):
         return "api", name.removeprefix(API_PREFIX).strip()
     return "local", name

@@ -29,12 +29,13 @@ _QUALIFIED_KEY = re.compile(
 
 _MAX_NAME = 80
 _NAME_CHARACTERS = frozenset(string.ascii_letters + string.digits + "_.-")
-_KEY = r"(?P<key>[A-Za-z_][\w.-]{0,%d})" % _MAX_NAME
+_KEY = rf"(?P<key>[A-Za-z_][\w.-]{{0,{_MAX_NAME}}})"
 # key = "value", "key": "value", key: "value", key := "value", key == "value",
 # key: str = "value": wherever the name stands (code, JSON, TOML, quoted YAML).
 _QUOTED = re.compile(
-    _KEY
-    + r"(?P<close>[\"'\]]{0,2})\s*(?::[ \t]+[A-Za-z_](?:[\w\[\]. |]|, ){0,60}?\s*(?==))?(?P<op>:=|=>|==|!=|:|=)\s*@?[rbuRB]?"
+    _KEY + r"(?P<close>[\"'\]]{0,2})\s*"
+    r"(?::[ \t]+[A-Za-z_](?:[\w\[\]. |]|, ){0,60}?\s*(?==))?"  # an annotation before "=": `key: str = "value"`
+    r"(?P<op>:=|=>|==|!=|:|=)\s*@?[rbuRB]?"
     r"(?P<q>[\"'`])(?P<value>[^\"'`\n]{0,300})(?P=q)"
 )
 # key: value, KEY=value, export KEY=value, - key: value: the whole line (YAML, INI, .env, properties).

@@ -5,7 +5,6 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from sources.models import Source
-from tests.openai_server import openai_server  # noqa: F401 - the fixture
 
 pytestmark = pytest.mark.django_db
 
@@ -55,7 +54,7 @@ def test_every_channel_is_scored_from_one_run(dataset):
 
 
 def test_a_run_whose_searches_skip_work_says_its_numbers_are_not_the_services(dataset):
-    """The report path: a search's warning (here as a timed-out channel words it) reaches the person running the eval."""
+    """The report path: a search's warning (here as a timed-out channel words it) reaches whoever runs the eval."""
     from measure import evaluation
 
     out, err = StringIO(), StringIO()

@@ -16,7 +16,8 @@ pytestmark = pytest.mark.django_db
 QUERY = "retry when indexing a skill fails"
 # Three sections that each say "retry": three adjacent chunks of one file.
 RETRIES_MD = "".join(
-    f"# Retry step {n}\n\nWhen indexing a skill fails, retry step {n}: check the worker and the skill body {'again ' * 40}.\n\n"
+    f"# Retry step {n}\n\n"
+    f"When indexing a skill fails, retry step {n}: check the worker and the skill body {'again ' * 40}.\n\n"
     for n in range(1, 4)
 )
 INDEXER_PY = '''"""Indexing retries."""

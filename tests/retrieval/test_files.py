@@ -1,4 +1,4 @@
-"""/api/v1/read and /api/v1/grep: bots verify citations against the files on disk (real PostgreSQL, MiniLM, filesystem)."""
+"""/api/v1/read and /api/v1/grep: bots verify citations against the files on disk (real PostgreSQL, MiniLM, files)."""
 
 import json
 import os

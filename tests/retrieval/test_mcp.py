@@ -31,7 +31,10 @@ from tests.factories import SkillFactory
 pytestmark = pytest.mark.django_db(transaction=True)
 
 TOOL_NAMES = {"search", "get_context", "search_skills", "get_skill", "search_tools", "read_range", "grep"}
-SHARED_BODY = "---\nname: Deployment guide\n---\n# Deploy\n\nShip it with docker compose.\n\n## Backups\n\nRun pg_dump every night.\n"
+SHARED_BODY = (
+    "---\nname: Deployment guide\n---\n# Deploy\n\nShip it with docker compose.\n\n"
+    "## Backups\n\nRun pg_dump every night.\n"
+)
 ALPHA_BODY = "# Zebrafalcon rotation\n\nRotate the zebrafalcon credentials every quarter.\n"
 APP = 'def handle_order(order):\n    """Handle one order."""\n    return order\n\n\nHANDLE_ORDER_LIMIT = 3\n'
 INITIALIZE = {
@@ -62,7 +65,7 @@ def call_message(name: str, arguments: dict) -> dict:
 
 
 def tool_call(client: DjangoClient, name: str, arguments: dict) -> dict:
-    """The result of one ``tools/call`` (``structuredContent``, ``isError``, ``content``) through Django's test client."""
+    """The result of one ``tools/call`` (``structuredContent``, ``isError``, ``content``) via Django's test client."""
     response = mcp_post(client, call_message(name, arguments))
     assert response.status_code == 200, response.content
     return response.json()["result"]

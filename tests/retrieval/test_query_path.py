@@ -1,4 +1,4 @@
-"""The query path's CPU savers: the query-embedding cache, one torch thread per web process, the tuned embedded server."""
+"""The query path's CPU savers: the query-embedding cache, one torch thread per web process, the tuned embedded PG."""
 
 import importlib
 import os

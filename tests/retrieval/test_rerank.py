@@ -104,7 +104,7 @@ def test_one_scorer_per_name_and_device_loads_its_model_once(tiny_model):
 
 def test_rerank_orders_the_items_by_model_score(tiny_model):
     scorer = cross_encoder_for(tiny_model)
-    direct = dict(zip((id_ for id_, _ in ITEMS), scorer.score(QUERY, TEXTS)))
+    direct = dict(zip((id_ for id_, _ in ITEMS), scorer.score(QUERY, TEXTS), strict=True))
     result = rerank(QUERY, ITEMS, scorer=scorer, max_chunks=50, min_chars=0, score_threshold=0.0)
     assert result.skipped == ""
     assert [id_ for id_, _ in result.order] == sorted(direct, key=direct.__getitem__, reverse=True)

@@ -12,7 +12,7 @@ from retrieval.rerank_llm import ranking_parse
 from retrieval.search import chunks_search
 from sources import services
 from tests.factories import SkillFactory
-from tests.openai_server import http_error, openai_server  # noqa: F401 - the fixture
+from tests.openai_server import http_error
 
 
 @pytest.mark.unit

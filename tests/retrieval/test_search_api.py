@@ -11,7 +11,10 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture
 def indexed():
     bodies = {
-        "deploy": "# Deploy\n\nShip the containers with docker compose.\n\n## Backups\n\nRun pg_dump every night to back up PostgreSQL.\n",
+        "deploy": (
+            "# Deploy\n\nShip the containers with docker compose.\n\n"
+            "## Backups\n\nRun pg_dump every night to back up PostgreSQL.\n"
+        ),
         "cooking": "# Cooking\n\nBoil pasta in salted water for nine minutes.\n",
     }
     for slug, body in bodies.items():

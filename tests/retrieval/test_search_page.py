@@ -75,7 +75,10 @@ def mixed(tmp_path, settings):
         )
         (tmp_path / name / "notes.md").write_text(f"# Notes\n\nDeploy {name} on Fridays.\n")
         index_root(WorkspaceRoot.objects.create(name=name, path=str(tmp_path / name), bot_id=bot))
-    body = "# Deploy\n\nRun `make deploy` <script>alert(1)</script> ![x](https://example.com/x.png)\n\n```bash\nmake deploy\n```\n"
+    body = (
+        "# Deploy\n\nRun `make deploy` <script>alert(1)</script> ![x](https://example.com/x.png)\n\n"
+        "```bash\nmake deploy\n```\n"
+    )
     services.skill_index(skill_id=SkillFactory(slug="deploy", body=body).pk)
     services.skill_index(
         skill_id=SkillFactory(slug="secret-deploy", body="# Deploy secrets\n\nDeploy the vault.\n", bot_id="alpha").pk

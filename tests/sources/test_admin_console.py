@@ -1,4 +1,4 @@
-"""The admins' console: roots index on save, jobs are read-only records with live progress, what was indexed is visible."""
+"""The admins' console: roots index on save, jobs are read-only records with live progress, what was indexed shows."""
 
 from pathlib import Path
 

@@ -16,7 +16,7 @@ from sources.health import health_check
 from sources.models import Chunk, EmbeddingModel, IndexStatus, JobStatus, Segment, Skill, Source, WorkspaceRoot
 from tests import openai_server as fake
 from tests.conftest import index_root
-from tests.openai_server import http_error, openai_server  # noqa: F401 - the fixture
+from tests.openai_server import http_error
 
 pytestmark = pytest.mark.django_db
 

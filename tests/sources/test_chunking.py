@@ -180,7 +180,10 @@ def test_a_python_syntax_error_falls_back_to_the_window():
     [
         (
             "a.ts",
-            "import x from 'y';\n\n// Adds.\nexport const add = (a: number) => a + 1;\n\nexport class Thing {\n  run(): void {}\n}\n\ninterface Shape { area(): number }\n",
+            (
+                "import x from 'y';\n\n// Adds.\nexport const add = (a: number) => a + 1;\n\n"
+                "export class Thing {\n  run(): void {}\n}\n\ninterface Shape { area(): number }\n"
+            ),
             [("", 1, 1), ("add", 3, 4), ("Thing", 6, 8), ("Shape", 10, 10)],
         ),
         (
@@ -190,12 +193,18 @@ def test_a_python_syntax_error_falls_back_to_the_window():
         ),
         (
             "a.go",
-            "package main\n\n// Start runs.\nfunc (s *Server) Start() error {\n\treturn nil\n}\n\ntype Server struct{}\n",
+            (
+                "package main\n\n// Start runs.\nfunc (s *Server) Start() error {\n\treturn nil\n}\n\n"
+                "type Server struct{}\n"
+            ),
             [("", 1, 1), ("Server.Start", 3, 6), ("Server", 8, 8)],
         ),
         (
             "a.rs",
-            "use std::fmt;\n\n/// Doc.\n#[derive(Debug)]\npub struct P { x: i32 }\n\nimpl P {\n    fn new() -> P { P { x: 1 } }\n}\n",
+            (
+                "use std::fmt;\n\n/// Doc.\n#[derive(Debug)]\npub struct P { x: i32 }\n\n"
+                "impl P {\n    fn new() -> P { P { x: 1 } }\n}\n"
+            ),
             [("", 1, 1), ("P", 3, 5), ("P", 7, 9)],
         ),
         ("A.java", "package a;\n\n/** Doc. */\npublic class A {\n  void run() {}\n}\n", [("", 1, 1), ("A", 3, 6)]),

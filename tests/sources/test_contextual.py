@@ -25,14 +25,16 @@ from sources.models import (
     WorkspaceRoot,
 )
 from tests.conftest import index_root
-from tests.openai_server import http_error, openai_server, slow  # noqa: F401 - the fixture
+from tests.openai_server import http_error, slow
 
 pytestmark = pytest.mark.django_db
 
 # A word that only the descriptions hold: finding it proves they are indexed.
 MARKER = "quokkaplanning"
 FILES = {
-    "billing.py": 'def invoice_total(lines):\n    """Sum the invoice lines."""\n    return sum(line.amount for line in lines)\n',
+    "billing.py": (
+        'def invoice_total(lines):\n    """Sum the invoice lines."""\n    return sum(line.amount for line in lines)\n'
+    ),
     "notes.md": "# Notes\n\n## Deploys\n\nShip on Tuesdays.\n\n## Rollbacks\n\nRevert the release tag.\n",
     "tool.go": "package main\n\n// Serve answers pings.\nfunc Serve() int {\n\treturn 1\n}\n",
 }

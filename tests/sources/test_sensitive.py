@@ -176,8 +176,14 @@ def test_documented_placeholders_and_references_pass(text):
 # detector would drop every lock file and every page with an inline image).
 ORDINARY = [
     "the task-runner and sk-learn; -----BEGIN PUBLIC KEY-----; .sk-button-primary-large-variant {}\n",
-    "def check(self, password):\n    password = self.cleaned_data['password']\n    return check_password(password, self.password)\n",
-    "user = authenticate(\n    username=username,\n    password=password,\n)\ntoken = default_token_generator.make_token(user)\n",
+    (
+        "def check(self, password):\n    password = self.cleaned_data['password']\n"
+        "    return check_password(password, self.password)\n"
+    ),
+    (
+        "user = authenticate(\n    username=username,\n    password=password,\n)\n"
+        "token = default_token_generator.make_token(user)\n"
+    ),
     'INTERNAL_RESET_SESSION_TOKEN = "_password_reset_token"\nreset_url_token = "set-password"\n',
     'error_messages = {"password_mismatch": _("The two password fields didn’t match.")}\n',
     "password: str\ntoken: str | None = None\nsecret = settings.SECRET_KEY\nSECRET_KEY = ''\n",
@@ -218,7 +224,8 @@ def package_files(*packages) -> list[Path]:
 
 
 def test_the_source_trees_the_demo_and_the_evals_index_pass_whole():
-    """Django (the demo), click and jinja2 (the retrieval evals): a flagged file would leave the index and move the eval numbers."""
+    """Django (the demo), click and jinja2 (the retrieval evals): a flagged file would leave the index and move the eval
+    numbers."""
     flagged = {}
     for path in package_files(django, click, jinja2):
         raw = path.read_bytes()

@@ -10,7 +10,10 @@ from tests.factories import SkillFactory
 
 pytestmark = pytest.mark.django_db
 
-BODY = "---\nname: Deployment guide\n---\n# Deploy\n\nShip it with docker compose.\n\n## Backups\n\nRun pg_dump every night.\n"
+BODY = (
+    "---\nname: Deployment guide\n---\n# Deploy\n\nShip it with docker compose.\n\n"
+    "## Backups\n\nRun pg_dump every night.\n"
+)
 
 
 def test_it_stores_one_chunk_per_section_with_real_embeddings():

@@ -111,7 +111,8 @@ class Command(BaseCommand):
         self.stdout.write(f"  end-to-end     {report['index_chunks_per_s']:>8} chunks/s")
         self.stdout.write(f"  ratio          {report['ratio']:>8}   (target >= 0.9)")
         self.stdout.write(
-            f"  re-verify      {report['reverify_seconds']:>8} s, {report['reverify_embedded']} chunks embedded (unchanged tree)"
+            f"  re-verify      {report['reverify_seconds']:>8} s, "
+            f"{report['reverify_embedded']} chunks embedded (unchanged tree)"
         )
 
     def _search(self, *, as_json: bool, **options) -> None:

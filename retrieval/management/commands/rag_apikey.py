@@ -64,7 +64,8 @@ class Command(BaseCommand):
             state = "revoked" if key.revoked_at else "active" if key.is_active else "expired"
             used = key.last_used_at.isoformat(timespec="seconds") if key.last_used_at else "never"
             self.stdout.write(
-                f"{key.prefix}  {key.name}  [{key.scope_label}]{'  manage' if key.can_manage else ''}  {state}  last used {used}"
+                f"{key.prefix}  {key.name}  [{key.scope_label}]{'  manage' if key.can_manage else ''}  {state}  "
+                f"last used {used}"
             )
 
     def _revoke(self, *, prefix, **_) -> None:
