@@ -145,9 +145,7 @@ def _spans(hits: list[Hit]) -> tuple[list[Span], dict[str, IndexedFile]]:
         return [], {}
     states = _file_states(hits)
     current = _files_now(hits)
-    roots = dict(
-        WorkspaceRoot.objects.filter(pk__in={_root_id(h.chunk.source) for h in hits}).values_list("pk", "name")
-    )
+    roots = dict(WorkspaceRoot.objects.filter(pk__in={h.chunk.source.root_id for h in hits}).values_list("pk", "name"))
     spans, indexed = [], {}
     for hit in hits:
         chunk = hit.chunk
@@ -155,7 +153,7 @@ def _spans(hits: list[Hit]) -> tuple[list[Span], dict[str, IndexedFile]]:
         state = states.get((chunk.source_id, chunk.path))
         if state is not None:
             indexed[document] = state
-        root_id = _root_id(chunk.source)
+        root_id = chunk.source.root_id
         # A root's file without its index row (caught mid-update) counts as changed: nothing vouches for it.
         stale = root_id is not None and (
             state is None or current.get((chunk.source_id, chunk.path)) != (state.size, state.mtime_ns)
@@ -216,7 +214,7 @@ def _files_now(hits: list[Hit]) -> dict[tuple[int, str], tuple[int, int] | None]
     """(size, mtime_ns) on disk now of each file hit, read safely below its root; evaluation documents have none."""
     by_root: dict[int, set[tuple[int, str]]] = {}
     for hit in hits:
-        root_id = _root_id(hit.chunk.source)
+        root_id = hit.chunk.source.root_id
         if root_id is not None:
             by_root.setdefault(root_id, set()).add((hit.chunk.source_id, hit.chunk.path))
     now: dict[tuple[int, str], tuple[int, int] | None] = {}
@@ -224,13 +222,6 @@ def _files_now(hits: list[Hit]) -> dict[tuple[int, str], tuple[int, int] | None]
         stats = files_stat(root_id=root_id, paths=sorted({path for _, path in files}))
         now.update({(source_id, path): stats.get(path) for source_id, path in files})
     return now
-
-
-def _root_id(source: Source) -> int | None:
-    # Keys of a root's sources: root:<id> (its default segment) or root:<id>:segment:<id>.
-    if source.kind != Source.Kind.FILE or not source.key.startswith("root:"):
-        return None
-    return int(source.key.split(":")[1])
 
 
 def _tool_schemas(hits: list[Hit]) -> list[dict]:

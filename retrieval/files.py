@@ -151,7 +151,7 @@ def files_visible(
         SELECT r.id, {_ROOT_COLUMNS},
                f.path, f.size, f.mtime_ns, f.content_hash, f.indexed_at
         FROM {WorkspaceRoot._meta.db_table} r
-        JOIN {Source._meta.db_table} s ON s.key = 'root:' || r.id OR s.key LIKE 'root:' || r.id || ':segment:%%'
+        JOIN {Source._meta.db_table} s ON s.root_id = r.id
         LEFT JOIN {IndexedFile._meta.db_table} f ON f.source_id = s.id AND f.generation = s.active_generation {file_filter}
         WHERE {where} {root_filter}
         ORDER BY r.name COLLATE "C", f.path COLLATE "C"

@@ -16,6 +16,7 @@ from rag_site.errors import ApplicationError, Conflict, InvalidInput, NotFound, 
 from retrieval.access import identity_for_user
 from retrieval.files import file_current, file_lines
 from retrieval.highlight import highlight_css, lexer_for
+from sources.models import source_key
 from sources.selectors import skill_readable
 
 
@@ -32,7 +33,7 @@ def view_skill(request, slug: str):
         subtitle="skill",
         text=skill.body,
         lexer=MarkdownLexer(stripnl=False),
-        cite=f"skill:{slug}",
+        cite=source_key(skill),  # as its hits cite it: skill:<slug>:<lines>
     )
 
 

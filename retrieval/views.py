@@ -115,11 +115,17 @@ def _results(filters: Filters, scope, roots: list[WorkspaceRoot]) -> dict:
     hits = [hit for hit in found if hit.chunk.language == filters.language] if filters.language else list(found)
     shown = hits[(filters.page - 1) * PAGE_SIZE : k]
     words = matching_words(filters.query, [hit.chunk.content for hit in shown])
+    slugs = dict(
+        Skill.objects.filter(
+            source_id__in={hit.chunk.source_id for hit in shown if hit.chunk.source.kind == Source.Kind.SKILL}
+        ).values_list("source_id", "slug")
+    )
     elapsed_ms = round((time.perf_counter() - started) * 1000)
     more = len(hits) > k or (len(found) == k and k < settings.RAG_SEARCH_MAX_K)
     return {
         "hits": [
-            _hit_view(hit, rank, words) for rank, hit in enumerate(shown, start=(filters.page - 1) * PAGE_SIZE + 1)
+            _hit_view(hit, rank, words, slugs)
+            for rank, hit in enumerate(shown, start=(filters.page - 1) * PAGE_SIZE + 1)
         ],
         "total": min(len(hits), k),
         "more": more,
@@ -129,17 +135,17 @@ def _results(filters: Filters, scope, roots: list[WorkspaceRoot]) -> dict:
     }
 
 
-def _hit_view(hit: Hit, rank: int, words: set[str]) -> dict:
+def _hit_view(hit: Hit, rank: int, words: set[str], slugs: dict[int, str]) -> dict:
+    """One hit as the page shows it; ``slugs``: each skill source's skill, to link to."""
     chunk, source = hit.chunk, hit.chunk.source
     shown = snippet(content=chunk.content, kind=source.kind, path=chunk.path, first_line=chunk.start_line, words=words)
     anchor = f"#L{chunk.start_line}-L{chunk.end_line}"
-    if source.kind == Source.Kind.SKILL:
-        url = reverse("view-skill", args=[source.key.removeprefix("skill:")]) + anchor
-    elif source.kind == Source.Kind.FILE:
-        root_id = source.key.split(":")[1]  # root:<id> or root:<id>:segment:<id>
-        url = reverse("view-file", args=[root_id, chunk.path]) + anchor
+    if source.kind == Source.Kind.SKILL and source.pk in slugs:
+        url = reverse("view-skill", args=[slugs[source.pk]]) + anchor
+    elif source.kind == Source.Kind.FILE and source.root_id is not None:
+        url = reverse("view-file", args=[source.root_id, chunk.path]) + anchor
     else:
-        url = ""  # a tool is its schema: nothing more to open
+        url = ""  # a tool is its schema, an evaluation document has no file: nothing more to open
     return {
         "hit": hit,
         "rank": rank,
@@ -161,8 +167,7 @@ def _root_source_ids(roots: list[WorkspaceRoot], root_id: str, scope) -> tuple[i
 def _filter_choices(scope) -> dict:
     """The roots and languages the person can filter by: only what their scope can see."""
     sources = Source.objects.filter(scope.source_filter(), kind=Source.Kind.FILE)
-    root_ids = sorted({int(key.split(":")[1]) for key in sources.values_list("key", flat=True)})
-    roots = list(WorkspaceRoot.objects.filter(pk__in=root_ids).order_by("name").only("pk", "name"))
+    roots = list(WorkspaceRoot.objects.filter(pk__in=sources.values("root_id")).order_by("name").only("pk", "name"))
     return {"roots": roots, "languages": _languages(scope)}
 
 

@@ -16,7 +16,6 @@ from typing import Protocol
 import pathspec
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Q
 from django.utils import timezone
 
 from rag_site.errors import ApplicationError, Conflict
@@ -32,6 +31,7 @@ from sources.models import (
     Segment,
     Source,
     WorkspaceRoot,
+    source_key,
     words,
 )
 from sources.walk import REPLACED, Candidate, Skipped, WalkRules, read_text, root_open, walk
@@ -217,8 +217,8 @@ def glob_problem(glob: str) -> str | None:
 
 
 def root_sources(root: WorkspaceRoot):
-    """The root's sources: its default segment (root:<id>) and each segment's (root:<id>:segment:<id>)."""
-    return Source.objects.filter(Q(key=f"root:{root.pk}") | Q(key__startswith=f"root:{root.pk}:segment:"))
+    """The root's sources: its default segment's and each segment's."""
+    return Source.objects.filter(root=root)
 
 
 @transaction.atomic
@@ -250,19 +250,16 @@ def root_sources_sync(*, root: WorkspaceRoot) -> int:
     them now in the same transaction: a segment gated to a channel never
     keeps serving its files through the root's ungated default segment.
     """
-    scope = {**root.scope_fields, "enabled": root.enabled, "kind": Source.Kind.FILE}
-    default, _ = Source.objects.update_or_create(
-        key=f"root:{root.pk}",
-        defaults={**scope, "title": root.name, "similarity_threshold": root.similarity_threshold},
-    )
+    scope = {**root.scope_fields, "enabled": root.enabled, "kind": Source.Kind.FILE, "root": root}
+    default = _source_upsert(root, {**scope, "title": root.name, "similarity_threshold": root.similarity_threshold})
     if root.source_id != default.pk:
         WorkspaceRoot.objects.filter(pk=root.pk).update(source=default)
         root.source = default
     owners: list[tuple[str, Source]] = []
     for segment in root.segments.order_by("pk"):
-        source, _ = Source.objects.update_or_create(
-            key=f"root:{root.pk}:segment:{segment.pk}",
-            defaults={
+        source = _source_upsert(
+            segment,
+            {
                 **scope,
                 "title": f"{root.name}: {segment.name}",
                 "channels": sorted(set(words(segment.channels))) or scope["channels"],
@@ -274,14 +271,27 @@ def root_sources_sync(*, root: WorkspaceRoot) -> int:
         if segment.source_id != source.pk:
             Segment.objects.filter(pk=segment.pk).update(source=source)
         owners.append((segment.path_glob, source))
-    # Segments deleted since: their files go back to the default segment, then their sources go.
-    keep = {f"root:{root.pk}"} | {f"root:{root.pk}:segment:{pk}" for pk in root.segments.values_list("pk", flat=True)}
-    gone = list(Source.objects.filter(key__startswith=f"root:{root.pk}:segment:").exclude(key__in=keep))
+    # Segments deleted since (their link went with them): their files go back to the default segment, then their
+    # sources go.
+    gone = list(root_sources(root).exclude(pk__in=[default.pk] + [source.pk for _, source in owners]))
     owners.sort(key=lambda owner: -len(owner[0]))  # the most specific glob wins, as in _plans
     owners.append(("", default))
     moved = _files_reassign(owners=owners, sources=[source for _, source in owners] + gone)
     Source.objects.filter(pk__in=[source.pk for source in gone]).delete()
     return moved
+
+
+def _source_upsert(owner: WorkspaceRoot | Segment, fields: dict) -> Source:
+    """The Source ``owner`` links to, updated with ``fields``; created when it has none yet.
+
+    A row that already carries the owner's key (its link was lost) is taken
+    over rather than duplicated: the key is unique.
+    """
+    fields = {**fields, "key": source_key(owner)}
+    if owner.source_id and Source.objects.filter(pk=owner.source_id).update(**fields):
+        return Source.objects.get(pk=owner.source_id)
+    source, _ = Source.objects.update_or_create(key=fields["key"], defaults=fields)
+    return source
 
 
 def _files_reassign(*, owners: list[tuple[str, Source]], sources: list[Source]) -> int:

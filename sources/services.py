@@ -7,7 +7,7 @@ from django.conf import settings
 from sources import ingest
 from sources.chunking import ChunkResult, markdown_chunk
 from sources.ingest import IndexingError, IndexOutcome, IngestSettings, content_hash, embedding_model_for, fingerprint
-from sources.models import Skill, Source
+from sources.models import Skill, Source, source_key
 
 log = logging.getLogger(__name__)
 
@@ -87,10 +87,10 @@ def skill_source_sync(skill: Skill, *, title: str | None = None) -> Source:
     """
     source = skill.source
     if source is None:
-        source, _ = Source.objects.get_or_create(key=f"skill:{skill.slug}", defaults={"kind": Source.Kind.SKILL})
+        source, _ = Source.objects.get_or_create(key=source_key(skill), defaults={"kind": Source.Kind.SKILL})
         Skill.objects.filter(pk=skill.pk).update(source=source)
         skill.source = source
-    changes = {"enabled": skill.enabled, "key": f"skill:{skill.slug}", **skill.scope_fields}
+    changes = {"enabled": skill.enabled, "key": source_key(skill), **skill.scope_fields}
     if title is not None:
         changes["title"] = title
     # Always written: the caller's copy of the source may be stale, and scope must never be.

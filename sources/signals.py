@@ -43,14 +43,15 @@ def root_saved(sender, instance: WorkspaceRoot, raw: bool = False, **kwargs) -> 
 
 @receiver(pre_delete, sender=WorkspaceRoot, dispatch_uid="root_deleting")
 def root_deleting(sender, instance: WorkspaceRoot, **kwargs) -> None:
-    Source.objects.filter(key=f"root:{instance.pk}").delete()
-    Source.objects.filter(key__startswith=f"root:{instance.pk}:segment:").delete()
+    # Its sources (and their chunks and files) go by cascade: each one's Source.root is this root.
     root_schedule_delete(root_id=instance.pk)
 
 
 @receiver(post_save, sender=Segment, dispatch_uid="segment_saved")
 @receiver(post_delete, sender=Segment, dispatch_uid="segment_deleted")
 def segment_changed(sender, instance: Segment, raw: bool = False, **kwargs) -> None:
+    if _root_deleting(kwargs.get("origin")):
+        return  # the root's deletion takes its segments along: syncing would recreate sources of a root being deleted
     root = WorkspaceRoot.objects.filter(pk=instance.root_id).first()
     if raw or root is None:
         return
@@ -58,3 +59,8 @@ def segment_changed(sender, instance: Segment, raw: bool = False, **kwargs) -> N
     # segment reads another model. Not forced: every other file stays as it is.
     if root_sources_sync(root=root) and root.enabled:
         tasks.root_reindex_request(root_id=root.pk, ignore_cooldown=True, trigger="segments")
+
+
+def _root_deleting(origin: object) -> bool:
+    # A deletion's origin: the instance or queryset delete() was called on.
+    return isinstance(origin, WorkspaceRoot) or getattr(origin, "model", None) is WorkspaceRoot

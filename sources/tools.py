@@ -6,7 +6,7 @@ from rag_site.errors import ApplicationError
 from sources import ingest
 from sources.chunking import ChunkResult
 from sources.ingest import IndexOutcome, IngestSettings, content_hash, embedding_model_for, fingerprint
-from sources.models import Source, Tool
+from sources.models import Source, Tool, source_key
 
 
 def tool_parameters_validate(parameters: object) -> None:
@@ -77,7 +77,7 @@ def tool_index(*, tool_id: int) -> IndexOutcome | None:
 
 def tool_source_sync(tool: Tool) -> Source:
     """The tool's Source row with its scope; called on every save, so scope applies at once."""
-    fields = {"key": f"tool:{tool.key}", "title": tool.key, "enabled": tool.enabled, **tool.scope_fields}
+    fields = {"key": source_key(tool), "title": tool.key, "enabled": tool.enabled, **tool.scope_fields}
     if tool.source_id and Source.objects.filter(pk=tool.source_id).update(**fields):
         return Source.objects.get(pk=tool.source_id)  # a renamed tool keeps its row: no stale copy stays searchable
     source, _ = Source.objects.update_or_create(key=fields["key"], defaults={**fields, "kind": Source.Kind.TOOL})

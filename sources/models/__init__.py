@@ -5,6 +5,7 @@ One module per kind of record; everything is importable from here.
 
 from sources.models.base import SCOPE_NAME, EmbeddingModel, Indexed, IndexStatus, Scoped, Source, words
 from sources.models.chunks import DESCRIPTION_KEY, IDENTIFIER_CAMEL, IDENTIFIER_SEPARATORS, Chunk, ChunkDescription
+from sources.models.keys import source_key
 from sources.models.roots import (
     ACTIVE_JOB_STATUSES,
     DEFAULT_EXCLUDE_DIRS,
@@ -40,5 +41,6 @@ __all__ = [
     "Source",
     "Tool",
     "WorkspaceRoot",
+    "source_key",
     "words",
 ]

@@ -56,6 +56,8 @@ class Source(models.Model):
         DATASET = "dataset", "Evaluation dataset"
 
     kind = models.CharField(max_length=16, choices=Kind.choices)
+    # A label for admin lists, logs and citations, written by sources.models.keys.source_key only: code finds a
+    # source's owner by the keys (Skill.source, Tool.source, Segment.source, WorkspaceRoot.source, root), never by it.
     key = models.CharField(max_length=512, unique=True, help_text="skill:<slug>, tool:<key>, root:<id>[:segment:<id>]")
     title = models.CharField(max_length=255, blank=True)
     bot_id = models.CharField(max_length=128, blank=True, default="")
@@ -73,7 +75,25 @@ class Source(models.Model):
         related_name="+",
         help_text="The model of the active generation's vectors.",
     )
+    # Every source of a root (its default segment and each segment's) points to it, so a root's sources are one
+    # join, a root's deletion deletes them, and a segment's source still knows its root after the segment is gone.
+    root = models.ForeignKey(
+        "sources.WorkspaceRoot",
+        null=True,
+        blank=True,
+        editable=False,
+        on_delete=models.CASCADE,
+        related_name="sources",
+        help_text="For workspace files: the root whose files these are.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(root__isnull=True) | models.Q(kind="file"), name="source_root_only_for_files"
+            )
+        ]
 
     def __str__(self) -> str:
         return self.key

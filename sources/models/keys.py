@@ -1,0 +1,24 @@
+"""The one place a Source's key string is written.
+
+The key is a unique, readable label (admin lists, logs, citations). Code
+never parses it: a source's owner is found by its foreign keys
+(``Skill.source``, ``Tool.source``, ``WorkspaceRoot.source``,
+``Segment.source`` and ``Source.root``).
+"""
+
+from sources.models.roots import Segment, WorkspaceRoot
+from sources.models.skills import Skill
+from sources.models.tools import Tool
+
+
+def source_key(owner: Skill | Tool | WorkspaceRoot | Segment) -> str:
+    """The ``Source.key`` of what a source stands for: skill:<slug>, tool:<key>, root:<id>[:segment:<id>]."""
+    if isinstance(owner, Skill):
+        return f"skill:{owner.slug}"
+    if isinstance(owner, Tool):
+        return f"tool:{owner.key}"
+    if isinstance(owner, WorkspaceRoot):
+        return f"root:{owner.pk}"
+    if isinstance(owner, Segment):
+        return f"root:{owner.root_id}:segment:{owner.pk}"
+    raise TypeError(f"no source stands for a {type(owner).__name__}")

@@ -1,0 +1,151 @@
+"""Issue 23 item 2: a source is reached by its foreign keys, never by parsing its key string."""
+
+import re
+from pathlib import Path
+
+import pytest
+from django.db import IntegrityError, connection, transaction
+from django.db.migrations.executor import MigrationExecutor
+
+from sources.models import Chunk, Segment, Skill, Source, Tool, WorkspaceRoot, source_key
+from sources.roots import root_sources
+
+REPO = Path(__file__).resolve().parents[2]
+BEFORE = [("sources", "0010_root_identity")]
+AFTER = [("sources", "0011_source_references")]
+
+
+@pytest.fixture
+def root(tmp_path, settings):
+    settings.RAG_ROOT_BASE_DIRS = [str(tmp_path)]
+    (tmp_path / "repo").mkdir()
+    return WorkspaceRoot.objects.create(name="repo", path=str(tmp_path / "repo"), cooldown_seconds=0)
+
+
+def migrate(targets):
+    executor = MigrationExecutor(connection)
+    executor.loader.build_graph()  # the previous migrate changed what is applied
+    executor.migrate(targets)
+    return executor.loader.project_state(targets).apps
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_migration_back_fills_every_reference_from_the_stored_keys():
+    old = migrate(BEFORE)
+    try:
+        OldSource, OldRoot = old.get_model("sources", "Source"), old.get_model("sources", "WorkspaceRoot")
+        OldSegment, OldSkill, OldTool = (old.get_model("sources", name) for name in ("Segment", "Skill", "Tool"))
+        root = OldRoot.objects.create(name="old", path="/nowhere/old")
+        other = OldRoot.objects.create(name="other", path="/nowhere/other")
+        docs = OldSegment.objects.create(root=root, name="docs", path_glob="docs/**")
+        default = OldSource.objects.create(kind="file", key=f"root:{root.pk}")
+        segment = OldSource.objects.create(kind="file", key=f"root:{root.pk}:segment:{docs.pk}")
+        # Linked by an earlier sync: the link stays as it is.
+        linked = OldSource.objects.create(kind="file", key=f"root:{other.pk}")
+        OldRoot.objects.filter(pk=other.pk).update(source=linked)
+        # A deleted segment's source, not yet swept: it still belongs to its root.
+        leftover = OldSource.objects.create(kind="file", key=f"root:{root.pk}:segment:{docs.pk + 1000}")
+        orphan = OldSource.objects.create(kind="file", key=f"root:{other.pk + 1000}")  # its root is gone
+        skill_source = OldSource.objects.create(kind="skill", key="skill:cooking")
+        skill = OldSkill.objects.create(slug="cooking", body="# Cooking")
+        tool_source = OldSource.objects.create(kind="tool", key="tool:local:weather")
+        tool = OldTool.objects.create(key="local:weather", name="weather")
+        dataset = OldSource.objects.create(kind="dataset", key="dataset:root:7")
+    finally:
+        new = migrate(AFTER)
+
+    NewSource = new.get_model("sources", "Source")
+    roots_of = dict(NewSource.objects.values_list("pk", "root_id"))
+    assert roots_of[default.pk] == roots_of[segment.pk] == roots_of[leftover.pk] == root.pk
+    assert roots_of[linked.pk] == other.pk
+    assert roots_of[orphan.pk] is None and roots_of[dataset.pk] is None  # nothing is deleted
+    assert roots_of[skill_source.pk] is None and roots_of[tool_source.pk] is None
+    owners = {
+        (name, pk): source_id
+        for name in ("WorkspaceRoot", "Segment", "Skill", "Tool")
+        for pk, source_id in new.get_model("sources", name).objects.values_list("pk", "source_id")
+    }
+    assert owners[("WorkspaceRoot", root.pk)] == default.pk
+    assert owners[("WorkspaceRoot", other.pk)] == linked.pk
+    assert owners[("Segment", docs.pk)] == segment.pk
+    assert owners[("Skill", skill.pk)] == skill_source.pk
+    assert owners[("Tool", tool.pk)] == tool_source.pk
+
+
+@pytest.mark.django_db
+def test_every_source_of_a_root_points_to_it(root):
+    Segment.objects.create(root=root, name="docs", path_glob="docs/**")
+    root.refresh_from_db()
+    sources = list(root_sources(root))
+    assert len(sources) == 2
+    assert {source.pk for source in sources} == {root.source_id, Segment.objects.get().source_id}
+    assert {source.key for source in sources} == {source_key(root), source_key(Segment.objects.get())}
+
+
+@pytest.mark.django_db
+def test_a_deleted_segments_source_is_found_by_its_root_and_removed(root):
+    segment = Segment.objects.create(root=root, name="docs", path_glob="docs/**")
+    gone = Segment.objects.get(pk=segment.pk).source_id
+    segment.delete()
+    assert not Source.objects.filter(pk=gone).exists()
+    assert list(root_sources(root).values_list("pk", flat=True)) == [WorkspaceRoot.objects.get().source_id]
+
+
+@pytest.mark.django_db
+def test_deleting_a_root_deletes_its_sources_and_chunks_and_recreates_none(root):
+    Segment.objects.create(root=root, name="docs", path_glob="docs/**")
+    source = Source.objects.get(pk=WorkspaceRoot.objects.get().source_id)
+    Chunk.objects.create(
+        source=source,
+        path="a.md",
+        chunk_index=0,
+        content="x",
+        start_line=1,
+        end_line=1,
+        content_hash="x",
+        chunking_version="1",
+    )
+    root.delete()
+    assert not Source.objects.filter(kind=Source.Kind.FILE).exists()
+    assert not Chunk.objects.exists()
+
+
+@pytest.mark.django_db
+def test_only_a_file_source_can_belong_to_a_root(root):
+    with pytest.raises(IntegrityError), transaction.atomic():
+        Source.objects.create(kind=Source.Kind.SKILL, key="skill:stray", root=root)
+
+
+@pytest.mark.django_db
+def test_a_renamed_skill_keeps_its_source_and_its_key_follows():
+    skill = Skill.objects.create(slug="cooking", body="# Cooking")
+    source_id = Skill.objects.get().source_id
+    skill.slug = "baking"
+    skill.save()
+    assert Skill.objects.get().source_id == source_id
+    assert Source.objects.get(pk=source_id).key == source_key(skill) == "skill:baking"
+
+
+@pytest.mark.django_db
+def test_a_tools_source_is_its_own():
+    tool = Tool.objects.create(name="weather", description="The weather.")
+    assert Tool.objects.get().source.key == source_key(tool)
+
+
+# What building or parsing a key string looks like: f"root:{...}", "skill:" + ..., .removeprefix("skill:"),
+# key.split(":"), key__startswith=...
+KEY_STRING = re.compile(r"""(?:root|segment|skill|tool):\{|["'](?:root|segment|skill|tool):["']|key\.split\(""")
+
+
+@pytest.mark.unit
+def test_no_code_builds_or_parses_a_source_key_but_source_key():
+    allowed = {REPO / "sources" / "models" / "keys.py"}
+    found = [
+        f"{path.relative_to(REPO)}:{number}: {line.strip()}"
+        for package in ("rag_site", "sources", "retrieval", "measure")
+        for path in sorted((REPO / package).rglob("*.py"))
+        if path not in allowed and "migrations" not in path.parts
+        for number, line in enumerate(path.read_text().splitlines(), start=1)
+        if KEY_STRING.search(line)
+    ]
+    assert found == []
