@@ -18,7 +18,7 @@ import os
 import re
 import stat
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Generator, Iterable
 from contextlib import closing
 from dataclasses import dataclass
 from datetime import datetime
@@ -124,7 +124,10 @@ def path_problem(path: str) -> str | None:
 
 
 def file_lines(text: str) -> list[str]:
-    """Lines as citations count them: split on "\\n" only (a CRLF line keeps its "\\r"); a final newline starts no line."""
+    """Lines as citations count them: split on "\\n" only (a CRLF line keeps its "\\r").
+
+    A final newline starts no line.
+    """
     lines = text.split("\n")
     if lines[-1] == "":
         lines.pop()
@@ -152,7 +155,8 @@ def files_visible(
                f.path, f.size, f.mtime_ns, f.content_hash, f.indexed_at
         FROM {WorkspaceRoot._meta.db_table} r
         JOIN {Source._meta.db_table} s ON s.root_id = r.id
-        LEFT JOIN {IndexedFile._meta.db_table} f ON f.source_id = s.id AND f.generation = s.active_generation {file_filter}
+        LEFT JOIN {IndexedFile._meta.db_table} f
+            ON f.source_id = s.id AND f.generation = s.active_generation {file_filter}
         WHERE {where} {root_filter}
         ORDER BY r.name COLLATE "C", f.path COLLATE "C"
     """
@@ -215,7 +219,9 @@ def file_current(
 
 
 def grep_answer(identity: Identity, payload: GrepIn) -> GrepOut:
-    """The lines of the indexed files the caller may see that match ``payload.pattern``, in (root name, path, line) order.
+    """The lines of the indexed files the caller may see that match ``payload.pattern``.
+
+    In (root name, path, line) order.
 
     The scan stops at ``max_matches`` or at RAG_GREP_TIMEOUT_SECONDS (checked
     between files); files that cannot be read now are counted, not fatal.
@@ -236,8 +242,9 @@ def grep_answer(identity: Identity, payload: GrepIn) -> GrepOut:
         os.close(_root_fd(chosen))  # a root asked for by name that is no longer its directory is refused, not skipped
     if payload.glob is not None:
         files = [f for f in files if fnmatch.fnmatchcase(f.path, payload.glob)]
-    counts, matches = _Counts(), []
-    stopped = None
+    counts = _Counts()
+    matches: list[GrepMatchOut] = []
+    stopped: Literal["time limit", "max matches"] | None = None
     with closing(_matching_lines(files, matcher, counts, deadline=deadline)) as found:
         for file, number, line in found:
             if len(matches) == payload.max_matches:
@@ -293,7 +300,7 @@ def files_stat(*, root_id: int, paths: list[str]) -> dict[str, tuple[int, int] |
     found: dict[str, tuple[int, int] | None] = dict.fromkeys(paths)
     root = _root_row(root_id)
     root_fd = _root_open(root) if root is not None else None
-    if root_fd is None:
+    if root is None or root_fd is None:
         return found
     try:
         for path in paths:
@@ -454,10 +461,10 @@ def lines_within_chars(lines: list[str], cap: int) -> tuple[list[str], bool]:
 
 def _matching_lines(
     files: list[VisibleFile], matcher: GrepMatcher, counts: _Counts, *, deadline: float
-) -> Iterator[tuple[VisibleFile, int, str]]:
+) -> Generator[tuple[VisibleFile, int, str]]:
     """(file, line number, line) of every matching line, root by root; counts what was searched and skipped."""
-    for root, group in groupby(files, key=attrgetter("root")):
-        group = list(group)
+    for root, grouped in groupby(files, key=attrgetter("root")):
+        group = list(grouped)
         root_fd = _root_open(root)
         if root_fd is None:
             counts.skipped += len(group)
@@ -491,7 +498,7 @@ def files_text(*, root_id: int, paths: list[str]) -> dict[str, CurrentText | Non
     found: dict[str, CurrentText | None] = dict.fromkeys(paths)
     root = _root_row(root_id)
     root_fd = _root_open(root) if root is not None else None
-    if root_fd is None:
+    if root is None or root_fd is None:
         return found
     try:
         for path in paths:
