@@ -8,6 +8,7 @@ import pytest
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 AXE = Path(__file__).resolve().parent.parent / "node_modules" / "axe-core" / "axe.min.js"
+PATIENCE_MS = 30_000
 needs_chromium = pytest.mark.skipif(
     not shutil.which("chromium"), reason="Debian's chromium is not installed (make test installs it as root)"
 )
@@ -16,14 +17,19 @@ needs_chromium = pytest.mark.skipif(
 @contextlib.contextmanager
 def chromium(**context):
     """A fresh browser context (``context``: e.g. viewport, color_scheme) in headless Chromium."""
-    from playwright.sync_api import sync_playwright
+    from playwright.sync_api import expect, sync_playwright
 
+    # How long to wait for the page to get there, not a claim about speed: Playwright's 5 s default
+    # failed a "Show more" on a CI machine whose two cores were busy with other work.
+    expect.set_options(timeout=PATIENCE_MS)
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(
             executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"]
         )
         try:
-            yield browser.new_context(**context)
+            browser_context = browser.new_context(**context)
+            browser_context.set_default_timeout(PATIENCE_MS)
+            yield browser_context
         finally:
             browser.close()
 

@@ -42,6 +42,25 @@
     section.appendChild(p);
   }
 
+  // Enter sends the search at once, but the box's "input changed delay:300ms" timer still runs and
+  // would send the same search again: its answer then replaced the results under a "Show more" the
+  // person had already clicked. The timer's request is dropped when the page already shows its query.
+  document.addEventListener("htmx:confirm", (event) => {
+    const box = event.target;
+    if (box.id !== "q" || !box.form) return;
+    const shown = searchOf(new URLSearchParams(window.location.search));
+    if (shown === searchOf(new URLSearchParams(new FormData(box.form)))) event.preventDefault();
+  });
+
+  // A search's filled-in fields, in one order: the URL and the form name the same search alike.
+  function searchOf(params) {
+    return Array.from(params.entries())
+      .filter(([name, value]) => value !== "" && name !== "page" && name !== "more")
+      .map(([name, value]) => `${name}=${value}`)
+      .sort()
+      .join("&");
+  }
+
   document.addEventListener("htmx:responseError", (event) => {
     const status = event.detail.xhr.status;
     failed(`The search failed (the server answered ${status}). Try again in a moment; if it keeps failing, tell an admin.`);
