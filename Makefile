@@ -1,5 +1,6 @@
-# rag-site: `make run` starts the whole product, `make test` runs the tests
-# (`make test-fast`: the unit tests only, in seconds).
+# rag-site: `make run` starts the whole product, `make test` runs `make lint`
+# (ruff lint, ruff format check, mypy with django-stubs) and then the tests
+# (`make test-fast`: the unit tests only, in seconds, no lint).
 # Both create .venv on first use; later calls install nothing unless
 # pyproject.toml, package.json or package-lock.json changed (the stamp file is
 # keyed on all three).
@@ -13,7 +14,7 @@ STAMP := $(VENV)/.installed-$(shell cat pyproject.toml package.json package-lock
 PIP := $(PY) -m pip install --quiet --disable-pip-version-check
 NPM := npm ci --no-audit --no-fund --silent
 
-.PHONY: install run test test-fast browser bench eval clean-var
+.PHONY: install run lint test test-fast browser bench eval clean-var
 
 install: $(STAMP)
 
@@ -31,7 +32,16 @@ $(STAMP): pyproject.toml package.json package-lock.json
 run: install
 	$(PY) manage.py rag_run
 
-test: install browser
+# mypy imports rag_site.settings (django-stubs), which reads these at import;
+# throwaway values that point at closed ports, so no server is needed.
+LINT_ENV := SECRET_KEY=lint-only-not-a-secret DATABASE_URL=postgres://unused@127.0.0.1:1/unused \
+	REDIS_URL=redis://127.0.0.1:1/0
+lint: install
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(LINT_ENV) $(VENV)/bin/mypy
+
+test: install browser lint
 	$(VENV)/bin/pytest
 
 # The inner loop: tests marked `unit` only, without the embedded PostgreSQL

@@ -110,7 +110,7 @@ def index_bench(root: Path) -> dict:
         exclude_dirs=frozenset(words(DEFAULT_EXCLUDE_DIRS)),
         max_file_bytes=500_000,
     )
-    texts = []
+    texts: list[str] = []
     root_fd = root_open(str(root.resolve()))
     try:
         for entry in walk(root_fd, rules):
@@ -136,6 +136,7 @@ def index_bench(root: Path) -> dict:
             # Run in this process, not queued: the bench times the work itself.
             # Not forced: the second run is the re-verify of unchanged files.
             job = jobs.job_start(job_id=IndexJob.objects.create(root=bench_root, trigger="bench").pk)
+            assert job is not None  # a root created just now: no other job holds its lock
             begin = time.perf_counter()
             roots.root_index(job=job)
             elapsed = time.perf_counter() - begin

@@ -11,7 +11,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import quote, urlsplit, urlunsplit
@@ -89,7 +89,7 @@ class Client:
 
 
 def clients_run(
-    *, url: str, key: str, streams: list[Stream], seconds: float | None = None, stop: threading.Event | None = None
+    *, url: str, key: str, streams: Sequence[Stream], seconds: float | None = None, stop: threading.Event | None = None
 ) -> tuple[list[Sample], float]:
     """Each stream on its own thread and connection, one request at a time (closed loop),
     until ``seconds`` have passed or ``stop`` is set; returns the samples and the wall time."""

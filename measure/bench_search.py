@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from itertools import cycle
+from typing import Any
 
 from django.conf import settings
 from django.db import connection
@@ -216,7 +217,7 @@ def lexical_plan(query: str, scope: Scope) -> list[str]:
     """EXPLAIN (ANALYZE, BUFFERS) of the lexical channel's main statement for ``query``, as PostgreSQL prints it."""
     from retrieval.lexical import lexical_candidates
 
-    statements: list[tuple[str, object]] = []
+    statements: list[tuple[str, Any]] = []
 
     def capture(execute, sql, params, many, context):
         statements.append((sql, params))

@@ -1,6 +1,7 @@
 """`rag_eval`: index a BEIR dataset through the real pipeline, query every
 channel through the real search service, score them side by side."""
 
+import functools
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -127,7 +128,7 @@ def dataset_evaluate(dataset: Dataset, source: Source, *, k: int = 10) -> dict[s
         "token-overlap": lambda q: token_overlap_rank(q, documents, limit=DEPTH)
     }
     for name, options in search_rows().items():
-        channels[name] = lambda q, options=options: _documents(q, scope, options)
+        channels[name] = functools.partial(_documents, scope=scope, options=options)
     judged = {q: text for q, text in dataset.queries.items() if q in dataset.qrels}
     return {
         name: evaluate({q: rank(text) for q, text in judged.items()}, dataset.qrels, k=k)
@@ -155,9 +156,7 @@ def dataset_context(dataset: Dataset, source: Source) -> dict[str, float]:
             "recall": len(relevant & shown) / len(relevant) if relevant else 0.0,
         }
 
-    return _context_coverage(
-        [(text, lambda spans, q=q: inside(q, spans)) for q, text in judged], scope, Source.Kind.DATASET
-    )
+    return _context_coverage([(text, functools.partial(inside, q)) for q, text in judged], scope, Source.Kind.DATASET)
 
 
 def _context_coverage(
@@ -291,6 +290,8 @@ def code_root_index(directory: Path):
     )
     # Not forced: a root kept from an earlier run (--keep) embeds only what changed.
     job = jobs.job_start(job_id=IndexJob.objects.create(root=root, trigger="eval").pk)
+    if job is None:  # another process holds the root's lock (a second eval of the same directory)
+        raise ApplicationError(f"indexing {directory} did not start: another job is indexing it")
     roots.root_index(job=job)
     job.refresh_from_db()
     if job.status != JobStatus.SUCCEEDED:
@@ -357,7 +358,7 @@ def code_context(queries: list[CodeQuery], root) -> dict[str, float]:
             )
         }
 
-    return _context_coverage([(q.text, lambda spans, q=q: inside(q, spans)) for q in queries], scope, Source.Kind.FILE)
+    return _context_coverage([(q.text, functools.partial(inside, q)) for q in queries], scope, Source.Kind.FILE)
 
 
 def _root_source_ids(root) -> tuple[int, ...]:

@@ -12,6 +12,7 @@ calls. When Redis cannot be reached, a breaker keeps all this in the process
 instead (``shared`` is then False): calls go on, each process judging alone.
 """
 
+import builtins
 import logging
 import math
 import threading
@@ -333,7 +334,7 @@ class _MemoryStore:
         with self._lock:
             self._data[key] = self._get(key, set()) | {member}
 
-    def smembers(self, key: str) -> set:
+    def smembers(self, key: str) -> builtins.set[str]:  # the class's own set() is in scope here
         with self._lock:
             return set(self._get(key, set()))
 

@@ -265,6 +265,7 @@ class LLMClient:
         for model in dict.fromkeys(chain):  # a model named twice is tried once
             admission = self.breaker.admit(model, probe_seconds=self.config.timeout + 5)
             if not admission.allowed:
+                assert admission.opened_until is not None  # a refused admission always says until when
                 failures.append({"model": model, "error": "cooldown", "opened_until": admission.opened_until})
                 reopen.append(admission.opened_until)
                 continue

@@ -103,6 +103,8 @@ class RetryLostConnection:
             type(exception).__name__,
         )
         match = request.resolver_match
+        if match is None:  # only a view's exceptions come here, after the URL resolved; never repeat blind
+            return _unavailable(request, exception)
         try:
             response = match.func(request, *match.args, **match.kwargs)
             # Django renders a template response after the view: a loss while rendering is this request's too.

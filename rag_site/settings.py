@@ -7,6 +7,7 @@ and .env.example. Malformed values raise ImproperlyConfigured naming the variabl
 import os
 import secrets
 from pathlib import Path
+from typing import Any
 
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
@@ -165,7 +166,7 @@ STATICFILES_DIRS = [
 # collectstatic has run (whitenoise's documented development mode).
 WHITENOISE_USE_FINDERS = True
 
-LOGGING = {
+LOGGING: dict[str, Any] = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},

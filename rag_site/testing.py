@@ -75,7 +75,8 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     # "connection refused" on port 1; say which mark is wrong instead.
     if SERVERS:
         return
-    if item.get_closest_marker("django_db") or DATABASE_FIXTURES & set(item.fixturenames):
+    fixtures = set(getattr(item, "fixturenames", ()))  # a test function's; other kinds of items have none
+    if item.get_closest_marker("django_db") or DATABASE_FIXTURES & fixtures:
         pytest.fail(
             f"{item.nodeid} needs the database, but RAG_TEST_SERVERS=0 started none: "
             "a `unit` test must not touch PostgreSQL (drop its `unit` mark, or run it with `make test`)",

@@ -116,7 +116,7 @@ def _narrowed(
     if asked is None:
         return None if allowed is None else tuple(sorted(allowed))
     refused = sorted(set(asked) - allowed) if allowed is not None else []
-    if refused:
+    if refused and allowed is not None:
         may = ", ".join(sorted(allowed)) or f"shared sources only, no {what}"
         raise Forbidden(
             f"{identity.name} may not act for {what} {', '.join(map(repr, refused))} (it may see: {may})",

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from retrieval.access import Identity, scope_for
 from retrieval.chunk_ids import chunk_public_id
 from retrieval.schemas import (
+    ChannelOut,
     HitOut,
     ScopeIn,
     SearchIn,
@@ -129,5 +130,5 @@ def _hit_out(rank: int, hit: Hit, tools: dict[int, Tool]) -> HitOut:
     )
 
 
-def _explained(score: ChannelScore) -> dict:
-    return {"rank": score.rank, "score": score.score}
+def _explained(score: ChannelScore) -> ChannelOut:
+    return ChannelOut(rank=score.rank, score=score.score)

@@ -287,8 +287,11 @@ def assemble(skills: list[SkillEntry], spans: list[Span], *, budget: int, count:
                 # never cuts out the lines that made the range relevant; each waits its turn by its own score.
                 pending = sorted([*span.pieces, *pending], key=lambda candidate: -candidate.score)
                 continue
-            room = budget - used - overhead
-            compact = span_compact(span, fits=lambda candidate, room=room: count(span_block(candidate)) <= room)
+
+            def fits(candidate: Span, room: int = budget - used - overhead) -> bool:
+                return count(span_block(candidate)) <= room
+
+            compact = span_compact(span, fits=fits)
             if compact is None:
                 dropped.append(Dropped(span.kind, span.citation, span.score, block, over(overhead + block)))
                 continue

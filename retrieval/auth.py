@@ -106,7 +106,7 @@ HEALTH_AUTH = [ApiKeyAuth(anyone_when_database_down=True), SessionAuth(anyone_wh
 
 
 def manage_required(request: HttpRequest) -> Identity:
-    identity: Identity = request.auth
+    identity: Identity = request.auth  # type: ignore[attr-defined]  # set by ninja's auth classes above
     if not identity.can_manage:
         raise Forbidden(
             f"{identity.name} lacks the manage permission (an API key created with --manage, or a staff account)"

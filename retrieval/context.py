@@ -7,7 +7,9 @@ cannot crowd out the others. Assembly itself is pure (retrieval/assembly.py).
 
 import json
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from django.conf import settings
 
@@ -87,7 +89,7 @@ def context_for(
     *,
     query: str,
     budget: int,
-    kinds: list[str],
+    kinds: Sequence[str],
     k: dict[str, int],
     bot_id: str | None = None,
     client_id: str | None = None,
@@ -168,7 +170,7 @@ def _spans(hits: list[Hit]) -> tuple[list[Span], dict[str, IndexedFile]]:
                 score=hit.score,
                 kind=chunk.source.kind,
                 root_id=root_id,
-                root=roots.get(root_id, ""),
+                root=roots.get(root_id, "") if root_id is not None else "",
                 language=chunk.language,
                 symbol=chunk.symbol,
                 chunk_ids=(chunk.pk,),
@@ -196,7 +198,7 @@ def _gap_reader(indexed: dict[str, IndexedFile]):
                 and (current.size, current.mtime_ns) == (state.size, state.mtime_ns)
                 and len(current.text.encode()) == state.size
             )
-            files[span.document] = file_lines(current.text) if unchanged else None
+            files[span.document] = file_lines(current.text) if current is not None and unchanged else None
         lines = files[span.document]
         return lines[first - 1 : last] if lines is not None and last <= len(lines) else None
 
@@ -262,7 +264,7 @@ def context_answer(identity: Identity, payload: ContextIn) -> ContextOut:
 
 def _part_out(part: Part) -> ContextPartOut:
     item = part.item
-    common = {
+    common: dict[str, Any] = {
         "kind": part.kind,
         "citation": part.citation,
         "score": part.score,

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from itertools import groupby
 from operator import attrgetter
+from typing import Literal
 
 import re2
 from django.conf import settings

@@ -1,11 +1,15 @@
 """Rank fusion over plain data (no Django)."""
 
 from collections.abc import Collection, Hashable, Mapping, Sequence
+from typing import TypeVar
+
+# An item's id, whatever its type: the fused list hands back the ids it was given.
+Item = TypeVar("Item", bound=Hashable)
 
 
 def rrf_fuse(
-    rankings: Mapping[str, Sequence[Hashable]], *, k: int = 60, weights: Mapping[str, float] | None = None
-) -> list[tuple[Hashable, float]]:
+    rankings: Mapping[str, Sequence[Item]], *, k: int = 60, weights: Mapping[str, float] | None = None
+) -> list[tuple[Item, float]]:
     """(Weighted) Reciprocal Rank Fusion: score(d) = sum of w_c / (k + rank_c(d)).
 
     ``rankings`` maps a channel name to ids, best first (rank 1); a channel's
@@ -14,7 +18,7 @@ def rrf_fuse(
     """
     if k < 1:
         raise ValueError(f"RRF k must be >= 1, got {k}")
-    scores: dict[Hashable, float] = {}
+    scores: dict[Item, float] = {}
     for name, ids in rankings.items():
         weight = _weight(weights, name)
         for rank, item in enumerate(ids, start=1):
@@ -23,12 +27,12 @@ def rrf_fuse(
 
 
 def convex_fuse(
-    scored: Mapping[str, Sequence[tuple[Hashable, float]]],
+    scored: Mapping[str, Sequence[tuple[Item, float]]],
     *,
     weights: Mapping[str, float] | None = None,
     bounded: Collection[str] = ("vector",),
     minmax: bool = False,
-) -> list[tuple[Hashable, float]]:
+) -> list[tuple[Item, float]]:
     """Weighted sum of per-channel normalised scores; absent from a channel = 0.
 
     A ``bounded`` channel (cosine similarity, already on one scale for every
@@ -38,7 +42,7 @@ def convex_fuse(
     flat vector list then looks as decisive as a sharp one, which measured
     worse (see RAG_FUSION in settings).
     """
-    scores: dict[Hashable, float] = {}
+    scores: dict[Item, float] = {}
     for name, pairs in scored.items():
         if not pairs:
             continue

@@ -26,7 +26,7 @@ import logging
 from collections.abc import Callable
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from asgiref.sync import sync_to_async
 from mcp import MCPError, types
@@ -111,7 +111,9 @@ class McpTool:
         )
 
 
-def schema_for_model(model: type[BaseModel], *, mode: str = "validation") -> dict[str, Any]:
+def schema_for_model(
+    model: type[BaseModel], *, mode: Literal["validation", "serialization"] = "validation"
+) -> dict[str, Any]:
     """The model's JSON Schema as a model reads it best: nested models inlined, without pydantic's titles ("Mmr
     Lambda")."""
     schema = model.model_json_schema(mode=mode)

@@ -39,6 +39,8 @@ and the request runs again once on a fresh connection, else a JSON-RPC 503
 
 import json
 import logging
+from collections.abc import MutableMapping
+from typing import Any
 from urllib.parse import urlsplit
 
 import anyio
@@ -75,13 +77,13 @@ def mcp_endpoint(request: HttpRequest) -> HttpResponse:
     """The MCP server (Streamable HTTP, stateless, JSON responses); POST only."""
     if request.method != "POST":
         # Stateless: no session to resume (GET) or end (DELETE).
-        response = _error(
+        refused = _error(
             f"{request.method} is not served here: send JSON-RPC messages with POST "
             "(stateless server: no SSE stream, no sessions)",
             status=405,
         )
-        response["Allow"] = "POST"
-        return response
+        refused["Allow"] = "POST"
+        return refused
     origin = request.headers.get("Origin")
     if origin is not None and not origin_allowed(origin):
         return _error(
@@ -214,7 +216,7 @@ async def _served(scope: dict, body: bytes) -> tuple[int, list[tuple[str, str]],
         await response_done.wait()
         return {"type": "http.disconnect"}
 
-    async def send(message: dict) -> None:
+    async def send(message: MutableMapping[str, Any]) -> None:
         nonlocal status, headers
         if message["type"] == "http.response.start":
             status = message["status"]

@@ -1,17 +1,21 @@
 """Maximal Marginal Relevance over plain data (no Django)."""
 
 from collections.abc import Hashable, Mapping, Sequence
+from typing import TypeVar
 
 import numpy as np
 
+# An item's id, whatever its type: the order hands back the ids it was given.
+Item = TypeVar("Item", bound=Hashable)
+
 
 def mmr_order(
-    ranked: Sequence[tuple[Hashable, float]],
-    vectors: Mapping[Hashable, np.ndarray],
+    ranked: Sequence[tuple[Item, float]],
+    vectors: Mapping[Item, np.ndarray],
     *,
     lambda_: float = 0.7,
     k: int = 10,
-) -> list[tuple[Hashable, float]]:
+) -> list[tuple[Item, float]]:
     """Re-order ``ranked`` (id, relevance) to trade relevance for diversity.
 
     Picks, one at a time, the item maximising
@@ -27,7 +31,7 @@ def mmr_order(
     low, span = min(scores), (max(scores) - min(scores)) or 1.0
     relevance = {item: (score - low) / span for item, score in ranked}
     units = {item: v / (np.linalg.norm(v) or 1.0) for item, v in vectors.items() if item in relevance}
-    picked: list[Hashable] = []
+    picked: list[Item] = []
     remaining = [item for item, _ in ranked]
     closest = {item: 0.0 for item in remaining}  # max similarity to anything picked so far
     while remaining and len(picked) < k:

@@ -11,6 +11,7 @@ import threading
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Generic, TypeVar
 
 logger = logging.getLogger(__name__)
 
@@ -86,26 +87,30 @@ def cross_encoder_for(name: str, *, device: str = "cpu") -> CrossEncoderScorer:
         return scorer
 
 
+# An item's id, whatever its type: the order hands back the ids it was given.
+Item = TypeVar("Item", bound=Hashable)
+
+
 @dataclass(frozen=True, slots=True)
-class Reranked:
-    order: list[tuple[Hashable, float]]
-    scores: dict[Hashable, float]
+class Reranked(Generic[Item]):
+    order: list[tuple[Item, float]]
+    scores: dict[Item, float]
     skipped: str = ""
 
 
-def _skipped(reason: str) -> Reranked:
+def _skipped(reason: str) -> Reranked[Any]:
     return Reranked(order=[], scores={}, skipped=reason)
 
 
 def rerank(
     query: str,
-    items: Sequence[tuple[Hashable, str]],
+    items: Sequence[tuple[Item, str]],
     *,
     scorer: CrossEncoderScorer | None,
     max_chunks: int,
     min_chars: int,
     score_threshold: float,
-) -> Reranked:
+) -> Reranked[Item]:
     """Reorder the first ``max_chunks`` fused ``(id, text)`` items by cross-encoder score.
 
     ``order`` keeps the items scoring at least ``score_threshold``, best first

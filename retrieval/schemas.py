@@ -153,11 +153,16 @@ API_ERRORS = {code: ErrorOut for code in (400, 401, 403, 413, 422, 429, 503)}
 class ContextK(BodyIn):
     """How many hits of each kind to consider; 0 leaves that kind out."""
 
-    skill: int = Field(5, ge=0, le=settings.RAG_SEARCH_MAX_K, description="Distinct skills in the skill index.")
+    skill: int = Field(default=5, ge=0, le=settings.RAG_SEARCH_MAX_K, description="Distinct skills in the skill index.")
     file: int = Field(
-        8, ge=0, le=settings.RAG_SEARCH_MAX_K, description="File chunks considered as evidence (before merging)."
+        default=8,
+        ge=0,
+        le=settings.RAG_SEARCH_MAX_K,
+        description="File chunks considered as evidence (before merging).",
     )
-    tool: int = Field(5, ge=0, le=settings.RAG_SEARCH_MAX_K, description="Tool schemas returned beside the text.")
+    tool: int = Field(
+        default=5, ge=0, le=settings.RAG_SEARCH_MAX_K, description="Tool schemas returned beside the text."
+    )
 
 
 class ContextIn(ScopeIn):

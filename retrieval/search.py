@@ -105,7 +105,8 @@ class Hit:
 def hits_tools(hits: Iterable[Hit]) -> dict[int, Tool]:
     """The tools behind tool hits, by source id, in one query."""
     ids = {h.chunk.source_id for h in hits if h.chunk.source.kind == Source.Kind.TOOL}
-    return {tool.source_id: tool for tool in Tool.objects.filter(source_id__in=ids)} if ids else {}
+    tools = Tool.objects.filter(source_id__in=ids) if ids else []
+    return {tool.source_id: tool for tool in tools if tool.source_id is not None}
 
 
 @dataclass(frozen=True, slots=True)
@@ -270,7 +271,7 @@ def _candidate_lists(
         # Every list failed (a model that would not load, SQL cancelled by the
         # statement timeout, a database error): the service cannot answer now,
         # and the details say why. Never a 500: the caller sent nothing wrong.
-        raise Unavailable(f"search failed: {failures[0]}", details=failures)
+        raise Unavailable(f"search failed: {failures[0]}", details={"channels": failures})
     return lists
 
 
@@ -362,7 +363,8 @@ def _collect(lists: list[CandidateList], channel: Channel, run, failures: list[s
 def _rows(pool: list[Scored], *, embeddings: bool) -> dict[int, Chunk]:
     """The chunks the later steps and the hits need, with their sources, in one query (a chunk deleted since
     the channels read it is missing)."""
-    # The tsvector never, the vector only for MMR: nothing else reads them, and parsing them was a fifth of a search's time.
+    # The tsvector never, the vector only for MMR: nothing else reads them, and parsing them was a fifth of a search's
+    # time.
     deferred = ("search_vector",) if embeddings else ("search_vector", "embedding")
     return (
         Chunk.objects.select_related("source").defer(*deferred).in_bulk([item.chunk_id for item in pool])

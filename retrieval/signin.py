@@ -46,7 +46,7 @@ from django.conf import settings
 from django.contrib.admin.forms import AdminAuthenticationForm
 from django.contrib.auth.forms import AuthenticationForm
 from django.contrib.auth.views import LoginView
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponseBase
 
 from retrieval.ratelimit import redis_client
 
@@ -252,11 +252,11 @@ class AdminSignInForm(ThrottledSignIn, AdminAuthenticationForm):
     """The admin's login page: staff only, as before."""
 
 
-def throttled(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+def throttled(view: Callable[..., HttpResponseBase]) -> Callable[..., HttpResponseBase]:
     """A login view whose refused sign-ins answer the refusal's status and Retry-After instead of 200."""
 
     @functools.wraps(view)
-    def wrapped(request: HttpRequest, *args, **kwargs) -> HttpResponse:
+    def wrapped(request: HttpRequest, *args, **kwargs) -> HttpResponseBase:
         response = view(request, *args, **kwargs)
         form = (getattr(response, "context_data", None) or {}).get("form")
         refusal = getattr(form, "refusal", None)

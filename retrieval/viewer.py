@@ -29,7 +29,7 @@ def view_skill(request, slug: str):
         return _not_found(request, exc)
     return _page(
         request,
-        title=skill.title or (skill.source.title if skill.source_id else "") or slug,
+        title=skill.title or (skill.source.title if skill.source is not None else "") or slug,
         subtitle="skill",
         text=skill.body,
         lexer=MarkdownLexer(stripnl=False),

@@ -37,7 +37,7 @@ from rag_site.errors import ApplicationError
 from sources.chunking import CHUNKING_VERSION, ChunkResult
 from sources.contextual import DescriptionRequest, contextual_identity, descriptions_get
 from sources.embedding import EmbeddingError, embedder_for, model_reference
-from sources.models import DESCRIPTION_KEY, Chunk, EmbeddingModel, IndexedFile, IndexStatus, Source
+from sources.models import DESCRIPTION_KEY, Chunk, EmbeddingModel, IndexedFile, IndexStatus, Skill, Source, Tool
 
 
 class IndexingError(ApplicationError):
@@ -69,7 +69,7 @@ def content_hash(text: str) -> str:
 
 
 def fingerprint(*, content: str, model: str, config: IngestSettings) -> str:
-    """The one fingerprint of stored chunks: ``content`` is the document's content hash, ``model`` the model's identity."""
+    """The one fingerprint of stored chunks: ``content``, the document's content hash; ``model``, the model's."""
     parts = [
         content,
         CHUNKING_VERSION,
@@ -168,7 +168,7 @@ def documents_describe(
     stored chunks are not what indexing would write, so the next run does it
     again (asking only for the descriptions still missing).
     """
-    requests = []
+    requests: list[DescriptionRequest] = []
     for d in documents:
         text = d.text or "\n".join(chunk.content for chunk in d.chunks)
         digest = d.content_hash or content_hash(text)
@@ -232,6 +232,12 @@ def documents_embed(documents: Sequence[Document], *, on_batch: Callable[[], Non
     return undescribed
 
 
+def _embedded(document: Document) -> np.ndarray:
+    if document.vectors is None:  # storing its chunks without vectors would lose them from vector search
+        raise ValueError(f"{document.path or document.source.key} is stored before documents_embed embedded it")
+    return document.vectors
+
+
 @transaction.atomic
 def documents_replace(documents: Sequence[Document], *, track_files: bool) -> int:
     """Replace the chunks of ``documents``; returns how many rows were deleted.
@@ -262,7 +268,7 @@ def documents_replace(documents: Sequence[Document], *, track_files: bool) -> in
                 metadata=chunk.metadata,
             )
             for d in documents
-            for index, (chunk, vector) in enumerate(zip(d.chunks, d.vectors, strict=True))
+            for index, (chunk, vector) in enumerate(zip(d.chunks, _embedded(d), strict=True))
         ],
         batch_size=1000,
     )
@@ -334,21 +340,21 @@ class Batch:
         self.pending, self.pending_chunks = [], 0
 
 
-def item_unchanged(item_model: type, pk: int) -> None:
+def item_unchanged(item_model: type[Skill] | type[Tool], pk: int) -> None:
     """A skill or tool whose fingerprint matches: nothing to embed, and no old error to show."""
     item_model.objects.filter(pk=pk).update(index_status=IndexStatus.INDEXED, last_error="")
 
 
-def item_running(item_model: type, pk: int) -> None:
+def item_running(item_model: type[Skill] | type[Tool], pk: int) -> None:
     item_model.objects.filter(pk=pk).update(index_status=IndexStatus.RUNNING)
 
 
-def item_failed(item_model: type, pk: int, reason: str) -> None:
+def item_failed(item_model: type[Skill] | type[Tool], pk: int, reason: str) -> None:
     """The skill or tool keeps its previous chunks; the reason shows in the admin and the API."""
     item_model.objects.filter(pk=pk).update(index_status=IndexStatus.FAILED, last_error=reason[:2000])
 
 
-def item_store(item_model: type, pk: int, document: Document, **fields) -> int | None:
+def item_store(item_model: type[Skill] | type[Tool], pk: int, document: Document, **fields) -> int | None:
     """Embed and store a skill's or tool's document, and record it indexed with ``fields``.
 
     Returns the chunks deleted, or None when the item was deleted meanwhile.

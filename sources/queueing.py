@@ -27,7 +27,7 @@ def broker_wait_reason(error: Exception) -> str:
     return f"{BROKER_WAIT}: could not queue it ({error}); it is sent again when the broker is back"
 
 
-def queued_mark(model: type, object_id: int) -> None:
+def queued_mark(model: type[Skill] | type[Tool], object_id: int) -> None:
     """A skill or tool is queued; a note that it waited for the broker goes, a real indexing error stays until the next
     success."""
     model.objects.filter(pk=object_id).update(
@@ -38,9 +38,9 @@ def queued_mark(model: type, object_id: int) -> None:
     )
 
 
-def queued_note(model: type, object_id: int, reason: str) -> None:
+def queued_note(model: type[Skill] | type[Tool] | type[IndexJob], object_id: int, reason: str) -> None:
     """The skill or tool (``model``) or job (IndexJob) could not be sent: it stays queued with the reason."""
-    if model is IndexJob:
+    if issubclass(model, IndexJob):
         IndexJob.objects.filter(pk=object_id, status=JobStatus.QUEUED).update(message=reason)
     else:
         model.objects.filter(pk=object_id).update(index_status=IndexStatus.QUEUED, last_error=reason)

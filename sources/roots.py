@@ -69,10 +69,14 @@ def root_path_validate(path: str) -> str:
 class PinnedRoot(Protocol):
     """What checking a root's directory reads: a WorkspaceRoot, or a copy of these fields."""
 
-    name: str
-    path: str
-    directory_identity: str
-    symlink_target: str
+    @property
+    def name(self) -> str: ...
+    @property
+    def path(self) -> str: ...
+    @property
+    def directory_identity(self) -> str: ...
+    @property
+    def symlink_target(self) -> str: ...
 
 
 class RootChanged(Conflict):
@@ -110,16 +114,19 @@ def root_pin(*, path: str, confirm: bool, pinned: WorkspaceRoot | None = None) -
     pin = RootPin(configured if symlinked else real, identity, real if symlinked else "")
     if confirm:
         return pin
-    known = pinned is not None and pinned.pk is not None and pinned.path == pin.path and pinned.directory_identity
-    if symlinked and not (known and (pinned.symlink_target, pinned.directory_identity) == (real, identity)):
+    # The root as pinned before, when it was pinned at this path.
+    known = pinned
+    if known is None or known.pk is None or known.path != pin.path or not known.directory_identity:
+        known = None
+    if symlinked and not (known and (known.symlink_target, known.directory_identity) == (real, identity)):
         raise ApplicationError(
             f"{path!r} passes through a symlink (it leads to {real!r} now): enter the real path, or "
             "confirm to pin the directory the symlink leads to now"
         )
-    if known and pinned.directory_identity != identity:
+    if known and known.directory_identity != identity:
         raise ApplicationError(
             f"{path!r} leads to another directory than the one pinned ({_described(identity)} now, "
-            f"{_described(pinned.directory_identity)} when pinned): it was moved or replaced. Confirm "
+            f"{_described(known.directory_identity)} when pinned): it was moved or replaced. Confirm "
             "to pin the directory it leads to now"
         )
     return pin
@@ -342,12 +349,14 @@ def _plans(root: WorkspaceRoot) -> list[SegmentPlan]:
     root_sources_sync(root=root)
     plans = []
     for segment in root.segments.select_related("source").order_by("pk"):
+        assert segment.source is not None  # root_sources_sync gave every segment its source
         matcher = pathspec.GitIgnoreSpec.from_lines([segment.path_glob])
         plans.append(
             _plan(segment.source, segment.path_glob, matcher, segment.embedding_model_name or root.embedding_model_name)
         )
     # The most specific segment wins: longest glob first, the default last.
     plans.sort(key=lambda p: -len(p.glob))
+    assert root.source_id is not None  # root_sources_sync gave the root its source too
     plans.append(_plan(Source.objects.get(pk=root.source_id), "", None, root.embedding_model_name))
     return plans
 
@@ -464,16 +473,17 @@ class _Run:
             and state.embedding_model_id == plan.model.pk
             and (self.forced_since is None or state.indexed_at >= self.forced_since)
         )
-        if current and state.size == entry.size and state.mtime_ns == entry.mtime_ns:
+        if current and state is not None and (state.size, state.mtime_ns) == (entry.size, entry.mtime_ns):
             self.job.files_unchanged += 1  # not even read
             return True
+        assert self.rules is not None  # set by _index before any file is considered
         text = read_text(self.root_fd, entry, self.rules)
         if isinstance(text, Skipped):
             self._skip(text, failed=text.reason.startswith("unreadable"))
             # Saved (replaced) while the job ran: keep what is stored, the next job reads the new file.
             return text.reason == REPLACED and state is not None
         digest = content_hash(text)
-        if current and state.content_hash == digest:
+        if current and state is not None and state.content_hash == digest:
             state.size, state.mtime_ns = entry.size, entry.mtime_ns
             self.touched.append(state)  # saved in bulk at the next flush
             self.job.files_unchanged += 1  # touched, same content

@@ -1,7 +1,8 @@
 """Read queries behind the sources API and the MCP tools: what a caller may see, loaded in one query each."""
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
+from typing import Any
 
 import pathspec
 from django.db.models import Count, F, Max, Q, QuerySet, Sum
@@ -66,7 +67,7 @@ def roots_with_latest_job() -> list[WorkspaceRoot]:
     }
     roots = list(WorkspaceRoot.objects.all())
     for root in roots:
-        root.latest_job = latest.get(root.pk)
+        root.latest_job = latest.get(root.pk)  # type: ignore[attr-defined]  # for RootOut, like an annotation
     return roots
 
 
@@ -103,7 +104,9 @@ def root_files_summary(*, root: WorkspaceRoot, scope: Scope) -> dict:
 
 
 def root_path_visible(*, root: WorkspaceRoot, scope: Scope) -> Callable[[str], bool]:
-    """Whether ``scope`` sees the segment of ``root`` that owns a path: for lists of paths that are not chunks (skipped files).
+    """Whether ``scope`` sees the segment of ``root`` that owns a path.
+
+    For lists of paths that are not chunks (skipped files).
 
     The owner is decided as indexing decides it: the longest matching glob,
     else the root's default segment.
@@ -129,7 +132,7 @@ def index_overview(*, scope: Scope) -> dict:
     the health of workers, beat and models are the service's, not a tenant's.
     """
     visible = scope.source_ids_sql(enabled_only=False)
-    kinds = {
+    kinds: dict[str, Mapping[str, Any]] = {
         row["kind"]: row
         for row in Source.objects.filter(pk__in=visible)
         .values("kind")
@@ -177,7 +180,7 @@ def index_overview(*, scope: Scope) -> dict:
 
 
 def _llm_models(health: Health) -> list[dict] | None:
-    """Each language model's breaker and recent health, from the health check (None: no language model is configured)."""
+    """Each language model's breaker and recent health, from the health check (None: no language model configured)."""
     check = health.checks.get("llm")
     if check is None:
         return None

@@ -7,6 +7,7 @@ rerun (fingerprints decide what is embedded).
 """
 
 import logging
+from typing import Any
 
 from celery import shared_task
 from django.conf import settings
@@ -107,7 +108,11 @@ def skills_reverify_task() -> int:
 
 
 # What each kind of queued row is sent to (the recovery sweep sends rows again by kind).
-_TASKS = {"skill": (Skill, skill_index_task), "tool": (Tool, tool_index_task), "indexjob": (IndexJob, root_index_task)}
+_TASKS: dict[str, tuple[type[Skill] | type[Tool] | type[IndexJob], Any]] = {
+    "skill": (Skill, skill_index_task),
+    "tool": (Tool, tool_index_task),
+    "indexjob": (IndexJob, root_index_task),
+}
 
 
 def skill_enqueue(*, skill_id: int, force: bool = False) -> None:

@@ -134,4 +134,6 @@ def test_a_search_channel_that_runs_too_long_is_cancelled_and_named(settings):
         blocker.rollback()
     assert "RAG_SEARCH_STATEMENT_TIMEOUT_MS (200 ms)" in failure.value.message
     assert isinstance(failure.value, Unavailable)  # "try again" with the reason, not a 500
+    # An object, like every application error's details (the API's "detail"): each failed channel's reason.
+    assert failure.value.details == {"channels": [failure.value.message.removeprefix("search failed: ")]}
     assert chunks_search(query="otter", mode=Mode.LEXICAL)  # the timeout did not outlive the channel

@@ -1,15 +1,25 @@
 """What the admin pages of skills, tools and roots share: index status badges and the broker warning."""
 
+from typing import TYPE_CHECKING
+
 from django import forms
-from django.contrib import messages
+from django.contrib import admin, messages
 from django.utils.html import format_html
 
 from sources.heartbeats import broker_ping
 from sources.models import IndexStatus
 from sources.queueing import BROKER_WAIT
 
+if TYPE_CHECKING:
+    # What the mixins are mixed into, for the type checker; at run time the class that uses them brings it.
+    ModelAdminBase = admin.ModelAdmin
+    FormBase = forms.BaseForm
+else:
+    ModelAdminBase = object
+    FormBase = object
 
-class BrokerWarningMixin:
+
+class BrokerWarningMixin(ModelAdminBase):
     """A warning on the list and after a save while the broker is unreachable: indexing waits for it."""
 
     def _broker_warn(self, request) -> None:
@@ -44,7 +54,7 @@ def index_status_badge(item) -> str:
     return status_badge(status=item.index_status, label=label)
 
 
-class UnixNewlinesForm:
+class UnixNewlinesForm(FormBase):
     """A form mixin: text typed in the admin is stored with \\n line endings.
 
     Browsers send textarea text with \\r\\n; stored as is, bots would receive
@@ -56,7 +66,7 @@ class UnixNewlinesForm:
         super().__init__(*args, **kwargs)
         for field in self.fields.values():
             if isinstance(field, forms.CharField):  # before any clean_<field> sees the text
-                field.to_python = _unix_newlines(field.to_python)
+                field.to_python = _unix_newlines(field.to_python)  # type: ignore[method-assign]  # this field's only
 
 
 def _unix_newlines(to_python):

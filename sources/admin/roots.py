@@ -220,6 +220,22 @@ class WorkspaceRootAdmin(ScopedAdminMixin, BrokerWarningMixin, admin.ModelAdmin)
             self._request_job(request, root, force=True)
 
 
+# A job's page: every field read-only (jobs are records).
+_JOB_FIELDS = (
+    "root_link",
+    "live",
+    "trigger",
+    "force",
+    "attempt",
+    "worker",
+    "created_at",
+    "started_at",
+    "heartbeat_at",
+    "finished_at",
+    "problems",
+)
+
+
 @admin.register(IndexJob)
 class IndexJobAdmin(ScopedAdminMixin, admin.ModelAdmin):
     """Jobs are records: read-only, with live progress while they run and a Cancel button."""
@@ -240,20 +256,8 @@ class IndexJobAdmin(ScopedAdminMixin, admin.ModelAdmin):
     ]
     list_filter = ["status", "trigger", ("root", admin.RelatedOnlyFieldListFilter)]  # only the roots of jobs listed
     list_select_related = ["root"]
-    fields = [
-        "root_link",
-        "live",
-        "trigger",
-        "force",
-        "attempt",
-        "worker",
-        "created_at",
-        "started_at",
-        "heartbeat_at",
-        "finished_at",
-        "problems",
-    ]
-    readonly_fields = fields
+    fields = _JOB_FIELDS
+    readonly_fields = _JOB_FIELDS
 
     class Media:
         js = ["vendor/htmx/htmx.min.js"]

@@ -16,6 +16,7 @@ from django.http import Http404
 from rag_site.errors import Forbidden
 from retrieval.access import identity_for_user, scope_for
 from retrieval.scope import Scope
+from sources.admin.common import ModelAdminBase
 from sources.models import words
 
 
@@ -44,7 +45,7 @@ def scoped(request, queryset: QuerySet, *, source_path: str) -> QuerySet:
     return queryset.filter(**{f"{source_path}__in": visible_source_ids(request)})
 
 
-class ScopedAdminMixin:
+class ScopedAdminMixin(ModelAdminBase):
     """For the admin of a model whose rows belong to a source: lists and pages show only the person's scope.
 
     ``source_path`` reaches the row's Source ("source", "root__source";
@@ -105,7 +106,7 @@ def scope_checked(form: type[forms.ModelForm], request) -> type[forms.ModelForm]
     """
     identity = identity_for_user(request.user)
 
-    class ScopeChecked(form):
+    class ScopeChecked(form):  # type: ignore[valid-type,misc]  # a class known only at run time
         def clean(self):
             cleaned = super().clean()
             try:

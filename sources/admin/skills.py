@@ -69,9 +69,9 @@ class SkillAdmin(ScopedAdminMixin, BrokerWarningMixin, admin.ModelAdmin):
 
     @admin.display(description="Stored chunks")
     def chunks_table(self, skill: Skill) -> str:
-        if not skill.source_id:
+        if skill.source is None:
             return "None yet: the skill is indexed a few seconds after it is saved."
-        chunks = Chunk.objects.filter(source_id=skill.source_id, generation=skill.source.active_generation)
+        chunks = Chunk.objects.filter(source=skill.source, generation=skill.source.active_generation)
         return render_to_string(
             "admin/sources/skill_chunks.html",
             {
@@ -110,7 +110,7 @@ class SkillAdmin(ScopedAdminMixin, BrokerWarningMixin, admin.ModelAdmin):
 
     @admin.display(description="Chunks", ordering="chunk_total")
     def chunk_count(self, skill: Skill) -> int:
-        return skill.chunk_total
+        return skill.chunk_total  # type: ignore[attr-defined]  # annotated by get_queryset
 
     @admin.display(description="Index status", ordering="index_status")
     def status(self, skill: Skill) -> str:

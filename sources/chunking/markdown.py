@@ -44,12 +44,12 @@ def markdown_chunk(text: str, *, max_chars: int = 1500, overlap: int = 200) -> M
     front = front_matter_split(lines.items)
     offset = front.line_count
     if _LONE_CR.search(text):
-        chunks = window_chunks(lines, offset, len(lines), max_chars=max_chars, overlap=overlap, language="markdown")
-        return MarkdownDocument(chunks=chunks, front_matter=front)
+        whole = window_chunks(lines, offset, len(lines), max_chars=max_chars, overlap=overlap, language="markdown")
+        return MarkdownDocument(chunks=whole, front_matter=front)
     tokens = _PARSER.parse(lines.text(offset, len(lines)))
     # Top-level block starts, as absolute line indexes.
     block_starts = sorted({t.map[0] + offset for t in tokens if t.level == 0 and t.map is not None and t.nesting >= 0})
-    heading_ends = {t.map[0] + offset: t.map[1] + offset for t in tokens if _is_heading(t)}
+    heading_ends = {t.map[0] + offset: t.map[1] + offset for t in tokens if _is_heading(t) and t.map}
 
     def bare(section: _Section) -> bool:
         after = heading_ends.get(section.start)
@@ -59,12 +59,24 @@ def markdown_chunk(text: str, *, max_chars: int = 1500, overlap: int = 200) -> M
     for section in _merge_bare_headings(_sections(tokens, offset, len(lines)), bare=bare):
         metadata = {"heading": section.heading} if section.heading else {}
         for start, end in _pack(lines, block_starts, section, max_chars):
-            common = {"language": "markdown", "context_prefix": section.prefix, "metadata": metadata}
             if lines.size(start, end) <= max_chars:
-                chunk = span_chunk(lines, start, end, **common)
+                chunk = span_chunk(
+                    lines, start, end, language="markdown", context_prefix=section.prefix, metadata=metadata
+                )
                 chunks.extend([chunk] if chunk else [])
             else:
-                chunks.extend(window_chunks(lines, start, end, max_chars=max_chars, overlap=overlap, **common))
+                chunks.extend(
+                    window_chunks(
+                        lines,
+                        start,
+                        end,
+                        max_chars=max_chars,
+                        overlap=overlap,
+                        language="markdown",
+                        context_prefix=section.prefix,
+                        metadata=metadata,
+                    )
+                )
     return MarkdownDocument(chunks=chunks, front_matter=front)
 
 

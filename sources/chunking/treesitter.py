@@ -8,6 +8,7 @@ symbol; class-like definitions too large for one chunk split into members
 
 import logging
 import re
+from typing import cast
 
 from sources.chunking.spans import Span, comment_start, spans_chunk, spans_fill
 from sources.chunking.types import ChunkResult
@@ -140,9 +141,10 @@ def code_chunks(text: str, lines: Lines, *, language: str, max_chars: int, overl
 def _parser(language: str):
     if language not in _parsers:
         try:
-            from tree_sitter_language_pack import get_parser
+            from tree_sitter_language_pack import SupportedLanguage, get_parser
 
-            _parsers[language] = get_parser(language)
+            # Any name: an unknown one raises, and the regex takes over.
+            _parsers[language] = get_parser(cast("SupportedLanguage", language))
         except Exception as exc:  # noqa: BLE001 - no grammar: the regex takes over
             log.info("no tree-sitter grammar for %s (%s); using the regex fallback", language, exc)
             _parsers[language] = None

@@ -9,6 +9,7 @@ ends at a paragraph break, else at a sentence end, found within its last
 
 import re
 from itertools import accumulate
+from typing import TypedDict
 
 from sources.chunking.types import ChunkResult
 
@@ -17,6 +18,15 @@ SNAP_FRACTION = 0.2
 _SENTENCE_END = (".", "!", "?", ":", ";", "。", "！", "？")
 _IN_LINE_SENTENCE = re.compile(r"[.!?。！？][\"')\]]*\s")
 _IN_LINE_SPACE = re.compile(r"\s")
+
+
+class _Labels(TypedDict):
+    """What every chunk of one span carries besides its lines."""
+
+    language: str
+    symbol: str
+    context_prefix: str
+    metadata: dict | None
 
 
 class Lines:
@@ -83,7 +93,7 @@ def window_chunks(
     metadata: dict | None = None,
 ) -> list[ChunkResult]:
     """Chunks covering every non-blank line of [start, end), none over ``max_chars``."""
-    common = {"language": language, "symbol": symbol, "context_prefix": context_prefix, "metadata": metadata}
+    common: _Labels = {"language": language, "symbol": symbol, "context_prefix": context_prefix, "metadata": metadata}
     if lines.size(start, end) <= max_chars:
         chunk = span_chunk(lines, start, end, **common)
         return [chunk] if chunk else []

@@ -24,7 +24,13 @@ class ModelSpec:
 
 
 class Embedder(Protocol):
-    spec: ModelSpec
+    @property
+    def spec(self) -> ModelSpec: ...
+
+    @property
+    def loaded(self) -> bool:
+        """Whether this process has the model ready (asking never loads it)."""
+        ...
 
     def embed(
         self,

@@ -140,6 +140,7 @@ class LocalEmbedder:
             vectors[batch] = encoded
             if on_batch is not None:
                 on_batch()
+        assert vectors is not None  # inputs is never empty: embed() answers no texts without calling this
         return vectors
 
     @staticmethod

@@ -210,14 +210,21 @@ class Migration(migrations.Migration):
                 (
                     "include_globs",
                     models.TextField(
-                        default="*.py *.pyi *.ipynb *.md *.markdown *.mdx *.rst *.txt *.js *.jsx *.mjs *.cjs *.ts *.tsx *.mts *.go *.rs *.java *.kt *.scala *.c *.h *.cc *.cpp *.hpp *.cs *.rb *.php *.swift *.lua *.sh *.sql *.json *.yaml *.yml *.toml *.ini *.cfg *.html *.css Dockerfile Makefile",
+                        default=(
+                            "*.py *.pyi *.ipynb *.md *.markdown *.mdx *.rst *.txt *.js *.jsx *.mjs *.cjs *.ts *.tsx "
+                            "*.mts *.go *.rs *.java *.kt *.scala *.c *.h *.cc *.cpp *.hpp *.cs *.rb *.php *.swift "
+                            "*.lua *.sh *.sql *.json *.yaml *.yml *.toml *.ini *.cfg *.html *.css Dockerfile Makefile"
+                        ),
                         help_text="File name patterns to index, separated by spaces.",
                     ),
                 ),
                 (
                     "exclude_dirs",
                     models.TextField(
-                        default=".git .hg .svn node_modules __pycache__ .venv venv env dist build .next .nuxt target .mypy_cache .pytest_cache .ruff_cache .tox .idea .vscode coverage htmlcov .cache vendor",
+                        default=(
+                            ".git .hg .svn node_modules __pycache__ .venv venv env dist build .next .nuxt target "
+                            ".mypy_cache .pytest_cache .ruff_cache .tox .idea .vscode coverage htmlcov .cache vendor"
+                        ),
                         help_text="Directory names never entered.",
                     ),
                 ),

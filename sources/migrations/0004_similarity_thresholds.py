@@ -33,7 +33,10 @@ class Migration(migrations.Migration):
             name="similarity_threshold",
             field=models.FloatField(
                 blank=True,
-                help_text="Vector-only matches below this cosine similarity are dropped. Empty: RAG_SIMILARITY_THRESHOLD_FILE.",
+                help_text=(
+                    "Vector-only matches below this cosine similarity are dropped. Empty: "
+                    "RAG_SIMILARITY_THRESHOLD_FILE."
+                ),
                 null=True,
                 validators=[
                     django.core.validators.MinValueValidator(-1.0),

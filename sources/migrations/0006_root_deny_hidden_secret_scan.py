@@ -24,8 +24,16 @@ class Migration(migrations.Migration):
             name="deny_patterns",
             field=models.TextField(
                 blank=True,
-                default=".env* *.pem *.key *.p12 *.pfx *.ppk *.jks *.keystore *.kdbx *.tfstate *.tfstate.* id_rsa* id_dsa* id_ecdsa* id_ed25519* .aws/ .ssh/ .gnupg/ .kube/ **/.docker/config.json .npmrc .pypirc .netrc .pgpass .htpasswd .vault-token *secret* *credential* settings.ini",
-                help_text='Secret-bearing names never indexed, listed as skipped ("secret-bearing name"): .gitignore patterns separated by spaces, case-insensitive; a trailing / matches directories only. Empty: deny nothing.',
+                default=(
+                    ".env* *.pem *.key *.p12 *.pfx *.ppk *.jks *.keystore *.kdbx *.tfstate *.tfstate.* id_rsa* id_dsa* "
+                    "id_ecdsa* id_ed25519* .aws/ .ssh/ .gnupg/ .kube/ **/.docker/config.json .npmrc .pypirc .netrc "
+                    ".pgpass .htpasswd .vault-token *secret* *credential* settings.ini"
+                ),
+                help_text=(
+                    'Secret-bearing names never indexed, listed as skipped ("secret-bearing name"): .gitignore '
+                    "patterns separated by spaces, case-insensitive; a trailing / matches directories only. Empty: "
+                    "deny nothing."
+                ),
             ),
         ),
         migrations.AddField(
@@ -41,7 +49,10 @@ class Migration(migrations.Migration):
             name="scan_secrets",
             field=models.BooleanField(
                 default=True,
-                help_text="Skip files whose text holds an obvious key or token (private key header, AWS key id, GitHub, Slack, Stripe, Google or sk- API keys).",
+                help_text=(
+                    "Skip files whose text holds an obvious key or token (private key header, AWS key id, GitHub, "
+                    "Slack, Stripe, Google or sk- API keys)."
+                ),
             ),
         ),
         migrations.RunPython(files_reread, migrations.RunPython.noop),

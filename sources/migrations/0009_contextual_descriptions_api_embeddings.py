@@ -29,7 +29,10 @@ class Migration(migrations.Migration):
             name="chunks_undescribed",
             field=models.PositiveIntegerField(
                 default=0,
-                help_text="Chunks stored without their contextual description (the language model failed); the next run retries them.",
+                help_text=(
+                    "Chunks stored without their contextual description (the language model failed); the next run "
+                    "retries them."
+                ),
             ),
         ),
         # A generated column cannot change its expression in place: drop it (and
@@ -166,7 +169,10 @@ class Migration(migrations.Migration):
             name="embedding_model_name",
             field=models.CharField(
                 blank=True,
-                help_text="Empty: RAG_EMBEDDING_MODEL. A local model's name or path, or api:<model>[@<dimensions>] for the OpenAI-compatible API at RAG_LLM_BASE_URL.",
+                help_text=(
+                    "Empty: RAG_EMBEDDING_MODEL. A local model's name or path, or api:<model>[@<dimensions>] for the "
+                    "OpenAI-compatible API at RAG_LLM_BASE_URL."
+                ),
                 max_length=255,
             ),
         ),

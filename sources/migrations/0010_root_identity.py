@@ -18,7 +18,11 @@ class Migration(migrations.Migration):
             name="hard_links_inside",
             field=models.BooleanField(
                 default=False,
-                help_text="Index a file with several hard links when every link is one of this root's files (checked by device and inode at each job). Off: every hard-linked file is skipped, since another link may sit outside the root (ln /etc/passwd docs/passwd.txt).",
+                help_text=(
+                    "Index a file with several hard links when every link is one of this root's files (checked by "
+                    "device and inode at each job). Off: every hard-linked file is skipped, since another link may sit "
+                    "outside the root (ln /etc/passwd docs/passwd.txt)."
+                ),
                 verbose_name="allow hard links inside the root",
             ),
         ),
@@ -28,7 +32,9 @@ class Migration(migrations.Migration):
             field=models.CharField(
                 blank=True,
                 editable=False,
-                help_text='"device:inode" of the directory the path led to when it was pinned; empty: pinned by the next job.',
+                help_text=(
+                    '"device:inode" of the directory the path led to when it was pinned; empty: pinned by the next job.'
+                ),
                 max_length=64,
             ),
         ),
@@ -38,7 +44,10 @@ class Migration(migrations.Migration):
             field=models.CharField(
                 blank=True,
                 editable=False,
-                help_text="Where the path led when an admin confirmed a path that passes through a symlink; empty: the path must pass through none.",
+                help_text=(
+                    "Where the path led when an admin confirmed a path that passes through a symlink; empty: the path "
+                    "must pass through none."
+                ),
                 max_length=1024,
             ),
         ),

@@ -8,9 +8,9 @@ from sources.models.base import EmbeddingModel, Scoped, Source, _scope_names
 from sources.sensitive import DEFAULT_DENY
 
 DEFAULT_INCLUDE = (
-    "*.py *.pyi *.ipynb *.md *.markdown *.mdx *.rst *.txt *.js *.jsx *.mjs *.cjs *.ts *.tsx *.mts *.go *.rs *.java *.kt "
-    "*.scala *.c *.h *.cc *.cpp *.hpp *.cs *.rb *.php *.swift *.lua *.sh *.sql *.json *.yaml *.yml *.toml *.ini *.cfg "
-    "*.html *.css Dockerfile Makefile"
+    "*.py *.pyi *.ipynb *.md *.markdown *.mdx *.rst *.txt *.js *.jsx *.mjs *.cjs *.ts *.tsx *.mts *.go *.rs *.java "
+    "*.kt *.scala *.c *.h *.cc *.cpp *.hpp *.cs *.rb *.php *.swift *.lua *.sh *.sql *.json *.yaml *.yml *.toml *.ini "
+    "*.cfg *.html *.css Dockerfile Makefile"
 )
 DEFAULT_EXCLUDE_DIRS = (
     ".git .hg .svn node_modules __pycache__ .venv venv env dist build .next .nuxt target .mypy_cache .pytest_cache "
@@ -183,7 +183,9 @@ class IndexJob(models.Model):
     chunks_deleted = models.PositiveIntegerField(default=0)
     chunks_undescribed = models.PositiveIntegerField(
         default=0,
-        help_text="Chunks stored without their contextual description (the language model failed); the next run retries them.",
+        help_text=(
+            "Chunks stored without their contextual description (the language model failed); the next run retries them."
+        ),
     )
     errors = models.JSONField(default=list, blank=True, help_text="The first problems: [{path, reason}].")
     worker = models.CharField(max_length=255, blank=True)

@@ -58,6 +58,7 @@ class Command(BaseCommand):
         finally:
             if not keep:
                 source.delete()
+        skipped = skipped_take()
         report = {
             "dataset": data.name,
             "documents": len(data.corpus),
@@ -67,7 +68,7 @@ class Command(BaseCommand):
             "index_seconds": round(indexed, 1),
             "channels": channels,
             "context": context,
-            "searches_skipping_work": skipped_take(),
+            "searches_skipping_work": skipped,
         }
         if json:
             self.stdout.write(_dumps(report))
@@ -76,7 +77,7 @@ class Command(BaseCommand):
             f"{data.name}: {len(data.corpus)} documents, {len(data.qrels)} judged queries; "
             f"{embedded} chunks embedded in {indexed:.1f} s"
         )
-        self._notes(report["searches_skipping_work"])
+        self._notes(skipped)
         self._table(channels)
         self._context(context, what="a relevant passage")
 
@@ -94,6 +95,7 @@ class Command(BaseCommand):
         finally:
             if not keep:
                 root.delete()
+        skipped = skipped_take()
         report = {
             "root": str(root_dir),
             "files": job.files_total,
@@ -102,7 +104,7 @@ class Command(BaseCommand):
             "embedded_chunks": job.chunks_embedded,
             "channels": channels,
             "context": context,
-            "searches_skipping_work": skipped_take(),
+            "searches_skipping_work": skipped,
         }
         if as_json:
             self.stdout.write(_dumps(report))
@@ -110,7 +112,7 @@ class Command(BaseCommand):
         self.stdout.write(
             f"{root_dir}: {job.files_total} files, {len(queries)} queries; {job.chunks_embedded} chunks embedded"
         )
-        self._notes(report["searches_skipping_work"])
+        self._notes(skipped)
         self._table(channels)
         self._context(context, what="the function")
 
