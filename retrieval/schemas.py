@@ -4,7 +4,8 @@ from typing import Annotated, Literal
 from django.conf import settings
 from ninja import Field, Schema
 from ninja.schema import DjangoGetter
-from pydantic import AfterValidator, Strict, StringConstraints, model_validator
+from pydantic import AfterValidator, BeforeValidator, Strict, StringConstraints, model_validator
+from pydantic_core import PydanticCustomError
 
 from rag_site.middleware import control_characters_message
 from sources.models import SCOPE_NAME
@@ -49,9 +50,27 @@ class BodyIn(Schema):
         raise ValueError(f"must be a JSON object, not {_JSON_TYPES.get(type(value), type(value).__name__)}")
 
 
+QUERY_MAX_CHARS = 2000
+
+
+def _within_published_length(value: object) -> object:
+    # Checked before trimming: the schema's maxLength is about what the client sends, and an
+    # over-long text that trimming would shorten was accepted though clients are told it is refused.
+    if isinstance(value, str) and len(value) > QUERY_MAX_CHARS:
+        raise PydanticCustomError(
+            "string_too_long",
+            "String should have at most {max_length} characters",
+            {"max_length": QUERY_MAX_CHARS},
+        )
+    return value
+
+
 # Every free-text field of a request: trimmed, never empty or only spaces, no NUL or control characters.
 Query = Annotated[
-    str, StringConstraints(strip_whitespace=True, min_length=1, max_length=2000), AfterValidator(_no_control_characters)
+    str,
+    StringConstraints(strip_whitespace=True, min_length=1, max_length=QUERY_MAX_CHARS),
+    BeforeValidator(_within_published_length),
+    AfterValidator(_no_control_characters),
 ]
 
 _NARROW = (
