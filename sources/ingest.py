@@ -147,6 +147,11 @@ def embedding_model_index_ensure(*, model: EmbeddingModel) -> None:
             f"USING hnsw ((embedding::halfvec({dims})) halfvec_cosine_ops) "
             f"WHERE embedding_model_id = {int(model.pk)}"
         )
+        if connection.in_atomic_block:
+            # Deferred again for the rest of the transaction: a root and its
+            # sources point at each other, and deleting both in one
+            # transaction needs the checks at commit, not per statement.
+            cursor.execute("SET CONSTRAINTS ALL DEFERRED")
 
 
 def embed_text(chunk: ChunkResult, path: str = "") -> str:
