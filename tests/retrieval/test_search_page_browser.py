@@ -32,7 +32,8 @@ def test_results_update_as_you_type_after_signing_in(live_server, django_user_mo
         assert page.evaluate("typeof htmx") == "object"
         # htmx's indicator rules come from site.css, not a <style> it injects (the policy would refuse it).
         assert page.locator("style").count() == 1  # the highlighted code's colours, with the response's nonce
-        assert page.evaluate("getComputedStyle(document.getElementById('searching')).opacity") == "0"
+        # The indicator fades out over .2s once the request ends: wait for the fade, not a snapshot of it.
+        expect(page.locator("#searching")).to_have_css("opacity", "0")
     assert blocked == []
 
 
