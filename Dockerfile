@@ -16,9 +16,12 @@ RUN pip install --no-cache-dir torch==2.13.0 ${TORCH_INDEX_URL:+--index-url "$TO
 RUN useradd --create-home --uid 1000 app
 WORKDIR /app
 COPY pyproject.toml README.md manage.py ./
-COPY rag_site ./rag_site
+COPY kernel ./kernel
 COPY sources ./sources
+COPY access ./access
 COPY retrieval ./retrieval
+COPY surfaces ./surfaces
+COPY rag_site ./rag_site
 COPY measure ./measure
 COPY templates ./templates
 COPY static ./static

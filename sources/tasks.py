@@ -13,8 +13,9 @@ from celery import shared_task
 from django.conf import settings
 from django.db import DatabaseError, transaction
 
-from rag_site.errors import ApplicationError
-from sources import heartbeats, jobs, queueing, roots, services, tools
+from kernel import heartbeats
+from kernel.errors import ApplicationError
+from sources import jobs, queueing, roots, services, tools
 from sources.models import IndexJob, Skill, Tool
 
 log = logging.getLogger(__name__)

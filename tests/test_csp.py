@@ -8,9 +8,9 @@ from django.core.exceptions import ImproperlyConfigured
 from django.test import Client
 from django.urls import reverse
 
-from rag_site import csp
 from sources import jobs, services
 from sources.models import WorkspaceRoot
+from surfaces import csp
 from tests.factories import SkillFactory
 
 HEADER = "Content-Security-Policy"
@@ -90,7 +90,7 @@ PAGES = [
     ("job list", "admin", "get", "/admin/sources/indexjob/"),
     ("job page (live progress)", "admin", "get", lambda ids: f"/admin/sources/indexjob/{ids['job']}/change/"),
     ("job live fragment", "admin", "get", lambda ids: reverse("admin:sources_indexjob_live", args=[ids["job"]])),
-    ("API key created", "admin", "post", "/admin/retrieval/apikey/add/"),
+    ("API key created", "admin", "post", "/admin/access/apikey/add/"),
     ("API docs", None, "get", "/api/docs"),
 ]
 

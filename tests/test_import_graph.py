@@ -1,8 +1,8 @@
-"""No import cycle among the project's own modules (issue 13).
+"""The package order (docs/architecture.md) and no import cycle among the project's own modules.
 
 The graph counts every import, also those inside functions: an import put
 off until call time still ties the two modules together, and it is how a
-cycle usually hides.
+cycle, or a package reaching above itself, usually hides.
 """
 
 import ast
@@ -13,9 +13,11 @@ import pytest
 pytestmark = pytest.mark.unit
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("rag_site", "sources", "retrieval", "measure")
+# The package order, lowest first: a package imports only the packages before it (and itself).
+ORDER = ("kernel", "sources", "access", "retrieval", "surfaces", "rag_site", "measure")
+PACKAGES = ORDER
 # The product; measurement (evaluation, benchmarks) uses it and is never used by it.
-PRODUCT = ("rag_site", "sources", "retrieval")
+PRODUCT = ORDER[:-1]
 
 
 def project_modules() -> dict[str, Path]:
@@ -107,6 +109,17 @@ def import_chain(graph: dict[str, set[str]], start: str, target_package: str) ->
     return None
 
 
+def against_the_order(graph: dict[str, set[str]], order: tuple[str, ...] = ORDER) -> list[str]:
+    """Every import of a module from a package later in ``order`` than its own ("a -> b")."""
+    rank = {package: position for position, package in enumerate(order)}
+    return sorted(
+        f"{name} -> {target}"
+        for name, targets in graph.items()
+        for target in targets
+        if rank[target.split(".")[0]] > rank[name.split(".")[0]]
+    )
+
+
 def test_cycle_finder_sees_a_cycle_through_a_function_level_import(tmp_path):
     modules = {"a": tmp_path / "a.py", "b": tmp_path / "b.py", "c": tmp_path / "c.py"}
     modules["a"].write_text("from b import thing\n")
@@ -151,6 +164,36 @@ def test_only_the_ninja_api_imports_the_routers():
     # The routers are HTTP edges: the MCP server and everything else share the answer functions, not the endpoints.
     modules = project_modules()
     graph = {name: imports_of(name, path, modules) for name, path in modules.items()}
-    routers = {"retrieval.api", "sources.api", "rag_site.api"}
+    routers = {"surfaces.routes.retrieval", "surfaces.routes.sources", "surfaces.api"}
     importers = {name: sorted(graph[name] & routers) for name in graph if graph[name] & routers}
-    assert importers == {"rag_site.api": ["retrieval.api", "sources.api"], "rag_site.urls": ["rag_site.api"]}
+    assert importers == {
+        "surfaces.api": ["surfaces.routes.retrieval", "surfaces.routes.sources"],
+        "rag_site.urls": ["surfaces.api"],
+    }
+
+
+def test_order_checker_sees_an_import_of_a_later_package_inside_a_function(tmp_path):
+    modules = {
+        "kernel.errors": tmp_path / "errors.py",
+        "sources.ingest": tmp_path / "ingest.py",
+        "retrieval.search": tmp_path / "search.py",
+    }
+    modules["kernel.errors"].write_text("import json\n")
+    modules["sources.ingest"].write_text(
+        "from kernel.errors import Oops\n\ndef later():\n    from retrieval.search import go\n"
+    )
+    modules["retrieval.search"].write_text("from sources.ingest import later\n")
+    graph = {name: imports_of(name, path, modules) for name, path in modules.items()}
+    assert against_the_order(graph) == ["sources.ingest -> retrieval.search"]
+    graph["sources.ingest"].discard("retrieval.search")
+    assert against_the_order(graph) == []
+
+
+def test_every_import_follows_the_package_order():
+    modules = project_modules()
+    assert {name.split(".")[0] for name in modules} == set(ORDER)
+    graph = {name: imports_of(name, path, modules) for name, path in modules.items()}
+    found = against_the_order(graph)
+    assert not found, (
+        "imports against the package order " + " < ".join(ORDER) + " (docs/architecture.md):\n  " + "\n  ".join(found)
+    )

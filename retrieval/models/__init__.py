@@ -1,6 +1,5 @@
-"""The retrieval app's models: who may search what (access), and the lexical channel's index (lexical)."""
+"""The retrieval app's models: the lexical channel's index (who may search what is the access app's)."""
 
-from retrieval.models.access import AccessGrant, ApiKey
 from retrieval.models.lexical import LexicalPosting, LexicalSourceStats, LexicalTerm
 
-__all__ = ["AccessGrant", "ApiKey", "LexicalPosting", "LexicalSourceStats", "LexicalTerm"]
+__all__ = ["LexicalPosting", "LexicalSourceStats", "LexicalTerm"]

@@ -9,8 +9,8 @@ from django.core.management import call_command
 from django.test import Client
 from django.utils import timezone
 
-from retrieval.keys import api_key_create
-from retrieval.models import ApiKey
+from access.keys import api_key_create
+from access.models import ApiKey
 
 pytestmark = pytest.mark.django_db
 
@@ -139,7 +139,7 @@ def test_the_rate_limit_is_shared_by_every_client_of_a_key_and_says_when_to_retr
 def test_the_admin_shows_a_new_key_once(client, django_user_model):
     client.force_login(django_user_model.objects.create_superuser("boss", password="a-long-test-password"))
     response = client.post(
-        "/admin/retrieval/apikey/add/", {"name": "ci bot", "bot_id": "alpha", "client_id": "", "channels": ""}
+        "/admin/access/apikey/add/", {"name": "ci bot", "bot_id": "alpha", "client_id": "", "channels": ""}
     )
     assert response.status_code == 200 and "no-store" in response["Cache-Control"]
     key = ApiKey.objects.get(name="ci bot")
@@ -148,8 +148,8 @@ def test_the_admin_shows_a_new_key_once(client, django_user_model):
     raw = f"rag_{key.prefix}_{raw}"
     assert "cannot be shown again" in page
     assert hashlib.sha256(raw.encode()).hexdigest() == key.key_hash
-    assert raw not in client.get(f"/admin/retrieval/apikey/{key.pk}/change/").content.decode()
-    assert raw not in client.get("/admin/retrieval/apikey/").content.decode()
+    assert raw not in client.get(f"/admin/access/apikey/{key.pk}/change/").content.decode()
+    assert raw not in client.get("/admin/access/apikey/").content.decode()
     assert search(Client(), **bearer(raw)).status_code == 200
 
 
@@ -168,7 +168,7 @@ def test_the_openapi_schema_documents_the_security_schemes_and_error_answers(cli
 def test_grants_are_edited_on_the_user_and_group_pages(client, django_user_model):
     from django.contrib.auth.models import Group
 
-    from retrieval.access import identity_for_user
+    from access.identity import identity_for_user
 
     client.force_login(django_user_model.objects.create_superuser("boss", password="a-long-test-password"))
     person = django_user_model.objects.create_user("person", password="a-long-test-password")

@@ -91,7 +91,7 @@ def test_the_new_api_key_selects_itself_when_clicked_without_an_inline_handler(l
         page = browser.new_page()
         blocked = csp_violations(page)
         sign_in(page, live_server.url, "boss", PASSWORD, admin=True)
-        page.goto(f"{live_server.url}/admin/retrieval/apikey/add/")
+        page.goto(f"{live_server.url}/admin/access/apikey/add/")
         page.fill("#id_name", "ci bot")
         page.click("[name=_save]")
         key = page.locator("input.api-key")

@@ -12,7 +12,7 @@ from django.contrib.auth.models import Group, Permission
 from django.test import Client
 from django.urls import reverse
 
-from retrieval.models import AccessGrant
+from access.models import AccessGrant
 from sources import jobs, services, tools
 from sources.models import Chunk, IndexJob, JobStatus, Segment, Skill, Source, Tool, WorkspaceRoot
 from tests.conftest import index_root
@@ -142,7 +142,7 @@ def answered(response) -> str:
 
 
 def test_the_console_permissions_exist_with_their_migration():
-    codenames = set(Permission.objects.filter(content_type__app_label="retrieval").values_list("codename", flat=True))
+    codenames = set(Permission.objects.filter(content_type__app_label="access").values_list("codename", flat=True))
     assert {"view_index_overview", "use_try_search"} <= codenames
 
 

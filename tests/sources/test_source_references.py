@@ -4,11 +4,11 @@ import re
 from pathlib import Path
 
 import pytest
-from django.db import IntegrityError, connection, transaction
-from django.db.migrations.executor import MigrationExecutor
+from django.db import IntegrityError, transaction
 
 from sources.models import Chunk, Segment, Skill, Source, Tool, WorkspaceRoot, source_key
 from sources.roots import root_sources
+from tests.migrating import migrate
 
 REPO = Path(__file__).resolve().parents[2]
 BEFORE = [("sources", "0010_root_identity")]
@@ -20,13 +20,6 @@ def root(tmp_path, settings):
     settings.RAG_ROOT_BASE_DIRS = [str(tmp_path)]
     (tmp_path / "repo").mkdir()
     return WorkspaceRoot.objects.create(name="repo", path=str(tmp_path / "repo"), cooldown_seconds=0)
-
-
-def migrate(targets):
-    executor = MigrationExecutor(connection)
-    executor.loader.build_graph()  # the previous migrate changed what is applied
-    executor.migrate(targets)
-    return executor.loader.project_state(targets).apps
 
 
 @pytest.mark.django_db(transaction=True)

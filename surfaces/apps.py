@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class SurfacesConfig(AppConfig):
+    name = "surfaces"
+    verbose_name = "Surfaces"

@@ -1,0 +1,1 @@
+"""The ninja routers: one per area, assembled by surfaces.api."""
