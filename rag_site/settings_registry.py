@@ -46,6 +46,8 @@ class Setting:
     shown: str = ""
     # The value .env.example shows, when it is not the default's text.
     example: str | None = None
+    # The module that reads it, when not rag_site/settings/<topic>.py (tests/test_configuration.py checks both).
+    reader: str = ""
 
     def default_text(self) -> str:
         """The default as a value of the variable would spell it."""
@@ -342,6 +344,7 @@ DECLARED: tuple[Setting, ...] = (
     StrSetting(
         name="RAG_EMBEDDED_SHARED_BUFFERS",
         topic=RUNTIME,
+        reader="rag_site/embedded.py",
         default="1GB",
         doc=(
             "`shared_buffers` of the embedded PostgreSQL (from its next start; written to "
@@ -788,7 +791,7 @@ DECLARED: tuple[Setting, ...] = (
         minimum=1000,
         maximum=10000000,
         doc=(
-            "Most characters of `content` one `/api/v1/read` returns (1,000 to 10,000,000): the lines are cut "
+            "Most characters of `content` one `/api/v1/read` returns: the lines are cut "
             "at a whole line below it, so one minified line cannot return a whole `max_file_bytes` file."
         ),
     ),
@@ -878,7 +881,7 @@ DECLARED: tuple[Setting, ...] = (
         default=900,
         minimum=1,
         maximum=86400,
-        doc="How long a wrong password counts (1-86400).",
+        doc="How long a wrong password counts.",
     ),
     IntSetting(
         name="RAG_LOGIN_LOCKOUT_SECONDS",
@@ -886,7 +889,7 @@ DECLARED: tuple[Setting, ...] = (
         default=900,
         minimum=1,
         maximum=86400,
-        doc="How long a lock lasts; the login page says how long is left (1-86400).",
+        doc="How long a lock lasts; the login page says how long is left.",
     ),
     IntSetting(
         name="RAG_LOGIN_CONCURRENT_CHECKS",
@@ -894,7 +897,7 @@ DECLARED: tuple[Setting, ...] = (
         default=1,
         minimum=1,
         maximum=64,
-        doc="Passwords checked at once per web process; one more is told to retry in a moment (1-64).",
+        doc="Passwords checked at once per web process; one more is told to retry in a moment.",
     ),
     # --- llm ---
     UrlSetting(
