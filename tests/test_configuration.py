@@ -129,6 +129,16 @@ def test_a_variable_read_elsewhere_has_the_registry_default(monkeypatch):
     assert shared_buffers_setting() == SETTINGS["RAG_EMBEDDED_SHARED_BUFFERS"].default_text()
 
 
+def test_the_registry_and_its_generator_import_no_application_code():
+    """The shell (and `make settings-docs`, with no environment) must load them whatever the apps do."""
+    for module in ("settings_registry", "settings_reference"):
+        tree = ast.parse((ROOT / "rag_site" / f"{module}.py").read_text(encoding="utf-8"))
+        imported = {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
+        imported |= {node.module or "" for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
+        project = {name for name in imported if name.split(".")[0] in ("rag_site", "sources", "retrieval", "measure")}
+        assert project <= {"rag_site", "rag_site.settings_registry"}, f"{module} imports {sorted(project)}"
+
+
 def test_reading_an_undeclared_variable_fails_naming_the_registry():
     with pytest.raises(LookupError, match="RAG_NOT_DECLARED is not declared in rag_site/settings_registry.py"):
         settings_registry.read_int("RAG_NOT_DECLARED")
