@@ -14,7 +14,7 @@ STAMP := $(VENV)/.installed-$(shell cat pyproject.toml package.json package-lock
 PIP := $(PY) -m pip install --quiet --disable-pip-version-check
 NPM := npm ci --no-audit --no-fund --silent
 
-.PHONY: install run lint test test-fast browser bench eval clean-var
+.PHONY: install run lint test test-fast browser bench eval clean-var settings-docs
 
 install: $(STAMP)
 
@@ -75,6 +75,11 @@ eval: install
 	$(PY) manage.py rag_eval --code $(CODE_EVAL_DIR)/queries.jsonl --root $(CODE_EVAL_DIR)/src --keep
 	@test -f $(HELDOUT_EVAL_DIR)/queries.jsonl || $(PY) $(EVAL_DIR)/make_code_eval.py jinja2 $(HELDOUT_EVAL_DIR)
 	$(PY) manage.py rag_eval --code $(HELDOUT_EVAL_DIR)/queries.jsonl --root $(HELDOUT_EVAL_DIR)/src --keep
+
+# Writes docs/configuration.md's settings reference and .env.example from
+# rag_site/settings_registry.py (reads no settings: no database, no environment).
+settings-docs: install
+	$(PY) -m rag_site.settings_reference
 
 # Removes the embedded PostgreSQL and Redis data of `make run` (var/).
 clean-var:

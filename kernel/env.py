@@ -87,3 +87,11 @@ def env_url(name: str, *, schemes: tuple[str, ...]) -> str | None:
             f"{name}={value!r} is not a valid URL: the scheme must be one of {', '.join(schemes)}"
         )
     return value
+
+
+def env_choice(name: str, default: str, *, choices: tuple[str, ...], what: str = "value") -> str:
+    """One of ``choices``; anything else fails naming the valid values (``what`` names the kind in the message)."""
+    value = env_str(name, default)
+    if value not in choices:
+        raise ImproperlyConfigured(f"{name}: unknown {what} {value!r}; valid: {', '.join(choices)}")
+    return value

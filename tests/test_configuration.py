@@ -1,5 +1,6 @@
-"""Settings fail loudly on bad values, and every documented variable is real."""
+"""Settings fail loudly on bad values; the registry is the one list of variables, and docs are generated from it."""
 
+import ast
 import json
 import os
 import re
@@ -13,6 +14,9 @@ from django.core.exceptions import ImproperlyConfigured
 from django.core.management import get_commands
 
 from kernel import env
+from rag_site import settings_reference, settings_registry
+from rag_site.settings_registry import SETTINGS, Topic
+from retrieval.choices import FusionMethod, LexicalRanking, RerankBackend
 
 pytestmark = pytest.mark.unit
 
@@ -34,6 +38,8 @@ def import_settings_with(**overrides: str) -> subprocess.CompletedProcess:
         ("RAG_SEARCH_MAX_K", "0"),
         ("DATABASE_URL", "mysql://x@y/z"),
         ("REDIS_URL", "localhost:6379"),
+        ("RAG_FUSION", "best"),
+        ("RAG_EMBED_LONG_TEXTS", "average"),
     ],
 )
 def test_a_malformed_value_fails_at_start_up_naming_the_variable(name, value):
@@ -61,45 +67,147 @@ def test_env_readers(monkeypatch, tmp_path):
     monkeypatch.setenv("X_INT", "3")
     with pytest.raises(ImproperlyConfigured, match="X_INT=3 is below the minimum 5"):
         env.env_int("X_INT", 9, minimum=5)
+    monkeypatch.setenv("X_CHOICE", "c")
+    with pytest.raises(ImproperlyConfigured, match="X_CHOICE: unknown mode 'c'; valid: a, b"):
+        env.env_choice("X_CHOICE", "a", choices=("a", "b"), what="mode")
 
 
-def documented_variables(text: str) -> set[str]:
-    return set(re.findall(r"^#?\s*([A-Z][A-Z0-9_]+)=", text, flags=re.MULTILINE))
-
-
-def settings_read() -> None:
+def settings_read() -> set[str]:
     """Fill env.READ: the settings, and what the embedded servers read as they start (also when they did not)."""
     import rag_site.settings  # noqa: F401
     from rag_site.embedded import shared_buffers_setting
 
     shared_buffers_setting()
+    return set(env.READ)
 
 
-def test_env_example_names_exactly_the_settings_and_compose_variables():
-    settings_read()
-
-    assert documented_variables((ROOT / ".env.example").read_text()) == env.READ | compose_only_variables()
-
-
-CONFIGURATION_DOC = ROOT / "docs" / "configuration.md"
+def test_every_variable_the_settings_read_is_declared_in_the_registry():
+    undeclared = settings_read() - set(SETTINGS)
+    assert not undeclared, f"read but not declared in rag_site/settings_registry.py: {sorted(undeclared)}"
 
 
-def test_the_configuration_reference_documents_every_variable():
-    settings_read()
-
-    reference = CONFIGURATION_DOC.read_text()
-    missing = {name for name in env.READ | compose_only_variables() if f"`{name}`" not in reference}
-    assert not missing, f"docs/configuration.md does not document {sorted(missing)}"
+def test_every_declared_variable_is_read():
+    never_read = {name for name, setting in SETTINGS.items() if setting.topic != Topic.COMPOSE} - settings_read()
+    assert not never_read, f"declared in rag_site/settings_registry.py but read by nothing: {sorted(never_read)}"
 
 
-def test_every_variable_the_configuration_reference_lists_is_real():
-    settings_read()
+def test_the_compose_topic_declares_exactly_what_only_docker_compose_reads():
+    compose_topic = {name for name, setting in SETTINGS.items() if setting.topic == Topic.COMPOSE}
+    assert compose_topic == compose_only_variables()
 
-    # A table row of the reference starts with the variable's name in backquotes.
-    listed = set(re.findall(r"^\| `([A-Z][A-Z0-9_]+)` \|", CONFIGURATION_DOC.read_text(), flags=re.MULTILINE))
-    assert listed, "docs/configuration.md lists no variable"
-    unknown = listed - env.READ - compose_only_variables()
-    assert not unknown, f"docs/configuration.md documents variables nothing reads: {sorted(unknown)}"
+
+def names_read_in(path: Path) -> set[str]:
+    """Variables a module reads by name: the first argument of its read_*() and env_*() calls."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.args:
+            if node.func.id.startswith(("read_", "env_")) and isinstance(node.args[0], ast.Constant):
+                found.add(node.args[0].value)
+    return found
+
+
+def test_each_setting_is_read_by_the_module_of_its_topic():
+    misplaced = []
+    for name, setting in SETTINGS.items():
+        if setting.topic == Topic.COMPOSE:
+            continue
+        reader = setting.reader or f"rag_site/settings/{setting.topic}.py"
+        if name not in names_read_in(ROOT / reader):
+            misplaced.append(f"{name} (topic {setting.topic}) is not read by {reader}")
+    assert not misplaced, misplaced
+
+
+def test_the_settings_modules_read_only_through_the_registry():
+    """A topic module that called kernel.env directly would read a variable with a second, undeclared default."""
+    for path in sorted((ROOT / "rag_site" / "settings").glob("*.py")):
+        assert "kernel.env" not in path.read_text(encoding="utf-8"), f"{path.name} bypasses the registry"
+
+
+def test_a_variable_read_elsewhere_has_the_registry_default(monkeypatch):
+    from rag_site.embedded import shared_buffers_setting
+
+    monkeypatch.delenv("RAG_EMBEDDED_SHARED_BUFFERS", raising=False)
+    assert shared_buffers_setting() == SETTINGS["RAG_EMBEDDED_SHARED_BUFFERS"].default_text()
+
+
+def test_the_registry_and_its_generator_import_no_application_code():
+    """The shell (and `make settings-docs`, with no environment) must load them whatever the apps do."""
+    for module in ("settings_registry", "settings_reference"):
+        tree = ast.parse((ROOT / "rag_site" / f"{module}.py").read_text(encoding="utf-8"))
+        imported = {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
+        imported |= {node.module or "" for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
+        packages = ("kernel", "sources", "access", "retrieval", "surfaces", "rag_site", "measure")
+        project = {name for name in imported if name.split(".")[0] in packages}
+        # the kernel imports no app; its env parsers are what the registry reads with
+        assert project <= {"kernel", "kernel.env", "rag_site.settings_registry"}, f"{module} imports {sorted(project)}"
+
+
+def test_reading_an_undeclared_variable_fails_naming_the_registry():
+    with pytest.raises(LookupError, match="RAG_NOT_DECLARED is not declared in rag_site/settings_registry.py"):
+        settings_registry.read_int("RAG_NOT_DECLARED")
+    with pytest.raises(TypeError, match="RAG_SEARCH_MAX_K is declared as IntSetting, read as BoolSetting"):
+        settings_registry.read_bool("RAG_SEARCH_MAX_K")
+
+
+def test_a_variable_declared_twice_is_refused():
+    twice = [settings_registry.IntSetting(name="RAG_X", topic=Topic.SEARCH, default=1, doc="x")] * 2
+    with pytest.raises(ValueError, match="RAG_X is declared twice"):
+        settings_registry._index(tuple(twice))
+
+
+@pytest.mark.parametrize("name", sorted(SETTINGS))
+def test_a_default_is_within_its_bounds_and_choices(name):
+    setting = SETTINGS[name]
+    if isinstance(setting, settings_registry.IntSetting | settings_registry.FloatSetting):
+        assert setting.minimum is None or setting.default >= setting.minimum
+        assert setting.maximum is None or setting.default <= setting.maximum
+    if isinstance(setting, settings_registry.ChoiceSetting):
+        assert setting.default in setting.choices
+
+
+@pytest.mark.parametrize(
+    ("name", "choice"),
+    [("RAG_LEXICAL_RANKING", LexicalRanking), ("RAG_FUSION", FusionMethod), ("RAG_RERANK_BACKEND", RerankBackend)],
+)
+def test_the_registry_lists_the_values_of_each_enum(name, choice):
+    setting = SETTINGS[name]
+    assert isinstance(setting, settings_registry.ChoiceSetting)
+    assert setting.choices == tuple(member.value for member in choice)
+
+
+def test_docs_and_env_example_are_what_the_registry_generates():
+    stale = [str(path.relative_to(ROOT)) for path in settings_reference.stale()]
+    assert not stale, f"{stale} differ from rag_site/settings_registry.py: run `make settings-docs`"
+
+
+def test_the_reference_is_generated_with_no_database_and_no_environment():
+    result = subprocess.run(
+        [sys.executable, "-m", "rag_site.settings_reference", "--check"],
+        env={"PATH": os.environ["PATH"]},
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
+    assert result.returncode == 0, result.stderr
+
+
+def test_a_stale_file_is_named_with_the_command_that_fixes_it(monkeypatch, tmp_path, capsys):
+    example = tmp_path / ".env.example"
+    example.write_text(settings_reference.env_example().replace("RAG_SEARCH_MAX_K=50", "RAG_SEARCH_MAX_K=60"))
+    monkeypatch.setattr(settings_reference, "ENV_EXAMPLE", example)
+
+    assert settings_reference.main(["--check"]) == 1
+    assert f"{example} differs from the registry: run `make settings-docs`" in capsys.readouterr().err
+    assert settings_reference.main([]) == 0
+    assert settings_reference.main(["--check"]) == 0
+    assert "RAG_SEARCH_MAX_K=50" in example.read_text()
+
+
+def test_every_declared_variable_is_in_the_reference_and_env_example():
+    reference, example = settings_reference.reference_markdown(), settings_reference.env_example()
+    for name in SETTINGS:
+        assert f"| `{name}` |" in reference
+        assert re.search(rf"^# {name}=", example, flags=re.MULTILINE), name
 
 
 # --- docker-compose.yml -------------------------------------------------------

@@ -1,0 +1,46 @@
+"""Embedding, chunking and indexing: the models, the chunker, workspace roots and index jobs."""
+
+from pathlib import Path
+
+from rag_site.settings_registry import read_choice, read_float, read_int, read_list, read_str
+
+RAG_EMBEDDING_MODEL = read_str("RAG_EMBEDDING_MODEL")
+RAG_EMBEDDING_DEVICE = read_str("RAG_EMBEDDING_DEVICE")
+RAG_EMBED_BATCH_SIZE = read_int("RAG_EMBED_BATCH_SIZE")
+# Intra-op threads of the local models per process; 0 = torch's default (one
+# per core). Web processes default to 1 (rag_site/wsgi.py): measured 8x the
+# vector searches per second at 16 clients on 2 cores. Read when a model loads.
+RAG_TORCH_THREADS = read_int("RAG_TORCH_THREADS")
+# Indexing collects this many chunks (across files) before embedding them in
+# one call: sentence-transformers sorts a call's texts by length, so large
+# calls pad less. Measured with `rag_bench index` (docs/configuration.md has the numbers).
+RAG_INDEX_FLUSH_CHUNKS = read_int("RAG_INDEX_FLUSH_CHUNKS")
+# A chunk longer than the model reads (256 word pieces for MiniLM): "pieces"
+# embeds it in pieces and averages them, "truncate" lets the model drop the
+# rest. Part of every document's fingerprint: a change re-embeds at the next index run.
+# On code, 21% of click's chunks and 15% of jinja2's are that long (msmarco:
+# none), yet `rag_eval --code` measured truncation best; vector hit@5/MRR@10:
+#   truncate:    click 0.704 / 0.557, jinja2 0.723 / 0.538
+#   pieces:      click 0.678 / 0.524, jinja2 0.689 / 0.507
+#   900-char chunks (about 256 word pieces of code): click 0.709 / 0.544
+#   (hit@10 0.824 against 0.799, but a lower MRR and 24% more chunks)
+# A chunk's head (signature, heading, first lines) says most about it;
+# averaging in the rest blurs that.
+RAG_EMBED_LONG_TEXTS = read_choice("RAG_EMBED_LONG_TEXTS")
+RAG_CHUNK_MAX_CHARS = read_int("RAG_CHUNK_MAX_CHARS")
+RAG_CHUNK_OVERLAP = read_int("RAG_CHUNK_OVERLAP")
+RAG_SKILL_REVERIFY_MINUTES = read_int("RAG_SKILL_REVERIFY_MINUTES")
+RAG_MAX_SKILL_BYTES = read_int("RAG_MAX_SKILL_BYTES")
+RAG_INDEX_RETRY_DELAY = read_float("RAG_INDEX_RETRY_DELAY")
+
+# --- Workspace roots and index jobs -----------------------------------------
+# Roots may only be registered under these directories (admin and API refuse
+# others); by default, the directory this checkout sits in.
+RAG_ROOT_BASE_DIRS = [str(Path(p).resolve()) for p in read_list("RAG_ROOT_BASE_DIRS")]
+# A job whose worker died is taken over at once (no session holds its root's
+# advisory lock, sources/locks.py). One whose worker holds the lock but made
+# no progress for this long hangs: its session is ended and the job taken
+# over, up to RAG_JOB_MAX_ATTEMPTS; indexing is idempotent, so the new attempt
+# resumes where the old one stopped.
+RAG_JOB_STALE_SECONDS = read_int("RAG_JOB_STALE_SECONDS")
+RAG_JOB_MAX_ATTEMPTS = read_int("RAG_JOB_MAX_ATTEMPTS")

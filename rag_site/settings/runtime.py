@@ -1,0 +1,29 @@
+"""How the processes run: Redis and Celery, and the processes `make run` starts (rag_site/rag_run)."""
+
+from rag_site.settings.base import TIME_ZONE
+from rag_site.settings_registry import read_int, read_str, read_url
+
+# --- Celery -----------------------------------------------------------------
+REDIS_URL = read_url("REDIS_URL")
+CELERY_BROKER_URL = REDIS_URL or "redis://127.0.0.1:6379/0"
+CELERY_TASK_TIME_LIMIT = read_int("CELERY_TASK_TIME_LIMIT")
+CELERY_TASK_SOFT_TIME_LIMIT = CELERY_TASK_TIME_LIMIT - 5
+# With acks_late a task whose worker dies is redelivered; it must be safe to
+# rerun (indexing compares content hashes), and Redis must not redeliver a
+# task that is still running: the visibility timeout exceeds the time limit.
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": CELERY_TASK_TIME_LIMIT * 2}
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_TASK_IGNORE_RESULT = True
+# django-celery-beat's DatabaseScheduler, touching a file on every tick for the health check.
+CELERY_BEAT_SCHEDULER = "rag_site.beat:HeartbeatScheduler"
+CELERY_TIMEZONE = TIME_ZONE
+
+# --- `make run` -------------------------------------------------------------
+# (RAG_EMBEDDED_SHARED_BUFFERS, also of this topic, is read by rag_site/embedded.py as the server starts.)
+RAG_BIND = read_str("RAG_BIND")
+RAG_WEB_WORKERS = read_int("RAG_WEB_WORKERS")
+RAG_WEB_THREADS = read_int("RAG_WEB_THREADS")
+RAG_WORKER_CONCURRENCY = read_int("RAG_WORKER_CONCURRENCY")
