@@ -45,7 +45,7 @@ def torch_threads_apply() -> None:
     every core.
     """
     # Read from the environment, not settings: this package stays free of Django
-    # (settings.py checks the value at start-up, so a bad one never gets here).
+    # (the settings check the value at start-up, so a bad one never gets here).
     threads = int(os.environ.get("RAG_TORCH_THREADS") or 0)
     if threads > 0:
         import torch
