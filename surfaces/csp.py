@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
-if TYPE_CHECKING:  # the settings (rag_site/settings/base.py) import this module: nothing here may need configured settings
+if TYPE_CHECKING:  # rag_site/settings/base.py imports this module: nothing here may need configured settings
     from django.http import HttpRequest, HttpResponse
 
 SELF = "'self'"
