@@ -18,7 +18,7 @@ from contextlib import contextmanager
 from django.db import OperationalError, connection, transaction
 from psycopg.errors import LockNotAvailable
 
-from rag_site.errors import Unavailable
+from kernel.errors import Unavailable
 from retrieval.config import AdmissionLimits
 
 # The advisory locks' first key: "rag" + "long" in ASCII, out of the way of other users of advisory locks.

@@ -11,7 +11,7 @@ sees it inside a prompt.
 
 from functools import lru_cache
 
-from rag_site.errors import ApplicationError
+from kernel.errors import ApplicationError
 
 # quicktok's bundled encodings (quicktok.get_encoding names).
 ENCODINGS = ("o200k_base", "cl100k_base", "llama3", "qwen3")

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 from django.conf import settings
 
-from rag_site.llm import LLMError, llm_client
+from kernel.llm import LLMError, llm_client
 from sources.models import ChunkDescription
 
 log = logging.getLogger(__name__)

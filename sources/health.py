@@ -14,9 +14,9 @@ import redis
 from django.conf import settings
 from django.db import DatabaseError, connection
 
-from rag_site.breaker import BreakerState
-from rag_site.llm import LLMConfig, llm_configured, llm_status
-from sources import heartbeats
+from kernel import heartbeats
+from kernel.breaker import BreakerState
+from kernel.llm import LLMConfig, llm_configured, llm_status
 from sources.embedding.local import model_findable
 from sources.embedding.registry import embedder_loaded, model_reference
 from sources.models import EmbeddingModel

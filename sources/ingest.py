@@ -33,7 +33,7 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
-from rag_site.errors import ApplicationError
+from kernel.errors import ApplicationError
 from sources.chunking import CHUNKING_VERSION, ChunkResult
 from sources.contextual import DescriptionRequest, contextual_identity, descriptions_get
 from sources.embedding import EmbeddingError, embedder_for, model_reference

@@ -18,7 +18,7 @@ from django.conf import settings
 from django.db import DatabaseError, IntegrityError, transaction
 from django.utils import timezone
 
-from rag_site.errors import ApplicationError, Conflict, Cooldown, NotFound
+from kernel.errors import ApplicationError, Conflict, Cooldown, NotFound
 from sources import locks
 from sources.models import ACTIVE_JOB_STATUSES, IndexJob, JobStatus, WorkspaceRoot
 

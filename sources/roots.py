@@ -18,7 +18,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from rag_site.errors import ApplicationError, Conflict
+from kernel.errors import ApplicationError, Conflict
 from sources import jobs, locks
 from sources.chunking import chunk_text
 from sources.ingest import Batch, Document, IngestSettings, content_hash, embedding_model_for, fingerprint

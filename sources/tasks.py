@@ -13,7 +13,7 @@ from celery import shared_task
 from django.conf import settings
 from django.db import DatabaseError, transaction
 
-from rag_site.errors import ApplicationError
+from kernel.errors import ApplicationError
 from sources import heartbeats, jobs, queueing, roots, services, tools
 from sources.models import IndexJob, Skill, Tool
 

@@ -13,10 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from rag_site.api import http_status
-from rag_site.breaker import Admission, Breaker, BreakerState, redis_connect
-from rag_site.errors import Unavailable
-from rag_site.llm import (
+from kernel.breaker import Admission, Breaker, BreakerState, redis_connect
+from kernel.errors import Unavailable
+from kernel.llm import (
     ErrorKind,
     LLMClient,
     LLMConfig,
@@ -30,6 +29,7 @@ from rag_site.llm import (
     retry_after_seconds,
     status_kind,
 )
+from surfaces.api import http_status
 from tests.openai_server import dropped, fake_embedding, http_error, malformed, slow
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -295,7 +295,7 @@ def test_without_redis_the_breaker_still_works_in_this_process(openai_server, ca
     breaker = Breaker(redis_client=lambda: unreachable, clock=Clock())
     openai_server.fail_always("primary", http_error(503))
     client, _ = make_client(openai_server, "primary", "backup", breaker=breaker)
-    with caplog.at_level(logging.WARNING, logger="rag_site.breaker"):
+    with caplog.at_level(logging.WARNING, logger="kernel.breaker"):
         assert client.chat(PROMPT, max_tokens=8).startswith("backup")
         assert client.chat(PROMPT, max_tokens=8).startswith("backup")
     assert openai_server.count(model="primary") == 3
@@ -370,7 +370,7 @@ def test_the_key_can_come_from_a_file_and_the_chain_from_a_list(tmp_path):
     secret.write_text("sk-from-a-file\n")
     result = settings_in_subprocess(
         "print(settings.RAG_LLM_API_KEY, settings.RAG_LLM_FALLBACK_MODELS)\n"
-        "from rag_site.llm import LLMConfig; print(LLMConfig.from_settings().chain)",
+        "from kernel.llm import LLMConfig; print(LLMConfig.from_settings().chain)",
         RAG_LLM_BASE_URL="http://127.0.0.1:11434/v1",
         RAG_LLM_API_KEY_FILE=str(tmp_path / "llm_key"),
         RAG_LLM_MODEL="qwen3",
@@ -400,7 +400,7 @@ CROSS_PROCESS = """
 import json, sys
 import django
 django.setup()
-from rag_site.llm import LLMClient, LLMConfig
+from kernel.llm import LLMClient, LLMConfig
 base_url, primary, backup = sys.argv[1:4]
 client = LLMClient(LLMConfig(base_url=base_url, model=primary, fallback_models=(backup,), max_retries=0),
                    sleep=lambda seconds: None)

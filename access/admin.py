@@ -1,0 +1,87 @@
+"""Admin for API keys, and access grants on users and groups."""
+
+from django.contrib import admin, messages
+from django.contrib.auth.admin import GroupAdmin, UserAdmin
+from django.contrib.auth.models import Group, User
+from django.template.response import TemplateResponse
+from django.utils import timezone
+
+from access.keys import api_key_assign
+from access.models import AccessGrant, ApiKey
+
+
+@admin.register(ApiKey)
+class ApiKeyAdmin(admin.ModelAdmin):
+    list_display = ["name", "prefix", "scope", "can_manage", "state", "last_used_at", "created_at"]
+    list_filter = ["can_manage", "revoked_at"]
+    search_fields = ["name", "prefix", "bot_id", "client_id"]
+    readonly_fields = ["prefix", "last_used_at", "revoked_at", "created_by", "created_at"]
+    fieldsets = [
+        (None, {"fields": ["name", "prefix"]}),
+        (
+            "What it may see and do",
+            {
+                "fields": ["bot_id", "client_id", "channels", "can_manage", "rate_limit_per_minute"],
+                "description": "Requests with this key see shared sources plus this bot's, client's and channels'. "
+                "A request may narrow that, never widen it.",
+            },
+        ),
+        ("Lifetime", {"fields": ["expires_at", "revoked_at", "last_used_at", "created_by", "created_at"]}),
+    ]
+    actions = ["revoke"]
+
+    @admin.display(description="Scope")
+    def scope(self, key: ApiKey) -> str:
+        return key.scope_label
+
+    @admin.display(description="State")
+    def state(self, key: ApiKey) -> str:
+        if key.revoked_at:
+            return "revoked"
+        return "active" if key.is_active else "expired"
+
+    def save_model(self, request, obj: ApiKey, form, change: bool) -> None:
+        if not change:
+            request._new_api_key = api_key_assign(obj)  # shown once by response_add, never stored
+            obj.created_by = request.user
+        super().save_model(request, obj, form, change)
+
+    def response_add(self, request, obj: ApiKey, post_url_continue=None):
+        # The key is on this page only: not in a message (messages live in a cookie), not in a log.
+        context = {
+            **self.admin_site.each_context(request),
+            "opts": self.opts,
+            "key": obj,
+            "raw_key": request._new_api_key,
+            "title": f"API key for {obj.name}",
+        }
+        response = TemplateResponse(request, "admin/retrieval/apikey/created.html", context)
+        response["Cache-Control"] = "no-store"
+        return response
+
+    @admin.action(description="Revoke selected keys (requests with them get 401)")
+    def revoke(self, request, queryset) -> None:
+        count = queryset.filter(revoked_at__isnull=True).update(revoked_at=timezone.now())
+        self.message_user(request, f"Revoked {count} key(s).", messages.SUCCESS)
+
+
+class AccessGrantInline(admin.TabularInline):
+    model = AccessGrant
+    extra = 0
+    fields = ["bot_id", "client_id", "channels"]
+    verbose_name = "search access grant"
+    verbose_name_plural = "Search access: bots, clients and channels this account sees besides shared sources"
+
+
+admin.site.unregister(User)
+admin.site.unregister(Group)
+
+
+@admin.register(User)
+class UserWithGrantsAdmin(UserAdmin):
+    inlines = [*UserAdmin.inlines, AccessGrantInline]
+
+
+@admin.register(Group)
+class GroupWithGrantsAdmin(GroupAdmin):
+    inlines = [*GroupAdmin.inlines, AccessGrantInline]

@@ -1,0 +1,385 @@
+"""Admin for workspace roots, segments, index jobs and tools."""
+
+from django import forms
+from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied
+from django.http import Http404, HttpResponse, HttpResponseNotAllowed, HttpResponseRedirect
+from django.template.loader import render_to_string
+from django.urls import path, reverse
+from django.utils.html import format_html
+
+from kernel.errors import ApplicationError
+from sources import jobs, tasks
+from sources.models import ACTIVE_JOB_STATUSES, IndexJob, JobStatus, Segment, Tool, WorkspaceRoot
+from sources.roots import glob_problem, root_files_reread, root_pin
+from sources.tools import tool_parameters_validate
+from surfaces.admin.common import BrokerWarningMixin, UnixNewlinesForm, index_status_badge, status_badge
+from surfaces.admin.scoping import ScopedAdminMixin, ScopedInlineMixin, row_scope
+from surfaces.selectors import root_files_summary, root_path_visible
+
+
+def job_badge(job: IndexJob | None) -> str:
+    if job is None:
+        return "never indexed"
+    label = job.get_status_display()
+    if job.status == JobStatus.RUNNING and job.files_total:
+        label += (
+            f" {job.progress:.0%} ({job.chunks_embedded:,} chunks embedded, "
+            f"{job.files_seen:,}/{job.files_total:,} files read)"
+        )
+    detail = f": {job.message[:160]}" if job.message and job.status != JobStatus.RUNNING else ""
+    return status_badge(status=job.status, label=label, detail=detail)
+
+
+class RootForm(UnixNewlinesForm, forms.ModelForm):
+    confirm_directory = forms.BooleanField(
+        required=False,
+        label="Pin the directory this path leads to now",
+        help_text="Needed when the path passes through a symlink, or when the directory at this path was moved or "
+        "replaced since the root was pinned. Until then its jobs fail without reading it (and remove its "
+        "chunks from search), and read, grep and the viewer refuse it. Tick only if the directory the path "
+        "leads to now is the one to index.",
+    )
+
+    class Meta:
+        model = WorkspaceRoot
+        fields = "__all__"
+        widgets = {
+            "include_globs": forms.Textarea(attrs={"rows": 3, "cols": 90}),
+            "exclude_dirs": forms.Textarea(attrs={"rows": 2, "cols": 90}),
+            "deny_patterns": forms.Textarea(attrs={"rows": 3, "cols": 90}),
+        }
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        if "confirm_directory" in self.fields and (identity := self.instance.directory_identity):
+            device, _, inode = identity.partition(":")
+            target = f", through a symlink to {self.instance.symlink_target}" if self.instance.symlink_target else ""
+            self.fields["confirm_directory"].help_text += f" Pinned now: device {device}, inode {inode}{target}."
+
+    def clean(self):
+        cleaned = super().clean()
+        if path := cleaned.get("path"):
+            try:
+                pin = root_pin(path=path, confirm=bool(cleaned.get("confirm_directory")), pinned=self.instance)
+            except ApplicationError as exc:
+                self.add_error("path", exc.message[0].upper() + exc.message[1:] + ".")
+            else:
+                cleaned["path"] = pin.path
+                self.instance.directory_identity, self.instance.symlink_target = (
+                    pin.directory_identity,
+                    pin.symlink_target,
+                )
+        return cleaned
+
+
+class SegmentForm(UnixNewlinesForm, forms.ModelForm):
+    class Meta:
+        model = Segment
+        fields = ["name", "path_glob", "embedding_model_name", "similarity_threshold", "channels"]
+
+    def clean_path_glob(self) -> str:
+        glob = self.cleaned_data["path_glob"].strip()
+        if problem := glob_problem(glob):
+            raise forms.ValidationError(problem)
+        return glob
+
+
+class SegmentInline(ScopedInlineMixin, admin.TabularInline):
+    model = Segment
+    form = SegmentForm
+    extra = 0
+    fields = ["name", "path_glob", "embedding_model_name", "similarity_threshold", "channels"]
+
+
+@admin.register(WorkspaceRoot)
+class WorkspaceRootAdmin(ScopedAdminMixin, BrokerWarningMixin, admin.ModelAdmin):
+    form = RootForm
+    inlines = [SegmentInline]
+    list_display = ["name", "path", "enabled", "scope", "last_job", "last_verified_at", "reindex_button"]
+    list_filter = ["enabled"]
+    search_fields = ["name", "path"]
+    readonly_fields = ["last_verified_at", "last_job", "jobs_link", "files_table"]
+    actions = ["reindex", "reindex_force"]
+    fieldsets = [
+        (
+            None,
+            {
+                "fields": [
+                    "name",
+                    "path",
+                    "confirm_directory",
+                    "enabled",
+                    "include_globs",
+                    "exclude_dirs",
+                    "deny_patterns",
+                    "index_hidden",
+                    "scan_secrets",
+                    "hard_links_inside",
+                    "max_file_bytes",
+                    "embedding_model_name",
+                    "similarity_threshold",
+                ]
+            },
+        ),
+        (
+            "Who can see it",
+            {
+                "fields": ["bot_id", "client_id", "channels"],
+                "description": "Empty = shared. Changes apply to search as soon as you save; nothing is re-embedded.",
+            },
+        ),
+        ("Schedule", {"fields": ["cooldown_seconds", "reverify_minutes", "last_verified_at"]}),
+        ("What is indexed", {"fields": ["last_job", "jobs_link", "files_table"]}),
+    ]
+
+    @admin.display(description="Scope")
+    def scope(self, root: WorkspaceRoot) -> str:
+        return root.scope_label
+
+    def get_urls(self):
+        reindex = path(
+            "<int:root_id>/reindex/",
+            self.admin_site.admin_view(self.reindex_view),
+            name="sources_workspaceroot_reindex",
+        )
+        return [reindex, *super().get_urls()]
+
+    def save_model(self, request, obj, form, change) -> None:
+        super().save_model(request, obj, form, change)
+        if change and "scan_secrets" in form.changed_data and obj.scan_secrets:
+            root_files_reread(root=obj)  # files indexed while the scan was off are scanned by the next job
+
+    def response_add(self, request, obj, post_url_continue=None):
+        # After the segments are saved too: the first job sees them.
+        if obj.enabled:
+            self._request_job(request, obj, force=False, ignore_cooldown=True)
+        return super().response_add(request, obj, post_url_continue)
+
+    @admin.display(description="Last index job")
+    def last_job(self, root: WorkspaceRoot) -> str:
+        job = root.jobs.first()
+        if job is None:
+            return job_badge(job)
+        return format_html(
+            '<a href="{}">{}</a>', reverse("admin:sources_indexjob_change", args=[job.pk]), job_badge(job)
+        )
+
+    @admin.display(description="")
+    def reindex_button(self, root: WorkspaceRoot) -> str:
+        # A button of the list's own form (forms do not nest), posting its CSRF token to this root's URL.
+        return format_html(
+            '<button type="submit" class="button" formmethod="post" formaction="{}" '
+            'aria-label="Re-index {}">Re-index</button>',
+            reverse("admin:sources_workspaceroot_reindex", args=[root.pk]),
+            root.name,
+        )
+
+    @admin.display(description="Index jobs")
+    def jobs_link(self, root: WorkspaceRoot) -> str:
+        if root.pk is None:
+            return "—"
+        url = reverse("admin:sources_indexjob_changelist") + f"?root__id__exact={root.pk}"
+        return format_html('<a href="{}">{} job(s)</a>', url, root.jobs.count())
+
+    @admin.display(description="Files")
+    def files_table(self, root: WorkspaceRoot) -> str:
+        if root.pk is None:
+            return "Saved roots are indexed at once; their files show here."
+        return render_to_string("admin/sources/root_files.html", root_files_summary(root=root, scope=row_scope(root)))
+
+    def reindex_view(self, request, root_id: int):
+        if request.method != "POST" or not self.has_change_permission(request):
+            return HttpResponseNotAllowed(["POST"])
+        root = self.get_queryset(request).filter(pk=root_id).first()
+        if root is None:
+            raise Http404(f"workspace root {root_id} does not exist")
+        self._request_job(request, root, force=request.POST.get("force") == "1", ignore_cooldown=True)
+        return HttpResponseRedirect(request.POST.get("next") or reverse("admin:sources_workspaceroot_changelist"))
+
+    def _request_job(self, request, root: WorkspaceRoot, *, force: bool, ignore_cooldown: bool = False) -> None:
+        try:
+            job, created = tasks.root_reindex_request(
+                root_id=root.pk, force=force, trigger="admin", ignore_cooldown=ignore_cooldown
+            )
+        except ApplicationError as exc:
+            self.message_user(request, f"{root.name}: {exc.message}", messages.WARNING)
+            return
+        verb = "indexing started as" if created else "already queued or running as"
+        link = format_html('<a href="{}">job {}</a>', reverse("admin:sources_indexjob_change", args=[job.pk]), job.pk)
+        self.message_user(request, format_html("{}: {} {}.", root.name, verb, link), messages.SUCCESS)
+
+    @admin.action(description="Re-index selected roots (respects the cooldown)")
+    def reindex(self, request, queryset) -> None:
+        for root in queryset:
+            self._request_job(request, root, force=False)
+
+    @admin.action(description="Re-index selected roots now (force: re-embed even if unchanged, ignores the cooldown)")
+    def reindex_force(self, request, queryset) -> None:
+        for root in queryset:
+            self._request_job(request, root, force=True)
+
+
+# A job's page: every field read-only (jobs are records).
+_JOB_FIELDS = (
+    "root_link",
+    "live",
+    "trigger",
+    "force",
+    "attempt",
+    "worker",
+    "created_at",
+    "started_at",
+    "heartbeat_at",
+    "finished_at",
+    "problems",
+)
+
+
+@admin.register(IndexJob)
+class IndexJobAdmin(ScopedAdminMixin, admin.ModelAdmin):
+    """Jobs are records: read-only, with live progress while they run and a Cancel button."""
+
+    source_path = "root__source"  # a job is seen by those who see its root
+
+    list_display = [
+        "id",
+        "root",
+        "state",
+        "trigger",
+        "attempt",
+        "files_changed",
+        "files_skipped",
+        "chunks_embedded",
+        "created_at",
+        "finished_at",
+    ]
+    list_filter = ["status", "trigger", ("root", admin.RelatedOnlyFieldListFilter)]  # only the roots of jobs listed
+    list_select_related = ["root"]
+    fields = _JOB_FIELDS
+    readonly_fields = _JOB_FIELDS
+
+    class Media:
+        js = ["vendor/htmx/htmx.min.js"]
+
+    def get_urls(self):
+        return [
+            path("<int:job_id>/live/", self.admin_site.admin_view(self.live_view), name="sources_indexjob_live"),
+            path("<int:job_id>/cancel/", self.admin_site.admin_view(self.cancel_view), name="sources_indexjob_cancel"),
+            *super().get_urls(),
+        ]
+
+    def has_add_permission(self, request) -> bool:
+        return False  # jobs are started from a root (its page, its list) or the API
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False  # a record of what happened: viewed, never edited
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False
+
+    @admin.display(description="Status")
+    def state(self, job: IndexJob) -> str:
+        return job_badge(job)
+
+    @admin.display(description="Root")
+    def root_link(self, job: IndexJob) -> str:
+        return format_html(
+            '<a href="{}">{}</a>', reverse("admin:sources_workspaceroot_change", args=[job.root_id]), job.root.name
+        )
+
+    def get_object(self, request, object_id, from_field=None):
+        job = super().get_object(request, object_id, from_field)
+        if job is not None:
+            job.may_cancel = self.may_cancel(request)  # for the Cancel button of ``live``, which gets the row only
+        return job
+
+    def may_cancel(self, request) -> bool:
+        """Cancelling edits a job: the change permission (has_change_permission stays False: the page is read only)."""
+        return request.user.has_perm(f"{self.opts.app_label}.change_{self.opts.model_name}")
+
+    @admin.display(description="Progress")
+    def live(self, job: IndexJob) -> str:
+        return render_to_string(
+            "admin/sources/job_live.html", _live_context(job, may_cancel=getattr(job, "may_cancel", False))
+        )
+
+    @admin.display(description="Problems")
+    def problems(self, job: IndexJob) -> str:
+        seen = root_path_visible(
+            root=job.root, scope=row_scope(job)
+        )  # not the files of a segment the person cannot see
+        rows = [row for row in job.errors if seen(row.get("path", ""))]
+        if not rows:
+            return "None: every file was read (or skipped because it is excluded)."
+        return render_to_string("admin/sources/job_problems.html", {"job": job, "rows": rows})
+
+    def live_view(self, request, job_id: int):
+        if not self.has_view_permission(request):
+            raise PermissionDenied
+        job = self.get_queryset(request).filter(pk=job_id).first()
+        if job is None:
+            raise Http404(f"index job {job_id} does not exist")
+        return HttpResponse(
+            render_to_string(
+                "admin/sources/job_live.html", _live_context(job, may_cancel=self.may_cancel(request)), request=request
+            )
+        )
+
+    def cancel_view(self, request, job_id: int):
+        if request.method != "POST":
+            return HttpResponseNotAllowed(["POST"])
+        if not self.may_cancel(request):
+            raise PermissionDenied
+        if not self.get_queryset(request).filter(pk=job_id).exists():
+            raise Http404(f"index job {job_id} does not exist")
+        if jobs.job_cancel(job_id=job_id, by=request.user.get_username()):
+            self.message_user(
+                request, f"Job {job_id} cancelled: a running job stops after its current batch.", messages.SUCCESS
+            )
+        else:
+            self.message_user(request, f"Job {job_id} had already ended.", messages.WARNING)
+        return HttpResponseRedirect(reverse("admin:sources_indexjob_change", args=[job_id]))
+
+
+def _live_context(job: IndexJob, *, may_cancel: bool) -> dict:
+    return {
+        "job": job,
+        "active": job.status in ACTIVE_JOB_STATUSES,
+        "may_cancel": may_cancel,
+        "percent": round(job.progress * 100),
+        "badge": job_badge(job),
+        "cancel_url": reverse("admin:sources_indexjob_cancel", args=[job.pk]),
+        "live_url": reverse("admin:sources_indexjob_live", args=[job.pk]),
+    }
+
+
+class ToolForm(UnixNewlinesForm, forms.ModelForm):
+    class Meta:
+        model = Tool
+        fields = ["name", "server", "description", "parameters", "enabled", "bot_id", "client_id", "channels"]
+
+    def clean_parameters(self):
+        parameters = self.cleaned_data["parameters"]
+        try:
+            tool_parameters_validate(parameters)
+        except ApplicationError as exc:
+            raise forms.ValidationError(exc.message[0].upper() + exc.message[1:] + ".") from None
+        return parameters
+
+
+@admin.register(Tool)
+class ToolAdmin(ScopedAdminMixin, BrokerWarningMixin, admin.ModelAdmin):
+    form = ToolForm
+    list_display = ["key", "description", "enabled", "scope", "status", "indexed_at"]
+    list_filter = ["enabled", "index_status", "server"]
+    search_fields = ["key", "name", "description"]
+    readonly_fields = ["key", "status", "last_error", "indexed_at"]
+
+    @admin.display(description="Index status", ordering="index_status")
+    def status(self, tool: Tool) -> str:
+        return index_status_badge(tool)
+
+    @admin.display(description="Scope")
+    def scope(self, tool: Tool) -> str:
+        return tool.scope_label

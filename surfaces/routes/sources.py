@@ -1,0 +1,84 @@
+from ninja import Body, Router
+from ninja.responses import Status
+
+from access.auth import HEALTH_AUTH, MANAGE_AUTH, READ_AUTH, manage_required
+from retrieval.schemas import API_ERRORS, ErrorOut
+from sources import tasks
+from sources.health import health_check
+from surfaces.schemas import CheckOut, HealthOut, JobOut, ReindexIn, ReindexOut, RootOut, SkillDetailOut, SkillOut
+from surfaces.selectors import job_get, roots_with_latest_job, skill_detail_answer, skills_visible
+
+# No body: the defaults (one frozen instance, shared by every request).
+NO_REINDEX_BODY = ReindexIn()
+
+router = Router(tags=["sources"])
+ERRORS = {**API_ERRORS, 404: ErrorOut}
+# /health answers its own 503 (the report) and may be called without credentials: 403 and 422 cannot happen.
+HEALTH_ERRORS = {code: ErrorOut for code in (400, 401, 429)}
+
+
+@router.get("/skills", response={200: list[SkillOut], **ERRORS}, auth=READ_AUTH)
+def skills_list(request):
+    """The skills the caller may see, with their indexing status and, when indexing failed, why."""
+    return list(skills_visible(request.auth))
+
+
+@router.get("/skills/{slug}", response={200: SkillDetailOut, **ERRORS}, auth=READ_AUTH)
+def skill_detail(request, slug: str):
+    """One enabled skill the caller may see, with its markdown body and parsed front matter; any other answers 404."""
+    return skill_detail_answer(request.auth, slug)
+
+
+@router.get("/roots", response={200: list[RootOut], **ERRORS}, auth=MANAGE_AUTH)
+def roots_list(request):
+    """Workspace roots with their latest index job. Needs the manage permission (roots show server paths)."""
+    manage_required(request)
+    return roots_with_latest_job()
+
+
+@router.post(
+    "/roots/{root_id}/reindex", response={202: ReindexOut, 200: ReindexOut, 409: ErrorOut, **ERRORS}, auth=MANAGE_AUTH
+)
+def root_reindex(request, root_id: int, payload: ReindexIn = Body(NO_REINDEX_BODY)):
+    """Queue a re-index (202). If one is already queued or running, that job is returned (200, created=false).
+
+    Needs the manage permission. Without ``force`` a root verified within its cooldown is refused (429), and
+    unchanged files are not embedded again; ``force`` re-embeds every file. The body is empty, ``{}`` or
+    ``{"force": true}``: any other value or field is refused (422) and queues nothing."""
+    manage_required(request)
+    job, created = tasks.root_reindex_request(root_id=root_id, force=payload.force, trigger="api")
+    # The job as a model: the response schema reads it (JobOut's resolvers need the row, not a copy).
+    return Status(202 if created else 200, {"created": created, "job": job_get(job.pk)})
+
+
+@router.get("/index-jobs/{job_id}", response={200: JobOut, **ERRORS}, auth=MANAGE_AUTH)
+def index_job(request, job_id: int):
+    """Status, counters, progress and the first errors of one index job. Needs the manage permission."""
+    manage_required(request)
+    return job_get(job_id)
+
+
+@router.get(
+    "/health",
+    response={200: HealthOut, 503: HealthOut, **HEALTH_ERRORS},
+    auth=HEALTH_AUTH,
+    tags=["health"],
+    exclude_none=True,
+)
+def health(request):
+    """Database, broker, workers, beat, embedding model and, when one is configured, the language model
+    (``llm``): 200 when the database and the broker answer, else 503.
+
+    ``status`` is "ok" when every check passes, else "degraded"; ``llm`` fails
+    only when every model of its chain is cooling down in the circuit breaker.
+    Answers without credentials (load balancers): then only ``ok`` per check.
+    With the manage permission each check has ``details`` (ages, latencies,
+    errors; for ``llm`` each model's breaker state, opened-until, recent errors
+    by class, last error and latency)."""
+    report = health_check()
+    detailed = request.auth.can_manage
+    checks = {
+        name: CheckOut(ok=check.ok, details=check.details if detailed else None)
+        for name, check in report.checks.items()
+    }
+    return Status(200 if report.critical_ok else 503, HealthOut(status=report.status, checks=checks))

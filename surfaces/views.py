@@ -1,0 +1,202 @@
+"""The team's search page: results as you type (HTMX), filters kept in the URL, "show more" without a reload."""
+
+import dataclasses
+import hashlib
+import time
+from urllib.parse import urlencode
+
+from django.conf import settings
+from django.contrib.auth.views import redirect_to_login
+from django.core.cache import cache
+from django.db.models import Count, Q
+from django.shortcuts import render
+from django.urls import reverse
+from django_htmx.http import HttpResponseClientRedirect
+
+from access.identity import identity_for_user, scope_for
+from kernel.errors import ApplicationError
+from retrieval.config import SearchConfig
+from retrieval.highlight import highlight_css, matching_words, snippet
+from retrieval.search import Hit, Mode, chunks_search
+from sources.models import DESCRIPTION_KEY, Chunk, IndexedFile, IndexStatus, Skill, Source, Tool, WorkspaceRoot
+from sources.roots import root_sources
+
+PAGE_SIZE = 10
+KINDS = (("", "Everything"), (Source.Kind.SKILL, "Skills"), (Source.Kind.FILE, "Files"), (Source.Kind.TOOL, "Tools"))
+MODES = (("hybrid", "Hybrid"), ("lexical", "Words"), ("vector", "Meaning"))
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Filters:
+    """What the page's form asks for; every field lives in the URL, so a search can be shared."""
+
+    query: str = ""
+    kind: str = ""
+    root: str = ""  # a root's id
+    language: str = ""
+    mode: str = "hybrid"
+    page: int = 1
+
+    @classmethod
+    def from_request(cls, request) -> "Filters":
+        get = request.GET
+        kind = get.get("kind", "")
+        mode = get.get("mode", "hybrid")
+        try:
+            page = min(max(int(get.get("page", "1")), 1), settings.RAG_SEARCH_MAX_K // PAGE_SIZE)
+        except ValueError:
+            page = 1
+        return cls(
+            query=get.get("q", "").strip()[:2000],
+            kind=kind if kind in dict(KINDS) else "",
+            root=get.get("root", "") if get.get("root", "").isdigit() else "",
+            language=get.get("language", "")[:32],
+            mode=mode if mode in dict(MODES) else "hybrid",
+            page=page,
+        )
+
+    def url(self, **changes) -> str:
+        """The page's URL for these filters (with ``changes``), without the defaults."""
+        values = dataclasses.asdict(dataclasses.replace(self, **changes))
+        names = {"query": "q"}
+        defaults = dataclasses.asdict(Filters())
+        pairs = [(names.get(k, k), v) for k, v in values.items() if v != defaults[k]]
+        return reverse("search") + ("?" + urlencode(pairs) if pairs else "")
+
+
+def search_page(request):
+    """The search page, for signed-in people; HTMX requests get only the part they replace."""
+    if not request.user.is_authenticated:
+        login = redirect_to_login(request.get_full_path())
+        # An HTMX swap would follow a redirect and put the login page inside #results.
+        return HttpResponseClientRedirect(login.url) if request.htmx else login
+    filters = Filters.from_request(request)
+    scope = scope_for(identity_for_user(request.user))
+    context = {
+        "filters": filters,
+        "kinds": KINDS,
+        "modes": MODES,
+        "highlight_css": highlight_css(),
+        **_filter_choices(scope),
+    }
+    if filters.query:
+        context.update(_results(filters, scope, context["roots"]))
+    else:
+        context.update(_landing(scope))
+    more = request.htmx and request.GET.get("more") == "1"
+    template = (
+        "retrieval/search.html#more"
+        if more
+        else "retrieval/search.html#results"
+        if request.htmx
+        else "retrieval/search.html"
+    )
+    return render(request, template, context)
+
+
+def _results(filters: Filters, scope, roots: list[WorkspaceRoot]) -> dict:
+    kind = (Source.Kind.FILE,) if filters.language else (filters.kind,) if filters.kind else scope.kinds
+    narrowed = dataclasses.replace(
+        scope, kinds=kind, source_ids=_root_source_ids(roots, filters.root, scope) if filters.root else scope.source_ids
+    )
+    if filters.root and not narrowed.source_ids:
+        return {"hits": [], "total": 0, "more": False, "more_url": "", "elapsed_ms": 0, "warnings": []}
+    k = filters.page * PAGE_SIZE
+    config = SearchConfig.from_settings()
+    started = time.perf_counter()
+    try:
+        # A language narrows the fused pool (RAG_SEARCH_CANDIDATES chunks): languages are not in the indexes.
+        found = chunks_search(
+            query=filters.query,
+            k=max(k, config.candidates) if filters.language else k,
+            mode=Mode.parse(filters.mode),
+            scope=narrowed,
+            config=config,
+        )
+    except ApplicationError as exc:
+        return {"error": exc.message}
+    hits = [hit for hit in found if hit.chunk.language == filters.language] if filters.language else list(found)
+    shown = hits[(filters.page - 1) * PAGE_SIZE : k]
+    words = matching_words(filters.query, [hit.chunk.content for hit in shown])
+    slugs = dict(
+        Skill.objects.filter(
+            source_id__in={hit.chunk.source_id for hit in shown if hit.chunk.source.kind == Source.Kind.SKILL}
+        ).values_list("source_id", "slug")
+    )
+    elapsed_ms = round((time.perf_counter() - started) * 1000)
+    more = len(hits) > k or (len(found) == k and k < settings.RAG_SEARCH_MAX_K)
+    return {
+        "hits": [
+            _hit_view(hit, rank, words, slugs)
+            for rank, hit in enumerate(shown, start=(filters.page - 1) * PAGE_SIZE + 1)
+        ],
+        "total": min(len(hits), k),
+        "more": more,
+        "more_url": filters.url(page=filters.page + 1) + "&more=1" if more else "",
+        "elapsed_ms": elapsed_ms,
+        "warnings": found.warnings,
+    }
+
+
+def _hit_view(hit: Hit, rank: int, words: set[str], slugs: dict[int, str]) -> dict:
+    """One hit as the page shows it; ``slugs``: each skill source's skill, to link to."""
+    chunk, source = hit.chunk, hit.chunk.source
+    shown = snippet(content=chunk.content, kind=source.kind, path=chunk.path, first_line=chunk.start_line, words=words)
+    anchor = f"#L{chunk.start_line}-L{chunk.end_line}"
+    if source.kind == Source.Kind.SKILL and source.pk in slugs:
+        url = reverse("view-skill", args=[slugs[source.pk]]) + anchor
+    elif source.kind == Source.Kind.FILE and source.root_id is not None:
+        url = reverse("view-file", args=[source.root_id, chunk.path]) + anchor
+    else:
+        url = ""  # a tool is its schema, an evaluation document has no file: nothing more to open
+    return {
+        "hit": hit,
+        "rank": rank,
+        "kind": source.kind,
+        "snippet": shown,
+        "url": url,
+        "description": (chunk.metadata or {}).get(DESCRIPTION_KEY, ""),
+    }
+
+
+def _root_source_ids(roots: list[WorkspaceRoot], root_id: str, scope) -> tuple[int, ...]:
+    """The visible sources of root ``root_id`` (one of ``roots``, those the person can filter by); none otherwise."""
+    root = next((root for root in roots if str(root.pk) == root_id), None)
+    if root is None:
+        return ()
+    return tuple(root_sources(root).filter(pk__in=scope.source_ids_sql()).values_list("pk", flat=True))
+
+
+def _filter_choices(scope) -> dict:
+    """The roots and languages the person can filter by: only what their scope can see."""
+    sources = Source.objects.filter(scope.source_filter(), kind=Source.Kind.FILE)
+    roots = list(WorkspaceRoot.objects.filter(pk__in=sources.values("root_id")).order_by("name").only("pk", "name"))
+    return {"roots": roots, "languages": _languages(scope)}
+
+
+def _languages(scope) -> list[str]:
+    """The languages of the files this scope sees; a scan of their chunks, so kept a minute per scope."""
+    key = "search-languages:" + hashlib.sha256(repr(scope).encode()).hexdigest()
+    languages = cache.get(key)
+    if languages is None:
+        languages = sorted(
+            Chunk.objects.filter(scope.chunk_filter(), source__kind=Source.Kind.FILE)
+            .exclude(language="")
+            .values_list("language", flat=True)
+            .distinct()
+        )
+        cache.set(key, languages, timeout=60)
+    return languages
+
+
+def _landing(scope) -> dict:
+    """What the empty page says: how much of each kind is searchable, what waits, what failed."""
+    skills = Skill.objects.filter(source__in=scope.source_ids_sql(enabled_only=False))
+    states = skills.aggregate(
+        indexed=Count("pk", filter=Q(index_status=IndexStatus.INDEXED)),
+        failed=Count("pk", filter=Q(index_status=IndexStatus.FAILED)),
+        pending=Count("pk", filter=~Q(index_status__in=[IndexStatus.INDEXED, IndexStatus.FAILED])),
+    )
+    files = IndexedFile.objects.filter(source__in=scope.source_ids_sql(), source__kind=Source.Kind.FILE)
+    tools = Tool.objects.filter(source__in=scope.source_ids_sql(), index_status=IndexStatus.INDEXED)
+    return {**states, "files": files.count(), "tools": tools.count()}
