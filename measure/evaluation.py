@@ -14,7 +14,7 @@ from kernel.errors import ApplicationError
 from measure.metrics import evaluate, token_overlap_rank, tokens
 from retrieval.assembly import Span, assemble
 from retrieval.choices import RerankBackend
-from retrieval.config import SearchConfig
+from retrieval.config import ContextConfig, SearchConfig
 from retrieval.context import context_pieces, context_search
 from retrieval.search import Mode, chunks_search
 from retrieval.tokens import ENCODINGS, token_count
@@ -169,23 +169,28 @@ def _context_coverage(
     other encoding, over their count in RAG_CONTEXT_TOKENIZER (how far a
     budget is off for a model with another tokenizer).
     """
+    config = ContextConfig.from_settings()
+
+    def configured_count(text: str) -> int:
+        return token_count(text, encoding=config.tokenizer)
+
     sums: dict[str, float] = {}
     texts = []
     for text, inside in queries:
-        hits, warnings = context_search(query=text, scope=scope, k={kind: CONTEXT_CANDIDATES})
+        hits, warnings = context_search(query=text, scope=scope, k={kind: CONTEXT_CANDIDATES}, config=config.search)
         _skipped.extend(warnings[:1])
         skills, spans = context_pieces(hits, query=text)
         for budget in CONTEXT_BUDGETS:
-            assembled = assemble(skills, spans, budget=budget, count=token_count)
+            assembled = assemble(skills, spans, budget=budget, count=configured_count)
             shown = [kept for part in assembled.parts if isinstance(part.item, Span) for kept in _kept(part.item)]
             for metric, value in inside(shown).items():
                 name = f"{metric}@{budget // 1000}k"
                 sums[name] = sums.get(name, 0.0) + value
         texts.append(assembled.text)
     report = {name: total / max(len(queries), 1) for name, total in sums.items()}
-    configured = sum(token_count(t) for t in texts) or 1
+    configured = sum(configured_count(t) for t in texts) or 1
     for encoding in ENCODINGS:
-        if encoding != settings.RAG_CONTEXT_TOKENIZER:
+        if encoding != config.tokenizer:
             report[f"tokens/{encoding}"] = sum(token_count(t, encoding=encoding) for t in texts) / configured
     return report
 
@@ -224,13 +229,13 @@ def search_rows() -> dict[str, dict]:
     descriptions (RAG_CONTEXTUAL_RETRIEVAL) are part of indexing: every row
     then searches the described chunks (``indexing_notes`` says so).
     """
-    rows = {
-        "lexical": {"mode": Mode.LEXICAL, "rerank": False},
-        "vector": {"mode": Mode.VECTOR, "rerank": False},
-        "fused": {"mode": Mode.HYBRID, "rerank": False},
-        "fused+mmr": {"mode": Mode.HYBRID, "rerank": False, "mmr": True},
-    }
     config = SearchConfig.from_settings()
+    rows = {
+        "lexical": {"mode": Mode.LEXICAL, "rerank": False, "config": config},
+        "vector": {"mode": Mode.VECTOR, "rerank": False, "config": config},
+        "fused": {"mode": Mode.HYBRID, "rerank": False, "config": config},
+        "fused+mmr": {"mode": Mode.HYBRID, "rerank": False, "mmr": True, "config": config},
+    }
     if settings.RAG_RERANK_MODEL:
         cross_encoder = replace(config, rerank=replace(config.rerank, backend=RerankBackend.CROSS_ENCODER))
         rows["fused+rerank"] = {"mode": Mode.HYBRID, "rerank": True, "config": cross_encoder}

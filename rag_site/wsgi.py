@@ -12,6 +12,7 @@ application = get_wsgi_application()
 from django.conf import settings  # noqa: E402 - configured by get_wsgi_application
 
 if settings.RAG_WARMUP:
+    from retrieval.config import WarmUpConfig  # noqa: E402
     from retrieval.warmup import warm_up_in_background  # noqa: E402
 
-    warm_up_in_background()
+    warm_up_in_background(WarmUpConfig.from_settings())

@@ -15,41 +15,39 @@ import random
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from django.conf import settings
 from django.db import OperationalError, connection, transaction
 from psycopg.errors import LockNotAvailable
 
 from kernel.errors import Unavailable
+from retrieval.config import AdmissionLimits
 
 # The advisory locks' first key: "rag" + "long" in ASCII, out of the way of other users of advisory locks.
 LOCK_NAMESPACE = 0x7261676C
 
 
-def is_long(query: str) -> bool:
-    return len(query.split()) > settings.RAG_SEARCH_LONG_QUERY_WORDS
+def is_long(query: str, *, limits: AdmissionLimits) -> bool:
+    return len(query.split()) > limits.long_query_words
 
 
 @contextmanager
-def search_admitted(query: str) -> Iterator[None]:
+def search_admitted(query: str, *, limits: AdmissionLimits) -> Iterator[None]:
     """Run the block now for a short query; for a long one, once one of the slots is free."""
-    if not is_long(query):
+    if not is_long(query, limits=limits):
         yield
         return
-    slots = settings.RAG_SEARCH_LONG_QUERY_CONCURRENCY
+    slots = limits.concurrency
     with transaction.atomic():
         try:
             with connection.cursor() as cursor:
-                cursor.execute(
-                    "SELECT set_config('lock_timeout', %s, true)", [f"{settings.RAG_SEARCH_LONG_QUERY_WAIT_MS}ms"]
-                )
+                cursor.execute("SELECT set_config('lock_timeout', %s, true)", [f"{limits.wait_ms}ms"])
                 # A random slot: waiters spread over the slots instead of all queueing on the first.
                 cursor.execute("SELECT pg_advisory_xact_lock(%s, %s)", [LOCK_NAMESPACE, random.randrange(slots)])
                 cursor.execute("SELECT set_config('lock_timeout', '0', true)")
         except OperationalError as exc:
             if isinstance(exc.__cause__, LockNotAvailable):
                 raise Unavailable(
-                    f"too many long queries are running; a query of more than {settings.RAG_SEARCH_LONG_QUERY_WORDS} "
-                    f"words waited {settings.RAG_SEARCH_LONG_QUERY_WAIT_MS} ms for its turn; try again, or shorten it",
+                    f"too many long queries are running; a query of more than {limits.long_query_words} "
+                    f"words waited {limits.wait_ms} ms for its turn; try again, or shorten it",
                 ) from None
             raise
         yield

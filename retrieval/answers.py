@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from access.identity import Identity, scope_for
 from access.scope import Scope
 from retrieval.chunk_ids import chunk_public_id
+from retrieval.config import AnswerConfig, SearchConfig
 from retrieval.schemas import (
     ChannelOut,
     HitOut,
@@ -40,7 +41,7 @@ class SearchAnswer:
     timings: dict[str, float]  # milliseconds per stage, for the Server-Timing header
 
 
-def search_answer(identity: Identity, payload: SearchIn) -> SearchAnswer:
+def search_answer(identity: Identity, payload: SearchIn, *, config: AnswerConfig) -> SearchAnswer:
     """What /search answers (the endpoint and the MCP tool ``search``)."""
     scope = payload_scope(identity, payload, kinds=payload.sources)
     hits = chunks_search(
@@ -52,6 +53,7 @@ def search_answer(identity: Identity, payload: SearchIn) -> SearchAnswer:
         mmr_lambda=payload.mmr_lambda,
         rerank=payload.rerank,
         group=payload.group,
+        config=config.search,
     )
     tools = hits_tools(hits)
     out = SearchOut(
@@ -59,15 +61,15 @@ def search_answer(identity: Identity, payload: SearchIn) -> SearchAnswer:
         mode=payload.mode,
         k=payload.k,
         warnings=hits.warnings,
-        hits=[_hit_out(rank, hit, tools) for rank, hit in enumerate(hits, start=1)],
+        hits=[_hit_out(rank, hit, tools, id_secret=config.chunk_id_secret) for rank, hit in enumerate(hits, start=1)],
     )
     return SearchAnswer(out=out, timings=hits.timings)
 
 
-def skills_search_answer(identity: Identity, payload: SkillSearchIn) -> SkillSearchOut:
+def skills_search_answer(identity: Identity, payload: SkillSearchIn, *, config: SearchConfig) -> SkillSearchOut:
     """What /skills/search answers (the endpoint and the MCP tool ``search_skills``)."""
     scope = payload_scope(identity, payload, kinds=[Source.Kind.SKILL])
-    hits = chunks_search(query=payload.query, k=payload.k, scope=scope, group=True)
+    hits = chunks_search(query=payload.query, k=payload.k, scope=scope, group=True, config=config)
     slugs = dict(Skill.objects.filter(source_id__in=[h.chunk.source_id for h in hits]).values_list("source_id", "slug"))
     return SkillSearchOut(
         query=payload.query,
@@ -86,10 +88,10 @@ def skills_search_answer(identity: Identity, payload: SkillSearchIn) -> SkillSea
     )
 
 
-def tools_search_answer(identity: Identity, payload: ToolSearchIn) -> ToolSearchOut:
+def tools_search_answer(identity: Identity, payload: ToolSearchIn, *, config: SearchConfig) -> ToolSearchOut:
     """What /tools/search answers (the endpoint and the MCP tool ``search_tools``)."""
     scope = payload_scope(identity, payload, kinds=[Source.Kind.TOOL])
-    hits = chunks_search(query=payload.query, k=payload.k, scope=scope, group=True)
+    hits = chunks_search(query=payload.query, k=payload.k, scope=scope, group=True, config=config)
     tools = hits_tools(hits)
     return ToolSearchOut(
         query=payload.query,
@@ -104,11 +106,11 @@ def tools_search_answer(identity: Identity, payload: ToolSearchIn) -> ToolSearch
     )
 
 
-def _hit_out(rank: int, hit: Hit, tools: dict[int, Tool]) -> HitOut:
+def _hit_out(rank: int, hit: Hit, tools: dict[int, Tool], *, id_secret: str) -> HitOut:
     chunk = hit.chunk
     tool = tools.get(chunk.source_id)
     return HitOut(
-        chunk_id=chunk_public_id(chunk.pk),  # the table's key would count other tenants' chunks
+        chunk_id=chunk_public_id(chunk.pk, secret=id_secret),  # the table's key would count other tenants' chunks
         source=chunk.source.kind,
         source_key=chunk.source.key,
         title=hit.title,

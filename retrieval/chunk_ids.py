@@ -5,15 +5,13 @@ ids of a caller's re-indexed chunks would tell it how many chunks others
 indexed meanwhile (issue 22, finding 7). The API and MCP hits carry instead
 a keyed permutation of the key, so two hits of one chunk still compare
 equal and no two chunks share an id. No endpoint takes a chunk id, so
-nothing maps it back. Ids change when SECRET_KEY does, as they already do
+nothing maps it back. The edge passes SECRET_KEY (AnswerConfig). Ids change when it does, as they already do
 whenever a chunk is re-indexed.
 """
 
 import hashlib
 import hmac
 from functools import lru_cache
-
-from django.conf import settings
 
 # 52-bit ids, permuted as two 26-bit halves: exact as JSON numbers read into
 # doubles (JavaScript's integers end at 2**53). Higher bits, which a
@@ -36,9 +34,9 @@ def _round(key: bytes, number: int, half: int) -> int:
     return int.from_bytes(digest[:4], "big") & _HALF_MASK
 
 
-def chunk_public_id(pk: int) -> int:
+def chunk_public_id(pk: int, *, secret: str) -> int:
     """The id a caller sees for chunk ``pk``: the same for every hit of the chunk, distinct across chunks."""
-    key = _key(settings.SECRET_KEY)
+    key = _key(secret)
     left, right = (pk >> _HALF_BITS) & _HALF_MASK, pk & _HALF_MASK
     for number in range(_ROUNDS):
         left, right = right, left ^ _round(key, number, right)

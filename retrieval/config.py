@@ -1,11 +1,18 @@
-"""A search's configuration, read from settings once and passed in.
+"""The retrieval engine's configuration: read from settings once, at the edge, and passed in.
+
+This is the engine's one config builder: the modules that search, count
+tokens, assemble context or read files never read ``django.conf.settings``;
+the edges (the routers, the MCP server, the page views, the warm-up's caller,
+measure/) call a ``from_settings()`` here and hand the object down
+(tests/test_config_edges.py keeps it so). Builders read settings at call
+time, never at import: tests change settings per test.
 
 An evaluation run can compare configurations side by side by passing them
 (``dataclasses.replace(SearchConfig.from_settings(), fusion=...)``) instead
 of patching settings.
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from django.conf import settings
 
@@ -53,6 +60,23 @@ class RerankConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class AdmissionLimits:
+    """How many long queries run at once (retrieval/admission.py)."""
+
+    long_query_words: int  # a query of more words than these is long
+    concurrency: int  # long queries running at once, across every web process
+    wait_ms: int  # how long a long query waits for its turn before a 503
+
+    @classmethod
+    def from_settings(cls) -> "AdmissionLimits":
+        return cls(
+            long_query_words=settings.RAG_SEARCH_LONG_QUERY_WORDS,
+            concurrency=settings.RAG_SEARCH_LONG_QUERY_CONCURRENCY,
+            wait_ms=settings.RAG_SEARCH_LONG_QUERY_WAIT_MS,
+        )
+
+
+@dataclass(frozen=True, slots=True)
 class SearchConfig:
     default_k: int
     candidates: int  # each channel's list, and the pool reranked and diversified (at least k)
@@ -66,6 +90,8 @@ class SearchConfig:
     statement_timeout_ms: int
     hnsw_ef_search: int
     device: str  # where the query's models run
+    query_embedding_cache: int  # query vectors kept per process
+    admission: AdmissionLimits
 
     @classmethod
     def from_settings(cls) -> "SearchConfig":
@@ -96,4 +122,85 @@ class SearchConfig:
             statement_timeout_ms=settings.RAG_SEARCH_STATEMENT_TIMEOUT_MS,
             hnsw_ef_search=settings.RAG_HNSW_EF_SEARCH,
             device=settings.RAG_EMBEDDING_DEVICE,
+            query_embedding_cache=settings.RAG_QUERY_EMBEDDING_CACHE,
+            admission=AdmissionLimits.from_settings(),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class AnswerConfig:
+    """What the search answer needs beyond the search: the key of the chunk ids callers see (retrieval/chunk_ids.py)."""
+
+    search: SearchConfig
+    chunk_id_secret: str = field(repr=False)  # SECRET_KEY: never in a log line or a test failure
+
+    @classmethod
+    def from_settings(cls) -> "AnswerConfig":
+        return cls(search=SearchConfig.from_settings(), chunk_id_secret=settings.SECRET_KEY)
+
+
+@dataclass(frozen=True, slots=True)
+class ContextConfig:
+    """An LLM-ready context's searches and the tokenizer its budget is counted in (retrieval/context.py)."""
+
+    search: SearchConfig
+    tokenizer: str  # a retrieval.tokens.ENCODINGS name
+
+    @classmethod
+    def from_settings(cls) -> "ContextConfig":
+        return cls(search=SearchConfig.from_settings(), tokenizer=settings.RAG_CONTEXT_TOKENIZER)
+
+
+@dataclass(frozen=True, slots=True)
+class FilesLimits:
+    """How much one read answers and how long one grep runs (retrieval/files.py)."""
+
+    read_max_lines: int
+    read_max_chars: int
+    grep_timeout_seconds: float
+
+    @classmethod
+    def from_settings(cls) -> "FilesLimits":
+        return cls(
+            read_max_lines=settings.RAG_READ_MAX_LINES,
+            read_max_chars=settings.RAG_READ_MAX_CHARS,
+            grep_timeout_seconds=settings.RAG_GREP_TIMEOUT_SECONDS,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class WarmUpConfig:
+    """What a web process loads before its first query (retrieval/warmup.py)."""
+
+    search: SearchConfig  # the device, and the cross-encoder when rerank is on
+    default_model: str  # loaded when no embedding model has vectors yet
+    tokenizer: str
+
+    @classmethod
+    def from_settings(cls) -> "WarmUpConfig":
+        return cls(
+            search=SearchConfig.from_settings(),
+            default_model=settings.RAG_EMBEDDING_MODEL,
+            tokenizer=settings.RAG_CONTEXT_TOKENIZER,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class WireLimits:
+    """The limits the API publishes in its schema (maxLength, maximum, defaults: retrieval/schemas.py)."""
+
+    default_k: int
+    max_k: int
+    context_max_budget_tokens: int
+    read_max_lines: int  # only in a field's description; the cap itself is FilesLimits'
+    grep_max_matches: int
+
+    @classmethod
+    def from_settings(cls) -> "WireLimits":
+        return cls(
+            default_k=settings.RAG_SEARCH_DEFAULT_K,
+            max_k=settings.RAG_SEARCH_MAX_K,
+            context_max_budget_tokens=settings.RAG_CONTEXT_MAX_BUDGET_TOKENS,
+            read_max_lines=settings.RAG_READ_MAX_LINES,
+            grep_max_matches=settings.RAG_GREP_MAX_MATCHES,
         )

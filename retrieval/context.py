@@ -11,11 +11,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from django.conf import settings
-
 from access.identity import Identity, scope_for
 from access.scope import Scope
 from retrieval.assembly import Assembled, Part, SkillEntry, Span, assemble, spans_merge
+from retrieval.config import ContextConfig, SearchConfig
 from retrieval.files import file_lines, files_stat, files_text
 from retrieval.schemas import ContextIn, ContextOut, ContextPartOut, DroppedOut
 from retrieval.search import Hit, chunks_search, hits_tools
@@ -34,17 +33,20 @@ class Context:
     warnings: list[str] = field(default_factory=list)
 
 
-def context_build(*, query: str, budget: int, scope: Scope, k: dict[str, int], encoding: str | None = None) -> Context:
-    """The context for ``query``: ``k[kind]`` hits of each kind in ``scope`` (0: none), cut to ``budget`` tokens.
+def context_build(*, query: str, budget: int, scope: Scope, k: dict[str, int], config: ContextConfig) -> Context:
+    """The context for ``query``: ``k[kind]`` hits of each kind in ``scope`` (0: none), cut to ``budget`` tokens
+    counted in ``config.tokenizer``.
 
     Kinds: skill (an index entry each), file and dataset (evidence spans),
     tool (schemas, outside the text).
     """
-    hits, warnings = context_search(query=query, scope=scope, k=k)
-    return context_assemble(hits, query=query, budget=budget, encoding=encoding, warnings=warnings)
+    hits, warnings = context_search(query=query, scope=scope, k=k, config=config.search)
+    return context_assemble(hits, query=query, budget=budget, encoding=config.tokenizer, warnings=warnings)
 
 
-def context_search(*, query: str, scope: Scope, k: dict[str, int]) -> tuple[dict[str, list[Hit]], list[str]]:
+def context_search(
+    *, query: str, scope: Scope, k: dict[str, int], config: SearchConfig
+) -> tuple[dict[str, list[Hit]], list[str]]:
     """One search per kind (its own ``k``), and their warnings."""
     warnings: list[str] = []
     hits: dict[str, list[Hit]] = {}
@@ -56,6 +58,7 @@ def context_search(*, query: str, scope: Scope, k: dict[str, int]) -> tuple[dict
             k=wanted,
             scope=replace(scope, kinds=(kind,)),
             group=kind in (Source.Kind.SKILL, Source.Kind.TOOL),
+            config=config,
         )
         hits[kind] = list(found)
         warnings.extend(w for w in found.warnings if w not in warnings)
@@ -67,10 +70,10 @@ def context_assemble(
     *,
     query: str,
     budget: int,
-    encoding: str | None = None,
+    encoding: str,
     warnings: list[str] | None = None,
 ) -> Context:
-    """``context_search``'s hits within ``budget``."""
+    """``context_search``'s hits within ``budget`` tokens of ``encoding``."""
     skills, spans = context_pieces(hits, query=query)
     assembled = assemble(skills, spans, budget=budget, count=lambda text: token_count(text, encoding=encoding))
     return Context(assembled=assembled, tools=_tool_schemas(hits.get(Source.Kind.TOOL, [])), warnings=warnings or [])
@@ -91,6 +94,7 @@ def context_for(
     budget: int,
     kinds: Sequence[str],
     k: dict[str, int],
+    config: ContextConfig,
     bot_id: str | None = None,
     client_id: str | None = None,
     channels: list[str] | None = None,
@@ -99,7 +103,11 @@ def context_for(
     scope = scope_for(identity, bot_id=bot_id, client_id=client_id, channels=channels)
     asked = set(kinds or KINDS)
     return context_build(
-        query=query, budget=budget, scope=scope, k={kind: k.get(kind, 0) for kind in KINDS if kind in asked}
+        query=query,
+        budget=budget,
+        scope=scope,
+        k={kind: k.get(kind, 0) for kind in KINDS if kind in asked},
+        config=config,
     )
 
 
@@ -231,7 +239,7 @@ def _tool_schemas(hits: list[Hit]) -> list[dict]:
     return [tools[h.chunk.source_id].openai_schema for h in hits if h.chunk.source_id in tools]
 
 
-def context_answer(identity: Identity, payload: ContextIn) -> ContextOut:
+def context_answer(identity: Identity, payload: ContextIn, *, config: ContextConfig) -> ContextOut:
     """``POST /api/v1/context`` and the MCP tool get_context: the request in, the schema out."""
     k = payload.k.model_dump() | ({} if payload.include_tools else {"tool": 0})
     context = context_for(
@@ -240,6 +248,7 @@ def context_answer(identity: Identity, payload: ContextIn) -> ContextOut:
         budget=payload.budget_tokens,
         kinds=payload.sources,
         k=k,
+        config=config,
         bot_id=payload.bot_id,
         client_id=payload.client_id,
         channels=payload.channels,
@@ -247,13 +256,13 @@ def context_answer(identity: Identity, payload: ContextIn) -> ContextOut:
     assembled = context.assembled
     return ContextOut(
         query=payload.query,
-        tokenizer=settings.RAG_CONTEXT_TOKENIZER,
+        tokenizer=config.tokenizer,
         budget_tokens=payload.budget_tokens,
         tokens_used=assembled.tokens_used,
         text=assembled.text if payload.format == "markdown" else "",
         parts=[_part_out(part) for part in assembled.parts],
         tools=context.tools,
-        tools_tokens=token_count(json.dumps(context.tools)) if context.tools else 0,
+        tools_tokens=token_count(json.dumps(context.tools), encoding=config.tokenizer) if context.tools else 0,
         dropped=[
             DroppedOut(kind=d.kind, citation=d.citation, score=d.score, tokens=d.tokens, reason=d.reason)
             for d in assembled.dropped

@@ -27,12 +27,12 @@ from operator import attrgetter
 from typing import Literal
 
 import re2
-from django.conf import settings
 from django.db import connection
 
 from access.identity import Identity, scope_for
 from access.scope import Scope
 from kernel.errors import ApplicationError, InvalidInput, NotFound, Unavailable
+from retrieval.config import FilesLimits
 from retrieval.schemas import GrepIn, GrepMatchOut, GrepOut, ReadOut
 from sources import walk
 from sources.chunking import language_for
@@ -185,6 +185,7 @@ def read_answer(
     bot_id: str | None = None,
     client_id: str | None = None,
     channels: Iterable[str] | None = None,
+    limits: FilesLimits,
 ) -> ReadOut:
     """Lines ``start``..``end`` (from 1, inclusive) of one indexed file the caller may see, exactly as on disk now."""
     if problem := path_problem(path):
@@ -195,7 +196,7 @@ def read_answer(
             details={"field": "end" if start >= 1 else "start"},
         )
     file, current = file_current(identity, root=root, path=path, bot_id=bot_id, client_id=client_id, channels=channels)
-    return _lines_out(file, current, start=start, end=end)
+    return _lines_out(file, current, start=start, end=end, limits=limits)
 
 
 def file_current(
@@ -219,15 +220,15 @@ def file_current(
     return file, _current_or_error(file)
 
 
-def grep_answer(identity: Identity, payload: GrepIn) -> GrepOut:
+def grep_answer(identity: Identity, payload: GrepIn, *, limits: FilesLimits) -> GrepOut:
     """The lines of the indexed files the caller may see that match ``payload.pattern``.
 
     In (root name, path, line) order.
 
-    The scan stops at ``max_matches`` or at RAG_GREP_TIMEOUT_SECONDS (checked
-    between files); files that cannot be read now are counted, not fatal.
+    The scan stops at ``max_matches`` or at ``limits.grep_timeout_seconds``
+    (RAG_GREP_TIMEOUT_SECONDS, checked between files); files that cannot be read now are counted, not fatal.
     """
-    deadline = time.monotonic() + settings.RAG_GREP_TIMEOUT_SECONDS
+    deadline = time.monotonic() + limits.grep_timeout_seconds
     matcher = grep_matcher(pattern=payload.pattern, regex=payload.regex, case_sensitive=payload.case_sensitive)
     scope = scope_for(
         identity,
@@ -419,17 +420,17 @@ def _current_or_error(file: VisibleFile) -> CurrentText:
     return current
 
 
-def _lines_out(file: VisibleFile, current: CurrentText, *, start: int, end: int | None) -> ReadOut:
+def _lines_out(file: VisibleFile, current: CurrentText, *, start: int, end: int | None, limits: FilesLimits) -> ReadOut:
     lines = file_lines(current.text)
     if start > len(lines):
         raise InvalidInput(
             f"line {start} is past the end of {file.path!r} ({len(lines)} lines)",
             details={"field": "start", "total_lines": len(lines)},
         )
-    cap = settings.RAG_READ_MAX_LINES
+    cap = limits.read_max_lines
     asked = start + cap - 1 if end is None else end
     last = min(asked, start + cap - 1, len(lines))
-    shown, cut = lines_within_chars(lines[start - 1 : last], settings.RAG_READ_MAX_CHARS)
+    shown, cut = lines_within_chars(lines[start - 1 : last], limits.read_max_chars)
     last = start + len(shown) - 1
     return ReadOut(
         root=file.root.name,

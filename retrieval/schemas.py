@@ -1,14 +1,19 @@
 from datetime import datetime
 from typing import Annotated, Literal
 
-from django.conf import settings
 from ninja import Field, Schema
 from ninja.schema import DjangoGetter
 from pydantic import AfterValidator, BeforeValidator, Strict, StringConstraints, model_validator
 from pydantic_core import PydanticCustomError
 
 from kernel.text import control_characters_message
+from retrieval.config import WireLimits
 from sources.models import SCOPE_NAME
+
+# Read once, at import: pydantic fixes a field's bounds and default when the class is made, and the OpenAPI
+# schema publishes them, so these are the surface's wire limits for the process's life (a change needs a
+# restart, as it always did). Everything that acts per request takes its config from the edge instead.
+_LIMITS = WireLimits.from_settings()
 
 
 def _no_control_characters(value: str) -> str:
@@ -93,9 +98,7 @@ class ScopeIn(BodyIn):
 
 class SearchIn(ScopeIn):
     query: Query = Field(..., description="What to look for, in plain words (1-2000 characters).")
-    k: int = Field(
-        settings.RAG_SEARCH_DEFAULT_K, ge=1, le=settings.RAG_SEARCH_MAX_K, description="How many hits to return."
-    )
+    k: int = Field(_LIMITS.default_k, ge=1, le=_LIMITS.max_k, description="How many hits to return.")
     mode: Literal["hybrid", "lexical", "vector"] = Field("hybrid", description="Which channels to use.")
     mmr: Flag = Field(
         False, description="Re-order the fused pool by Maximal Marginal Relevance (fewer near-duplicates)."
@@ -172,16 +175,14 @@ API_ERRORS = {code: ErrorOut for code in (400, 401, 403, 413, 422, 429, 503)}
 class ContextK(BodyIn):
     """How many hits of each kind to consider; 0 leaves that kind out."""
 
-    skill: int = Field(default=5, ge=0, le=settings.RAG_SEARCH_MAX_K, description="Distinct skills in the skill index.")
+    skill: int = Field(default=5, ge=0, le=_LIMITS.max_k, description="Distinct skills in the skill index.")
     file: int = Field(
         default=8,
         ge=0,
-        le=settings.RAG_SEARCH_MAX_K,
+        le=_LIMITS.max_k,
         description="File chunks considered as evidence (before merging).",
     )
-    tool: int = Field(
-        default=5, ge=0, le=settings.RAG_SEARCH_MAX_K, description="Tool schemas returned beside the text."
-    )
+    tool: int = Field(default=5, ge=0, le=_LIMITS.max_k, description="Tool schemas returned beside the text.")
 
 
 class ContextIn(ScopeIn):
@@ -189,7 +190,7 @@ class ContextIn(ScopeIn):
     budget_tokens: int = Field(
         ...,
         ge=64,
-        le=settings.RAG_CONTEXT_MAX_BUDGET_TOKENS,
+        le=_LIMITS.context_max_budget_tokens,
         description="The most tokens the text may take, counted with RAG_CONTEXT_TOKENIZER (named in the answer).",
     )
     sources: list[Literal["skill", "file", "tool"]] = Field(
@@ -256,7 +257,7 @@ class ContextOut(Schema):
 
 class SkillSearchIn(ScopeIn):
     query: Query
-    k: int = Field(8, ge=1, le=settings.RAG_SEARCH_MAX_K, description="How many distinct skills.")
+    k: int = Field(8, ge=1, le=_LIMITS.max_k, description="How many distinct skills.")
 
 
 class SkillHitOut(Schema):
@@ -275,7 +276,7 @@ class SkillSearchOut(Schema):
 
 class ToolSearchIn(ScopeIn):
     query: Query
-    k: int = Field(10, ge=1, le=settings.RAG_SEARCH_MAX_K)
+    k: int = Field(10, ge=1, le=_LIMITS.max_k)
 
 
 class ToolHitOut(Schema):
@@ -314,7 +315,7 @@ class ReadIn(ScopeIn):
         None,
         ge=1,
         description=f"Last line to return (inclusive); default and cap: start + RAG_READ_MAX_LINES - 1 "
-        f"({settings.RAG_READ_MAX_LINES} lines).",
+        f"({_LIMITS.read_max_lines} lines).",
     )
 
 
@@ -362,9 +363,9 @@ class GrepIn(ScopeIn):
         'e.g. "*.py", "docs/**".',
     )
     max_matches: int = Field(
-        min(50, settings.RAG_GREP_MAX_MATCHES),
+        min(50, _LIMITS.grep_max_matches),
         ge=1,
-        le=settings.RAG_GREP_MAX_MATCHES,
+        le=_LIMITS.grep_max_matches,
         description="Stop after this many matching lines.",
     )
 

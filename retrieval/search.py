@@ -18,7 +18,6 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 
-from django.conf import settings
 from django.db import OperationalError, connection, transaction
 from psycopg.errors import QueryCanceled
 
@@ -154,7 +153,8 @@ def chunks_search(
     per source (one hit per skill, tool or file). ``rerank`` (default
     RAG_RERANK_ENABLED) reorders the fused head with the cross-encoder; ``mmr``
     then trades relevance for diversity (``mmr_lambda``, default RAG_MMR_LAMBDA).
-    ``config``: default ``SearchConfig.from_settings()``. A channel or model
+    ``config``: the edge builds it (``SearchConfig.from_settings()``); left out,
+    it is built here from the builder, for tests and the shell. A channel or model
     that fails is skipped with a warning; the query fails only when every
     channel does.
     """
@@ -167,7 +167,8 @@ def chunks_search(
     warnings: list[str] = []
     timings: dict[str, float] = {}
 
-    with search_admitted(query):  # a long query waits for one of few slots (retrieval/admission.py)
+    # A long query waits for one of few slots (retrieval/admission.py).
+    with search_admitted(query, limits=config.admission):
         lists = _candidate_lists(
             query=query, mode=mode, scope=scope, limit=limit, config=config, warnings=warnings, timings=timings
         )
@@ -220,7 +221,10 @@ def _candidate_lists(
     words = lexical_query(query, config=config.lexical) if mode.lexical else None
     with search_session(scope=scope, lexical_query=words, vector=mode.vector, limit=limit, config=config) as opened:
         embeddings = {
-            model.pk: _embedding_pool.submit(_embed, model, query, device=config.device) for model in opened.models
+            model.pk: _embedding_pool.submit(
+                _embed, model, query, device=config.device, cache_size=config.query_embedding_cache
+            )
+            for model in opened.models
         }
         lists: list[CandidateList] = []
         failures: list[str] = []
@@ -275,7 +279,7 @@ def _candidate_lists(
     return lists
 
 
-def _embed(model: EmbeddingModel, query: str, *, device: str | None = None):
+def _embed(model: EmbeddingModel, query: str, *, device: str, cache_size: int):
     """The query's vector and the seconds the model took (the pool thread times it; the caller records it).
 
     Repeated queries (a bot asking again, a page refreshed, typing back) come
@@ -285,11 +289,11 @@ def _embed(model: EmbeddingModel, query: str, *, device: str | None = None):
     vector = _query_vectors.get(key)
     if vector is not None:
         return vector, 0.0
-    embedder = embedder_for(provider=model.provider, name=model.name, device=device or settings.RAG_EMBEDDING_DEVICE)
+    embedder = embedder_for(provider=model.provider, name=model.name, device=device)
     started = time.perf_counter()
     vector = embedder.embed([query])[0]
     vector.setflags(write=False)  # shared by every request that asks the same
-    _query_vectors.put(key, vector, size=settings.RAG_QUERY_EMBEDDING_CACHE)
+    _query_vectors.put(key, vector, size=cache_size)
     return vector, time.perf_counter() - started
 
 

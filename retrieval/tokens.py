@@ -3,14 +3,13 @@
 The encodings ship inside the quicktok wheel (exact, byte-identical to
 tiktoken's for OpenAI's and to the Hugging Face tokenizers for Llama 3 and
 Qwen), so counting needs no download. RAG_CONTEXT_TOKENIZER picks the one the
-caller's model uses; o200k_base (GPT-4o, o-series) by default. Special-token
+caller's model uses (the edge passes it: ContextConfig.tokenizer); o200k_base
+(GPT-4o, o-series) by default. Special-token
 text in documents ("<|endoftext|>") is counted as ordinary text, as a model
 sees it inside a prompt.
 """
 
 from functools import lru_cache
-
-from django.conf import settings
 
 from kernel.errors import ApplicationError
 
@@ -27,8 +26,8 @@ def _encoding(name: str):
     return quicktok.get_encoding(name)
 
 
-def token_count(text: str, *, encoding: str | None = None) -> int:
-    """Tokens of ``text`` in ``encoding`` (default RAG_CONTEXT_TOKENIZER)."""
+def token_count(text: str, *, encoding: str) -> int:
+    """Tokens of ``text`` in ``encoding`` (one of ENCODINGS)."""
     if not text:
         return 0
-    return _encoding(encoding or settings.RAG_CONTEXT_TOKENIZER).count(text)
+    return _encoding(encoding).count(text)

@@ -11,9 +11,9 @@ import logging
 import threading
 import time
 
-from django.conf import settings
 from django.db import DatabaseError, connections
 
+from retrieval.config import WarmUpConfig
 from retrieval.rerank import cross_encoder_for
 from retrieval.tokens import token_count
 from sources.embedding import EmbeddingError, embedder_for
@@ -22,38 +22,37 @@ from sources.models import EmbeddingModel
 log = logging.getLogger(__name__)
 
 
-def warm_up() -> list[str]:
+def warm_up(config: WarmUpConfig) -> list[str]:
     """Load the models now; returns what was loaded (failures are logged, never raised)."""
+    search = config.search
     loaded = []
     try:
         models = set(EmbeddingModel.objects.values_list("provider", "name"))
     except DatabaseError as exc:
         log.warning("warm-up: the embedding models could not be listed (%s); loading the default one", exc)
         models = set()
-    for provider, name in sorted(models or {("local", settings.RAG_EMBEDDING_MODEL)}):
+    for provider, name in sorted(models or {("local", config.default_model)}):
         try:
-            embedder_for(provider=provider, name=name, device=settings.RAG_EMBEDDING_DEVICE).embed(["warm up"])
+            embedder_for(provider=provider, name=name, device=search.device).embed(["warm up"])
             loaded.append(f"embedding model {name}")
         except EmbeddingError as exc:
             log.warning("warm-up: embedding model %s not loaded: %s", name, exc)
-    token_count("warm up", encoding=settings.RAG_CONTEXT_TOKENIZER)
-    loaded.append(f"tokenizer {settings.RAG_CONTEXT_TOKENIZER}")
-    if settings.RAG_RERANK_ENABLED:
+    token_count("warm up", encoding=config.tokenizer)
+    loaded.append(f"tokenizer {config.tokenizer}")
+    if search.rerank.enabled:
         try:
-            cross_encoder_for(settings.RAG_RERANK_MODEL, device=settings.RAG_EMBEDDING_DEVICE).score(
-                "warm up", ["warm up"]
-            )
-            loaded.append(f"cross-encoder {settings.RAG_RERANK_MODEL}")
+            cross_encoder_for(search.rerank.model, device=search.device).score("warm up", ["warm up"])
+            loaded.append(f"cross-encoder {search.rerank.model}")
         except Exception as exc:  # noqa: BLE001 - a reranker that fails is skipped by search with a warning too
-            log.warning("warm-up: cross-encoder %s not loaded: %s", settings.RAG_RERANK_MODEL, exc)
+            log.warning("warm-up: cross-encoder %s not loaded: %s", search.rerank.model, exc)
     return loaded
 
 
-def warm_up_in_background() -> threading.Thread:
+def warm_up_in_background(config: WarmUpConfig) -> threading.Thread:
     def run() -> None:
         started = time.perf_counter()
         try:
-            loaded = warm_up()
+            loaded = warm_up(config)
             log.info("warm-up: %s loaded in %.1f s", ", ".join(loaded), time.perf_counter() - started)
         except Exception:  # noqa: BLE001 - never take the process down: the first query loads instead
             log.exception("warm-up failed; the first query loads the models instead")

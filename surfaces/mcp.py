@@ -37,6 +37,7 @@ from pydantic import BaseModel, ValidationError
 from access.identity import Identity
 from kernel.errors import ApplicationError, connection_lost, http_status
 from retrieval.answers import search_answer, skills_search_answer, tools_search_answer
+from retrieval.config import AnswerConfig, ContextConfig, FilesLimits, SearchConfig
 from retrieval.context import context_answer
 from retrieval.files import grep_answer, read_answer
 from retrieval.schemas import (
@@ -176,7 +177,7 @@ TOOLS: tuple[McpTool, ...] = (
         ),
         schema_in=SearchIn,
         schema_out=SearchOut,
-        answer=lambda identity, payload: search_answer(identity, payload).out,
+        answer=lambda identity, payload: search_answer(identity, payload, config=AnswerConfig.from_settings()).out,
     ),
     McpTool(
         name="get_context",
@@ -191,7 +192,7 @@ TOOLS: tuple[McpTool, ...] = (
         ),
         schema_in=ContextIn,
         schema_out=ContextOut,
-        answer=context_answer,
+        answer=lambda identity, payload: context_answer(identity, payload, config=ContextConfig.from_settings()),
         # format=parts leaves the text empty: then the parts are the answer.
         text=lambda out: out.text or _compact_json(out),
     ),
@@ -205,7 +206,7 @@ TOOLS: tuple[McpTool, ...] = (
         ),
         schema_in=SkillSearchIn,
         schema_out=SkillSearchOut,
-        answer=skills_search_answer,
+        answer=lambda identity, payload: skills_search_answer(identity, payload, config=SearchConfig.from_settings()),
     ),
     McpTool(
         name="get_skill",
@@ -230,7 +231,7 @@ TOOLS: tuple[McpTool, ...] = (
         ),
         schema_in=ToolSearchIn,
         schema_out=ToolSearchOut,
-        answer=tools_search_answer,
+        answer=lambda identity, payload: tools_search_answer(identity, payload, config=SearchConfig.from_settings()),
     ),
     McpTool(
         name="read_range",
@@ -256,6 +257,7 @@ TOOLS: tuple[McpTool, ...] = (
             bot_id=payload.bot_id,
             client_id=payload.client_id,
             channels=payload.channels,
+            limits=FilesLimits.from_settings(),
         ),
         text=_read_text,
     ),
@@ -271,7 +273,7 @@ TOOLS: tuple[McpTool, ...] = (
         ),
         schema_in=GrepIn,
         schema_out=GrepOut,
-        answer=grep_answer,
+        answer=lambda identity, payload: grep_answer(identity, payload, limits=FilesLimits.from_settings()),
         text=_grep_text,
     ),
 )

@@ -15,6 +15,7 @@ from django_htmx.http import HttpResponseClientRedirect
 
 from access.identity import identity_for_user, scope_for
 from kernel.errors import ApplicationError
+from retrieval.config import SearchConfig
 from retrieval.highlight import highlight_css, matching_words, snippet
 from retrieval.search import Hit, Mode, chunks_search
 from sources.models import DESCRIPTION_KEY, Chunk, IndexedFile, IndexStatus, Skill, Source, Tool, WorkspaceRoot
@@ -101,14 +102,16 @@ def _results(filters: Filters, scope, roots: list[WorkspaceRoot]) -> dict:
     if filters.root and not narrowed.source_ids:
         return {"hits": [], "total": 0, "more": False, "more_url": "", "elapsed_ms": 0, "warnings": []}
     k = filters.page * PAGE_SIZE
+    config = SearchConfig.from_settings()
     started = time.perf_counter()
     try:
         # A language narrows the fused pool (RAG_SEARCH_CANDIDATES chunks): languages are not in the indexes.
         found = chunks_search(
             query=filters.query,
-            k=max(k, settings.RAG_SEARCH_CANDIDATES) if filters.language else k,
+            k=max(k, config.candidates) if filters.language else k,
             mode=Mode.parse(filters.mode),
             scope=narrowed,
+            config=config,
         )
     except ApplicationError as exc:
         return {"error": exc.message}

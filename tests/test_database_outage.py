@@ -114,11 +114,11 @@ def test_an_mcp_search_whose_connection_was_dropped_inside_the_tool_is_run_again
     # Dropped after the key was checked, inside the tool, where the SDK would have made it a tool error.
     armed = [True]
 
-    def search_answer(identity, payload):
+    def search_answer(identity, payload, **config):
         if armed:
             armed.pop()
             drop_connection()
-        return answers.search_answer(identity, payload)
+        return answers.search_answer(identity, payload, **config)
 
     monkeypatch.setattr("surfaces.mcp.search_answer", search_answer)
     message = {

@@ -10,6 +10,7 @@ from ninja.decorators import decorate_view
 
 from access.auth import READ_AUTH
 from retrieval.answers import search_answer, skills_search_answer, tools_search_answer
+from retrieval.config import AnswerConfig, ContextConfig, FilesLimits, SearchConfig
 from retrieval.context import context_answer
 from retrieval.files import grep_answer, read_answer
 from retrieval.schemas import (
@@ -42,7 +43,7 @@ def search(request, payload: SearchIn, response: HttpResponse):
 
     The Server-Timing header says where the time went (retrieval.search.STAGES).
     """
-    answer = search_answer(request.auth, payload)
+    answer = search_answer(request.auth, payload, config=AnswerConfig.from_settings())
     response["Server-Timing"] = server_timing(answer.timings)
     return answer.out
 
@@ -51,14 +52,14 @@ def search(request, payload: SearchIn, response: HttpResponse):
 @decorate_view(read_only)
 def skills_search(request, payload: SkillSearchIn):
     """The skill index: the skills that fit a task, each once, with its best-matching section."""
-    return skills_search_answer(request.auth, payload)
+    return skills_search_answer(request.auth, payload, config=SearchConfig.from_settings())
 
 
 @router.post("/tools/search", response={200: ToolSearchOut, **ERRORS})
 @decorate_view(read_only)
 def tools_search(request, payload: ToolSearchIn):
     """The tools that fit a task, as OpenAI function schemas ready to hand to a model."""
-    return tools_search_answer(request.auth, payload)
+    return tools_search_answer(request.auth, payload, config=SearchConfig.from_settings())
 
 
 @router.post("/context", response={200: ContextOut, **ERRORS})
@@ -72,7 +73,7 @@ def context(request, payload: ContextIn):
     a model's ``tools`` parameter wants them. Each part carries when it was
     indexed and whether its file changed since (``stale``).
     """
-    return context_answer(request.auth, payload)
+    return context_answer(request.auth, payload, config=ContextConfig.from_settings())
 
 
 @router.get("/read", response={200: ReadOut, 404: ErrorOut, **ERRORS})
@@ -97,6 +98,7 @@ def read(request, params: Query[ReadIn]):
         bot_id=params.bot_id,
         client_id=params.client_id,
         channels=params.channels,
+        limits=FilesLimits.from_settings(),
     )
 
 
@@ -112,7 +114,7 @@ def grep(request, payload: GrepIn):
     after RAG_GREP_TIMEOUT_SECONDS, and says so in ``stopped``; files that
     cannot be read now are counted in ``files_skipped``.
     """
-    return grep_answer(request.auth, payload)
+    return grep_answer(request.auth, payload, limits=FilesLimits.from_settings())
 
 
 def server_timing(timings: dict[str, float]) -> str:

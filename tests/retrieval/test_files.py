@@ -8,6 +8,7 @@ import pytest
 
 from access.identity import identity_anonymous
 from kernel.errors import ApplicationError
+from retrieval.config import FilesLimits
 from retrieval.files import files_stat, lines_within_chars, read_answer
 from sources import walk
 from sources.models import JobStatus, WorkspaceRoot
@@ -163,7 +164,7 @@ def test_unsafe_paths_are_refused_before_the_database_or_the_disk(path, repo, mo
     monkeypatch.setattr(walk, "root_open", touched)
     monkeypatch.setattr(walk, "open_beneath", touched)
     with django_assert_num_queries(0), pytest.raises(ApplicationError) as refused:
-        read_answer(identity_anonymous(), root="repo", path=path)
+        read_answer(identity_anonymous(), root="repo", path=path, limits=FilesLimits.from_settings())
     assert type(refused.value) is ApplicationError and "refused: the path" in refused.value.message
 
 

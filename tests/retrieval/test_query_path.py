@@ -14,27 +14,28 @@ from sources.models import EmbeddingModel
 MODEL = EmbeddingModel(provider="local", name="all-MiniLM-L6-v2", dimensions=384, normalized=True)
 
 
+def _embed(query: str, *, cache_size: int):
+    return search._embed(MODEL, query, device="cpu", cache_size=cache_size)
+
+
 @pytest.mark.unit
-def test_a_repeated_query_is_embedded_once(settings):
-    settings.RAG_QUERY_EMBEDDING_CACHE = 8
-    first, seconds = search._embed(MODEL, "how do I reindex a root")
+def test_a_repeated_query_is_embedded_once():
+    first, seconds = _embed("how do I reindex a root", cache_size=8)
     assert seconds > 0
-    again, seconds = search._embed(MODEL, "how do I reindex a root")
+    again, seconds = _embed("how do I reindex a root", cache_size=8)
     assert again is first and seconds == 0.0
     assert not first.flags.writeable  # shared between requests: nobody may change it
-    other, seconds = search._embed(MODEL, "how do I reindex a skill")
+    other, seconds = _embed("how do I reindex a skill", cache_size=8)
     assert seconds > 0 and not np.array_equal(other, first)
 
 
 @pytest.mark.unit
-def test_the_cache_keeps_the_most_recent_queries_only(settings):
-    settings.RAG_QUERY_EMBEDDING_CACHE = 2
+def test_the_cache_keeps_the_most_recent_queries_only():
     for query in ("alpha query", "beta query", "gamma query"):
-        search._embed(MODEL, query)
-    assert search._embed(MODEL, "gamma query")[1] == 0.0
-    assert search._embed(MODEL, "alpha query")[1] > 0  # pushed out by the two after it
-    settings.RAG_QUERY_EMBEDDING_CACHE = 0
-    assert search._embed(MODEL, "delta query")[1] > 0 and search._embed(MODEL, "delta query")[1] > 0
+        _embed(query, cache_size=2)
+    assert _embed("gamma query", cache_size=2)[1] == 0.0
+    assert _embed("alpha query", cache_size=2)[1] > 0  # pushed out by the two after it
+    assert _embed("delta query", cache_size=0)[1] > 0 and _embed("delta query", cache_size=0)[1] > 0
 
 
 @pytest.mark.unit
