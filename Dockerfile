@@ -16,6 +16,7 @@ RUN pip install --no-cache-dir torch==2.13.0 ${TORCH_INDEX_URL:+--index-url "$TO
 RUN useradd --create-home --uid 1000 app
 WORKDIR /app
 COPY pyproject.toml README.md manage.py ./
+COPY kernel ./kernel
 COPY rag_site ./rag_site
 COPY sources ./sources
 COPY retrieval ./retrieval

@@ -7,10 +7,12 @@ from typing import Any
 import pathspec
 from django.db.models import Count, F, Max, Q, QuerySet, Sum
 
+from kernel.config import llm_config
 from rag_site.breaker import RECENT_MINUTES
 from rag_site.errors import NotFound
 from retrieval.access import Identity, scope_for
 from retrieval.scope import Scope
+from sources.config import embedding_config
 from sources.health import Health, health_check
 from sources.heartbeats import queue_length
 from sources.models import (
@@ -165,7 +167,7 @@ def index_overview(*, scope: Scope) -> dict:
     jobs = IndexJob.objects.filter(root__source__in=visible).select_related("root")
     failed_jobs = list(jobs.filter(status=JobStatus.FAILED).order_by("-created_at")[:10])
     running = list(jobs.filter(status__in=ACTIVE_JOB_STATUSES))
-    health = health_check()
+    health = health_check(embedding=embedding_config(), llm=llm_config())
     return {
         "kinds": rows,
         "models": models,

@@ -1,0 +1,1 @@
+"""The kernel: what every other package may import; it imports none of them."""
