@@ -18,7 +18,7 @@ RETRY_MAX_WAIT_SECONDS = 120.0
 
 @dataclass(frozen=True)
 class LLMConfig:
-    """The language model client's provider, chain and retry policy (rag_site.llm)."""
+    """The language model client's provider, chain and retry policy (kernel.llm)."""
 
     base_url: str
     api_key: str = field(default="", repr=False)  # never in a repr, so never in a log line or traceback

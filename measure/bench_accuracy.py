@@ -19,9 +19,9 @@ from collections import defaultdict
 from django.conf import settings
 from django.db import connection, transaction
 
+from access.scope import Scope
 from retrieval import lexical
 from retrieval.lexical import BM25_B, BM25_K1, FIELD_WEIGHTS, TABLES, lexeme_params, lexical_candidates
-from retrieval.scope import Scope
 from retrieval.vector import vector_candidates
 from sources.embedding import embedder_for
 from sources.models import EmbeddingModel

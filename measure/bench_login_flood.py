@@ -25,6 +25,9 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import connection
 
+from access.keys import api_key_create
+from access.signin import signin_unlock
+from kernel.errors import ApplicationError
 from measure.bench_load import (
     REQUEST_TIMEOUT,
     Stream,
@@ -35,10 +38,7 @@ from measure.bench_load import (
     web_server,
 )
 from measure.bench_queries import query_stream
-from rag_site.errors import ApplicationError
-from retrieval.keys import api_key_create
 from retrieval.search import Mode
-from retrieval.signin import signin_unlock
 
 WARMUP_SECONDS = 3.0
 FLOOD_HEAD_START = 1.0  # seconds the flooders run before the searchers start, so the searchers meet a flood in full

@@ -20,14 +20,14 @@ from typing import Any
 from django.conf import settings
 from django.db import connection
 
+from access.identity import identity_for_key, scope_for
+from access.keys import api_key_authenticate, api_key_create
+from access.scope import Scope
+from kernel.errors import ApplicationError
 from measure import bench_accuracy
 from measure.bench_corpus import BENCH_BOT, bench_corpus_ensure
 from measure.bench_load import Stream, clients_run, database_url_for, percentile_ms, samples_summary, web_server
 from measure.bench_queries import WORST_CASE, QueryKind, queries_of, query_stream
-from rag_site.errors import ApplicationError
-from retrieval.access import identity_for_key, scope_for
-from retrieval.keys import api_key_authenticate, api_key_create
-from retrieval.scope import Scope
 from retrieval.search import Mode
 
 WARMUP_SECONDS = 3.0

@@ -19,7 +19,7 @@ from urllib.parse import urlsplit
 
 from django.core.management.base import BaseCommand, CommandError
 
-from rag_site.errors import ApplicationError
+from kernel.errors import ApplicationError
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 TRICKLES = ("headers", "body")

@@ -9,13 +9,13 @@ from pathlib import Path
 
 from django.conf import settings
 
+from access.scope import Scope
+from kernel.errors import ApplicationError
 from measure.metrics import evaluate, token_overlap_rank, tokens
-from rag_site.errors import ApplicationError
 from retrieval.assembly import Span, assemble
 from retrieval.choices import RerankBackend
 from retrieval.config import SearchConfig
 from retrieval.context import context_pieces, context_search
-from retrieval.scope import Scope
 from retrieval.search import Mode, chunks_search
 from retrieval.tokens import ENCODINGS, token_count
 from sources.chunking import chunk_text

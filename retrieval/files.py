@@ -1,6 +1,6 @@
 """Read and grep the indexed files of workspace roots: how a bot checks a citation before quoting it.
 
-The scope rule is search's (``retrieval.access.scope_for``): a file is
+The scope rule is search's (``access.identity.scope_for``): a file is
 visible when it is indexed in the active generation of a file Source the
 caller may see; any other file, and a root with no visible source, answers
 404 as if it did not exist. The filesystem safety is indexing's
@@ -30,10 +30,10 @@ import re2
 from django.conf import settings
 from django.db import connection
 
-from rag_site.errors import ApplicationError, InvalidInput, NotFound, Unavailable
-from retrieval.access import Identity, scope_for
+from access.identity import Identity, scope_for
+from access.scope import Scope
+from kernel.errors import ApplicationError, InvalidInput, NotFound, Unavailable
 from retrieval.schemas import GrepIn, GrepMatchOut, GrepOut, ReadOut
-from retrieval.scope import Scope
 from sources import walk
 from sources.chunking import language_for
 from sources.ingest import content_hash

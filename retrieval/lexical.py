@@ -28,11 +28,11 @@ from dataclasses import dataclass
 
 from django.db import connection
 
+from access.scope import Scope
 from retrieval.candidates import Candidate
 from retrieval.choices import LexicalRanking
 from retrieval.config import LexicalConfig
 from retrieval.models import LexicalPosting, LexicalSourceStats, LexicalTerm
-from retrieval.scope import Scope
 from sources.models import IDENTIFIER_CAMEL, IDENTIFIER_SEPARATORS, Chunk, Source
 
 # Robertson's textbook constants; k1=0.9, b=0.4 (Anserini's MS MARCO values)

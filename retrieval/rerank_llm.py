@@ -13,7 +13,7 @@ import json
 import re
 from collections.abc import Callable, Sequence
 
-from rag_site.llm import LLMClient, LLMError
+from kernel.llm import LLMClient, LLMError
 from retrieval.rerank import RerankError
 
 PROMPT_VERSION = 1

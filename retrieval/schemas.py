@@ -7,8 +7,8 @@ from ninja.schema import DjangoGetter
 from pydantic import AfterValidator, BeforeValidator, Strict, StringConstraints, model_validator
 from pydantic_core import PydanticCustomError
 
-from rag_site.middleware import control_characters_message
 from sources.models import SCOPE_NAME
+from surfaces.middleware import control_characters_message
 
 
 def _no_control_characters(value: str) -> str:
@@ -164,7 +164,7 @@ class ErrorOut(Schema):
 # the URL, 401 no or bad credentials, 403 a scope or permission the caller
 # lacks, 413 a body too large, 422 an invalid field, 429 over the rate limit
 # (with Retry-After), 503 the database connection was lost (with
-# Retry-After; rag_site.middleware.RetryLostConnection) or, for search, every
+# Retry-After; surfaces.middleware.RetryLostConnection) or, for search, every
 # channel failed.
 API_ERRORS = {code: ErrorOut for code in (400, 401, 403, 413, 422, 429, 503)}
 

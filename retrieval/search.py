@@ -22,8 +22,9 @@ from django.conf import settings
 from django.db import OperationalError, connection, transaction
 from psycopg.errors import QueryCanceled
 
-from rag_site.errors import ApplicationError, Unavailable, connection_lost
-from rag_site.llm import llm_client
+from access.scope import Scope
+from kernel.errors import ApplicationError, Unavailable, connection_lost
+from kernel.llm import llm_client
 from retrieval.admission import search_admitted
 from retrieval.candidates import (
     LEXICAL,
@@ -43,7 +44,6 @@ from retrieval.mmr import mmr_order
 from retrieval.rerank import cross_encoder_for
 from retrieval.rerank import rerank as rerank_head
 from retrieval.rerank_llm import LLMScorer
-from retrieval.scope import Scope
 from retrieval.session import search_session
 from retrieval.vector import vector_rows
 from sources.embedding import EmbeddingError, embedder_for
@@ -344,7 +344,7 @@ def _collect(lists: list[CandidateList], channel: Channel, run, failures: list[s
     except OperationalError as exc:
         if connection_lost(exc):
             # Not this channel's failure: every later query fails too. The request runs again on a fresh
-            # connection if it only reads, else answers 503 (rag_site.middleware.RetryLostConnection).
+            # connection if it only reads, else answers 503 (surfaces.middleware.RetryLostConnection).
             raise
         if isinstance(exc.__cause__, QueryCanceled):
             log.warning("search channel %s timed out", name)

@@ -21,9 +21,9 @@ from dataclasses import dataclass
 
 from django.db import connection
 
+from access.scope import Scope
 from retrieval.config import SearchConfig
 from retrieval.lexical import COLLECTION_COLUMNS, Collection, collection_read, collection_sql
-from retrieval.scope import Scope
 from retrieval.vector import ef_search, hnsw_settings_sql, models_sql
 from sources.models import EmbeddingModel
 

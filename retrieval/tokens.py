@@ -12,7 +12,7 @@ from functools import lru_cache
 
 from django.conf import settings
 
-from rag_site.errors import ApplicationError
+from kernel.errors import ApplicationError
 
 # quicktok's bundled encodings (quicktok.get_encoding names).
 ENCODINGS = ("o200k_base", "cl100k_base", "llama3", "qwen3")

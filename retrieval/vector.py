@@ -10,9 +10,9 @@ from django.db.models import Case, F, FloatField, Value, When
 from django.db.models.functions import Cast, Coalesce
 from pgvector.django import CosineDistance, HalfVectorField
 
+from access.scope import Scope
 from retrieval.candidates import Candidate
 from retrieval.config import SearchConfig, Thresholds
-from retrieval.scope import Scope
 from sources.models import Chunk, EmbeddingModel, Source
 
 

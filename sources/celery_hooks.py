@@ -10,7 +10,7 @@ import threading
 from celery import Celery, bootsteps
 from celery.signals import after_task_publish, beat_init
 
-from sources import heartbeats
+from kernel import heartbeats
 
 log = logging.getLogger(__name__)
 

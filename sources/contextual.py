@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 
-from rag_site.llm import LLMConfig, LLMError, llm_client
+from kernel.llm import LLMConfig, LLMError, llm_client
 from sources.models import ChunkDescription
 
 log = logging.getLogger(__name__)

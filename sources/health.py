@@ -13,10 +13,10 @@ from typing import Any
 import redis
 from django.db import DatabaseError, connection
 
+from kernel import heartbeats
+from kernel.breaker import BreakerState
 from kernel.config import LLMConfig, llm_config
-from rag_site.breaker import BreakerState
-from rag_site.llm import llm_status
-from sources import heartbeats
+from kernel.llm import llm_status
 from sources.config import EmbeddingConfig, embedding_config
 from sources.embedding.local import model_findable
 from sources.embedding.registry import embedder_loaded, model_reference

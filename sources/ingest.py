@@ -32,7 +32,7 @@ import numpy as np
 from django.db import connection, transaction
 from django.utils import timezone
 
-from rag_site.errors import ApplicationError
+from kernel.errors import ApplicationError
 from sources.chunking import CHUNKING_VERSION, ChunkResult
 from sources.config import EmbeddingConfig, IndexingConfig, IngestSettings
 from sources.contextual import ContextualConfig, DescriptionRequest, descriptions_get

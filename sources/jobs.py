@@ -17,7 +17,7 @@ from datetime import timedelta
 from django.db import DatabaseError, IntegrityError, transaction
 from django.utils import timezone
 
-from rag_site.errors import ApplicationError, Conflict, Cooldown, NotFound
+from kernel.errors import ApplicationError, Conflict, Cooldown, NotFound
 from sources import locks
 from sources.config import JobsConfig, jobs_config
 from sources.models import ACTIVE_JOB_STATUSES, IndexJob, JobStatus, WorkspaceRoot

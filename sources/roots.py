@@ -18,7 +18,7 @@ import pathspec
 from django.db import transaction
 from django.utils import timezone
 
-from rag_site.errors import ApplicationError, Conflict
+from kernel.errors import ApplicationError, Conflict
 from sources import jobs, locks
 from sources.chunking import chunk_text
 from sources.config import EmbeddingConfig, IndexingConfig, indexing_config, root_base_dirs

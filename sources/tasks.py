@@ -14,7 +14,7 @@ from celery import shared_task
 from django.conf import settings
 from django.db import DatabaseError, transaction
 
-from rag_site.errors import ApplicationError
+from kernel.errors import ApplicationError
 from sources import heartbeats, jobs, queueing, roots, services, tools
 from sources.config import indexing_config, jobs_config
 from sources.models import IndexJob, Skill, Tool

@@ -2,7 +2,7 @@
 
 from jsonschema import Draft202012Validator, SchemaError
 
-from rag_site.errors import ApplicationError
+from kernel.errors import ApplicationError
 from sources import ingest
 from sources.chunking import ChunkResult
 from sources.config import IndexingConfig, indexing_config

@@ -130,7 +130,7 @@ def api_client(**key_options):
     """A Django test client that sends a new API key (``rag_apikey create`` options as keywords)."""
     from django.test import Client
 
-    from retrieval.keys import api_key_create
+    from access.keys import api_key_create
 
     _, raw = api_key_create(name=key_options.pop("name", "test bot"), **key_options)
     return Client(headers={"Authorization": f"Bearer {raw}"})

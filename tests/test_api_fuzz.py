@@ -22,7 +22,7 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
-from retrieval.keys import api_key_create
+from access.keys import api_key_create
 from sources import services
 from tests.factories import SkillFactory
 

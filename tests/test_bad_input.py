@@ -8,8 +8,8 @@ import pytest
 from django.db import connection
 from django.test import Client
 
-from rag_site.errors import ApplicationError, Unavailable
-from retrieval.scope import Scope
+from access.scope import Scope
+from kernel.errors import ApplicationError, Unavailable
 from retrieval.search import Mode, chunks_search
 from sources import services
 from sources.models import IndexStatus, Skill

@@ -12,7 +12,7 @@ import yaml
 from django.core.exceptions import ImproperlyConfigured
 from django.core.management import get_commands
 
-from rag_site import env
+from kernel import env
 
 pytestmark = pytest.mark.unit
 

@@ -8,9 +8,9 @@ from django.core.exceptions import ImproperlyConfigured
 from django.test import Client
 from django.urls import reverse
 
-from rag_site import csp
 from sources import jobs, services
 from sources.models import WorkspaceRoot
+from surfaces import csp
 from tests.factories import SkillFactory
 
 HEADER = "Content-Security-Policy"

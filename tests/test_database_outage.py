@@ -25,8 +25,8 @@ from django.db import connection
 from django.db.backends.signals import connection_created
 from django.test import Client
 
+from access.keys import api_key_create
 from retrieval import answers
-from retrieval.keys import api_key_create
 from sources import services
 from sources.models import IndexJob
 from tests.conftest import api_client, wait_for
@@ -77,7 +77,7 @@ def otter(settings):
 def test_a_search_whose_connection_was_dropped_is_run_again_on_a_fresh_one(otter, caplog):
     client = api_client()
     drop_connection()
-    with caplog.at_level(logging.WARNING, logger="rag_site.middleware"):
+    with caplog.at_level(logging.WARNING, logger="surfaces.middleware"):
         response = client.post("/api/v1/search", data=SEARCH, content_type="application/json")
     assert response.status_code == 200, response.content
     assert [hit["source_key"] for hit in response.json()["hits"]] == ["skill:otter"]
@@ -120,7 +120,7 @@ def test_an_mcp_search_whose_connection_was_dropped_inside_the_tool_is_run_again
             drop_connection()
         return answers.search_answer(identity, payload)
 
-    monkeypatch.setattr("retrieval.mcp.search_answer", search_answer)
+    monkeypatch.setattr("surfaces.mcp.search_answer", search_answer)
     message = {
         "jsonrpc": "2.0",
         "id": 7,

@@ -151,6 +151,9 @@ def test_only_the_ninja_api_imports_the_routers():
     # The routers are HTTP edges: the MCP server and everything else share the answer functions, not the endpoints.
     modules = project_modules()
     graph = {name: imports_of(name, path, modules) for name, path in modules.items()}
-    routers = {"retrieval.api", "sources.api", "rag_site.api"}
+    routers = {"surfaces.routes.retrieval", "surfaces.routes.sources", "surfaces.api"}
     importers = {name: sorted(graph[name] & routers) for name in graph if graph[name] & routers}
-    assert importers == {"rag_site.api": ["retrieval.api", "sources.api"], "rag_site.urls": ["rag_site.api"]}
+    assert importers == {
+        "surfaces.api": ["surfaces.routes.retrieval", "surfaces.routes.sources"],
+        "rag_site.urls": ["surfaces.api"],
+    }

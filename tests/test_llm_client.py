@@ -13,12 +13,10 @@ from pathlib import Path
 
 import pytest
 
+from kernel.breaker import Admission, Breaker, BreakerState
 from kernel.config import redis_config
-from kernel.redis import RedisConfig, redis_client, redis_connect
-from rag_site.api import http_status
-from rag_site.breaker import Admission, Breaker, BreakerState
-from rag_site.errors import Unavailable
-from rag_site.llm import (
+from kernel.errors import Unavailable
+from kernel.llm import (
     ErrorKind,
     LLMClient,
     LLMConfig,
@@ -32,6 +30,8 @@ from rag_site.llm import (
     retry_after_seconds,
     status_kind,
 )
+from kernel.redis import RedisConfig, redis_client, redis_connect
+from surfaces.api import http_status
 from tests.openai_server import dropped, fake_embedding, http_error, malformed, slow
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -302,7 +302,7 @@ def test_without_redis_the_breaker_still_works_in_this_process(openai_server, ca
     breaker = Breaker(redis_client=lambda: unreachable, clock=Clock())
     openai_server.fail_always("primary", http_error(503))
     client, _ = make_client(openai_server, "primary", "backup", breaker=breaker)
-    with caplog.at_level(logging.WARNING, logger="rag_site.breaker"):
+    with caplog.at_level(logging.WARNING, logger="kernel.breaker"):
         assert client.chat(PROMPT, max_tokens=8).startswith("backup")
         assert client.chat(PROMPT, max_tokens=8).startswith("backup")
     assert openai_server.count(model="primary") == 3
@@ -407,7 +407,7 @@ CROSS_PROCESS = """
 import json, sys
 import django
 django.setup()
-from rag_site.llm import LLMClient, LLMConfig
+from kernel.llm import LLMClient, LLMConfig
 base_url, primary, backup = sys.argv[1:4]
 client = LLMClient(LLMConfig(base_url=base_url, model=primary, fallback_models=(backup,), max_retries=0),
                    sleep=lambda seconds: None)

@@ -7,8 +7,8 @@ import psycopg
 import pytest
 from django.db import InterfaceError, OperationalError
 
-from rag_site.errors import connection_lost
-from rag_site.handlers import server_error
+from kernel.errors import connection_lost
+from surfaces.handlers import server_error
 
 pytestmark = pytest.mark.unit
 

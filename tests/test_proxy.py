@@ -10,7 +10,7 @@ import pytest
 from django.http import HttpResponse
 from django.test import RequestFactory, override_settings
 
-from rag_site.proxy import ForwardedClientMiddleware
+from surfaces.proxy import ForwardedClientMiddleware
 
 pytestmark = pytest.mark.unit
 

@@ -1,4 +1,4 @@
-"""Embeddings from an OpenAI-compatible ``/embeddings`` endpoint (RAG_LLM_BASE_URL), through ``rag_site.llm``.
+"""Embeddings from an OpenAI-compatible ``/embeddings`` endpoint (RAG_LLM_BASE_URL), through ``kernel.llm``.
 
 Where a model is named (RAG_EMBEDDING_MODEL, a root's or a segment's model)
 ``api:<model>`` asks the endpoint for the model's own vectors and
@@ -18,7 +18,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from rag_site.llm import LLMError, llm_embed
+from kernel.llm import LLMError, llm_embed
 from sources.embedding.base import EmbeddingError, ModelSpec
 
 PREFIX = "api:"

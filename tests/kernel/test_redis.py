@@ -2,11 +2,11 @@
 
 import pytest
 
+from kernel import heartbeats
 from kernel.config import redis_config
+from kernel.llm import process_breaker
 from kernel.redis import TIMEOUT_SECONDS, RedisConfig, redis_client
-from rag_site.llm import process_breaker
 from retrieval import ratelimit
-from sources import heartbeats
 
 pytestmark = pytest.mark.unit
 

@@ -61,7 +61,7 @@ def test_the_search_bench_measures_every_mode_over_http():
         accuracy = report["accuracy"][measure]
         assert accuracy["queries"] > 0 and 0.0 <= accuracy["mean"] <= 1.0
     # The corpus is visible to the bench's bot only; the bench's key is gone.
-    from retrieval.models import ApiKey
+    from access.models import ApiKey
     from sources.models import Source
 
     assert Source.objects.get(key="bench:2000").bot_id == "rag-bench"

@@ -73,7 +73,7 @@ def test_a_configured_rerank_model_gets_its_own_row(dataset, settings, tiny_mode
 
 
 def test_contextual_retrieval_and_the_llm_reranker_get_their_rows_when_configured(dataset, settings, openai_server):
-    from rag_site.llm import process_breaker
+    from kernel.llm import process_breaker
 
     settings.RAG_LLM_BASE_URL, settings.RAG_LLM_MODEL = openai_server.base_url, "eval-llm"
     settings.RAG_CONTEXTUAL_RETRIEVAL, settings.RAG_CONTEXTUAL_MODEL = True, "eval-llm"

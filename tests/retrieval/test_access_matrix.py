@@ -13,7 +13,7 @@ import pytest
 from django.contrib.auth.models import Group
 from django.test import Client
 
-from retrieval.models import AccessGrant
+from access.models import AccessGrant
 from sources import services, tools
 from sources.models import Segment, Skill, Tool, WorkspaceRoot
 from tests.conftest import api_client, index_root

@@ -4,9 +4,9 @@ import psycopg
 import pytest
 from django.db import connection
 
-from rag_site.errors import ApplicationError, Unavailable
+from access.scope import Scope
+from kernel.errors import ApplicationError, Unavailable
 from retrieval.admission import LOCK_NAMESPACE
-from retrieval.scope import Scope
 from retrieval.search import Mode, chunks_search
 from sources import services
 from tests.factories import SkillFactory

@@ -9,8 +9,8 @@ from django.core.management import call_command
 from django.test import Client
 from django.utils import timezone
 
-from retrieval.keys import api_key_create
-from retrieval.models import ApiKey
+from access.keys import api_key_create
+from access.models import ApiKey
 
 pytestmark = pytest.mark.django_db
 
@@ -168,7 +168,7 @@ def test_the_openapi_schema_documents_the_security_schemes_and_error_answers(cli
 def test_grants_are_edited_on_the_user_and_group_pages(client, django_user_model):
     from django.contrib.auth.models import Group
 
-    from retrieval.access import identity_for_user
+    from access.identity import identity_for_user
 
     client.force_login(django_user_model.objects.create_superuser("boss", password="a-long-test-password"))
     person = django_user_model.objects.create_user("person", password="a-long-test-password")

@@ -11,7 +11,7 @@ import secrets
 import pytest
 from django.test import Client
 
-from retrieval.keys import api_key_create
+from access.keys import api_key_create
 
 pytestmark = pytest.mark.django_db
 

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from rag_site.errors import ApplicationError
-from retrieval.access import identity_anonymous
+from access.identity import identity_anonymous
+from kernel.errors import ApplicationError
 from retrieval.files import files_stat, lines_within_chars, read_answer
 from sources import walk
 from sources.models import JobStatus, WorkspaceRoot

@@ -1,8 +1,8 @@
 import pytest
 
+from access.scope import Scope
 from retrieval.choices import LexicalRanking
 from retrieval.lexical import lexical_candidates
-from retrieval.scope import Scope
 from sources import services
 from sources.models import Chunk
 from tests.factories import SkillFactory

@@ -12,9 +12,9 @@ import math
 import pytest
 from django.db import connection
 
+from access.scope import Scope
 from measure.bench_accuracy import bm25_reference
 from retrieval.lexical import BM25_B, BM25_K1, FIELD_WEIGHTS, REFERENCE_LENGTH, lexical_candidates
-from retrieval.scope import Scope
 from sources.models import Chunk, Source
 
 pytestmark = pytest.mark.django_db

@@ -8,8 +8,8 @@ may see and nothing else.
 
 import pytest
 
+from access.scope import Scope
 from retrieval.lexical import lexical_candidates
-from retrieval.scope import Scope
 from retrieval.search import Mode, chunks_search
 from sources import services
 from sources.models import Chunk, Source

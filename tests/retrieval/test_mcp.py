@@ -20,11 +20,11 @@ from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.types import INVALID_PARAMS, INVALID_REQUEST
 from ninja import Field, Schema
 
-from retrieval.keys import api_key_create
-from retrieval.mcp import schema_for_model
-from retrieval.mcp_transport import INTERNAL_ERROR
+from access.keys import api_key_create
 from sources import services
 from sources.models import JobStatus, Skill, WorkspaceRoot
+from surfaces.mcp import schema_for_model
+from surfaces.mcp_transport import INTERNAL_ERROR
 from tests.conftest import api_client, index_root
 from tests.factories import SkillFactory
 
@@ -360,12 +360,12 @@ def test_a_failure_inside_the_transport_is_a_json_500_without_a_traceback(skills
         raise RuntimeError("the SDK broke: /srv/secret/path")
 
     monkeypatch.setattr(StreamableHTTPSessionManager, "handle_request", broken)
-    with caplog.at_level(logging.ERROR, logger="retrieval.mcp_transport"):
+    with caplog.at_level(logging.ERROR, logger="surfaces.mcp_transport"):
         response = mcp_post(api_client(), INITIALIZE)
     assert response.status_code == 500
     assert response["Content-Type"] == "application/json"
     assert response.json() == {"error": INTERNAL_ERROR, "detail": {}}
-    logged = [record for record in caplog.records if record.name == "retrieval.mcp_transport"]
+    logged = [record for record in caplog.records if record.name == "surfaces.mcp_transport"]
     assert logged and logged[0].exc_info and "the SDK broke" in caplog.text  # the server log has the details
 
 

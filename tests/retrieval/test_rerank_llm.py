@@ -5,7 +5,7 @@ from dataclasses import replace
 
 import pytest
 
-from rag_site.llm import process_breaker
+from kernel.llm import process_breaker
 from retrieval.choices import RerankBackend
 from retrieval.config import SearchConfig
 from retrieval.rerank_llm import ranking_parse

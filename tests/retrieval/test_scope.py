@@ -6,7 +6,7 @@ from dataclasses import replace
 import pytest
 from django.db import connection
 
-from retrieval.scope import Scope
+from access.scope import Scope
 from sources.models import Chunk, Source
 
 pytestmark = pytest.mark.django_db

@@ -2,7 +2,7 @@ import json
 
 import pytest
 
-from retrieval.scope import Scope
+from access.scope import Scope
 from retrieval.search import Mode, chunks_search
 from sources import services
 from sources.models import EmbeddingModel, Source
@@ -66,7 +66,7 @@ def test_a_model_that_cannot_load_is_skipped_with_a_warning(skills):
 def test_a_query_fails_plainly_when_its_only_channel_fails(skills):
     missing = EmbeddingModel.objects.create(provider="local", name="/nowhere/no-such-model", dimensions=8)
     Source.objects.filter(kind=Source.Kind.SKILL).update(embedding_model=missing)
-    from rag_site.errors import ApplicationError, Unavailable
+    from kernel.errors import ApplicationError, Unavailable
 
     with pytest.raises(ApplicationError) as failure:
         chunks_search(query="pg_dump backups", mode=Mode.VECTOR)

@@ -119,7 +119,7 @@ def test_skills_render_as_safe_markdown_with_the_query_marked(client, person, mi
 
 
 def test_show_more_returns_only_the_next_results_and_the_next_button(client, person, mixed, settings):
-    from retrieval import views
+    from surfaces import views
 
     first = client.get("/", {"q": "deploy"}, headers={"HX-Request": "true"}).content.decode()
     assert first.count('class="hit"') == 4 and "Show more" not in first  # 4 visible hits, fewer than a page

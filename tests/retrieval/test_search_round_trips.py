@@ -74,7 +74,7 @@ def test_searches_follow_each_other_in_a_new_session_before_and_after_pgvector_l
     runs, so pgvector stays unloaded and the HNSW settings are placeholders),
     the next one does.
     """
-    from retrieval.scope import Scope
+    from access.scope import Scope
 
     connection.close()  # a new PostgreSQL session
     nothing = Scope(source_ids=(2**31 - 1,))

@@ -10,7 +10,7 @@ import pytest
 from django.contrib.auth.hashers import MD5PasswordHasher
 from django.test import Client
 
-from retrieval import signin
+from access import signin
 
 PASSWORD = "the-right-password-42"
 PAGES = ["/accounts/login/", "/admin/login/"]

@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 from django.db import connection
 
-from retrieval.scope import Scope
+from access.scope import Scope
 from retrieval.vector import vector_candidates
 from sources.ingest import embedding_model_index_ensure
 from sources.models import Chunk, EmbeddingModel, Source

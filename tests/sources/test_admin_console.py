@@ -6,8 +6,8 @@ import pytest
 from django.urls import reverse
 
 from sources import jobs, roots, services
-from sources.admin.roots import SegmentForm
 from sources.models import IndexJob, JobStatus, Skill, WorkspaceRoot
+from surfaces.admin.roots import SegmentForm
 from tests.conftest import index_root
 
 pytestmark = pytest.mark.django_db

@@ -12,7 +12,7 @@ from django.contrib.auth.models import Group, Permission
 from django.test import Client
 from django.urls import reverse
 
-from retrieval.models import AccessGrant
+from access.models import AccessGrant
 from sources import jobs, services, tools
 from sources.models import Chunk, IndexJob, JobStatus, Segment, Skill, Source, Tool, WorkspaceRoot
 from tests.conftest import index_root

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from django.db import connection
 
-from retrieval.scope import Scope
+from access.scope import Scope
 from retrieval.search import Mode, chunks_search
 from sources import services
 from sources.embedding import EmbeddingError, embedder_for, model_reference

@@ -6,8 +6,8 @@ import uuid
 import pytest
 from django.db import connection, migrations
 
-from rag_site.llm import process_breaker
-from retrieval.scope import Scope
+from access.scope import Scope
+from kernel.llm import process_breaker
 from retrieval.search import Mode, chunks_search
 from sources import services
 from sources.chunking import ChunkResult

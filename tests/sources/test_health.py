@@ -3,7 +3,7 @@
 import pytest
 from django.test import Client
 
-from sources import heartbeats
+from kernel import heartbeats
 from tests.conftest import api_client
 
 pytestmark = pytest.mark.django_db

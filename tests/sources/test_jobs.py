@@ -11,7 +11,7 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
-from rag_site.errors import ApplicationError
+from kernel.errors import ApplicationError
 from sources import jobs, locks, roots
 from sources.models import IndexJob, JobStatus, WorkspaceRoot
 

@@ -5,7 +5,7 @@ import uuid
 import pytest
 from django.test import Client
 
-from rag_site.llm import process_breaker
+from kernel.llm import process_breaker
 from tests.conftest import api_client
 
 pytestmark = pytest.mark.django_db

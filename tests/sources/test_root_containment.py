@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from retrieval.models import AccessGrant
+from access.models import AccessGrant
 from sources import jobs
 from sources.models import Chunk, IndexedFile, IndexJob, JobStatus, WorkspaceRoot
 from tests.conftest import api_client, index_root
@@ -205,7 +205,7 @@ def test_an_indexed_file_replaced_by_a_hard_link_to_outside_is_not_served(alpha,
 
 
 def root_form(instance: WorkspaceRoot | None = None, **data):
-    from sources.admin.roots import RootForm
+    from surfaces.admin.roots import RootForm
 
     fields = {
         "name": "alpha",

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 from django.db.models import Count
 
-from rag_site.errors import ApplicationError, Cooldown
-from retrieval.scope import Scope
+from access.scope import Scope
+from kernel.errors import ApplicationError, Cooldown
 from retrieval.search import Mode, chunks_search
 from sources import jobs, roots
 from sources.chunking import chunk_text
@@ -212,7 +212,7 @@ def test_segments_scope_and_channels_are_enforced_in_sql(root):
 
 
 def test_the_root_path_must_be_under_an_allowed_base(root, tmp_path, settings):
-    from sources.admin.roots import RootForm
+    from surfaces.admin.roots import RootForm
 
     assert roots.root_path_validate(root.path) == root.path
     settings.RAG_ROOT_BASE_DIRS = [str(tmp_path / "elsewhere")]

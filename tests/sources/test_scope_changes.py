@@ -2,7 +2,7 @@
 
 import pytest
 
-from retrieval.scope import Scope
+from access.scope import Scope
 from retrieval.search import Mode, chunks_search
 from sources import services, tools
 from sources.models import Chunk, Skill, Tool

@@ -146,7 +146,7 @@ def test_a_disabled_skill_is_listed_but_its_body_is_not_served(key_client):
 
 
 def test_the_admin_form_refuses_nul_and_bad_front_matter_with_a_message():
-    from sources.admin.skills import SkillForm
+    from surfaces.admin.skills import SkillForm
 
     nul = SkillForm(data={"slug": "n", "title": "", "enabled": True, "body": "# T\n\nbad \x00 byte\n"})
     assert not nul.is_valid() and "Null characters are not allowed" in nul.errors["body"][0]

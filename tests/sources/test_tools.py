@@ -2,7 +2,7 @@ import json
 
 import pytest
 
-from rag_site.errors import ApplicationError
+from kernel.errors import ApplicationError
 from sources import tools
 from sources.models import Tool
 
@@ -76,7 +76,7 @@ def test_an_unchanged_tool_is_not_embedded_again():
     ],
 )
 def test_invalid_schemas_are_refused_with_a_reason(parameters, message):
-    from sources.admin.roots import ToolForm
+    from surfaces.admin.roots import ToolForm
 
     with pytest.raises(ApplicationError, match=message):
         tools.tool_parameters_validate(parameters)

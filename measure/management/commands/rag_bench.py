@@ -5,9 +5,9 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
+from kernel.errors import ApplicationError
 from measure.bench_index import chunk_bench, index_bench
 from measure.bench_slowloris import slowloris_arguments, slowloris_command
-from rag_site.errors import ApplicationError
 
 
 class Command(BaseCommand):

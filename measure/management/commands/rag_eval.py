@@ -8,6 +8,7 @@ from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 
+from kernel.errors import ApplicationError
 from measure.evaluation import (
     beir_load,
     code_context,
@@ -20,7 +21,6 @@ from measure.evaluation import (
     indexing_notes,
     skipped_take,
 )
-from rag_site.errors import ApplicationError
 
 
 class Command(BaseCommand):

@@ -12,12 +12,12 @@ from pygments import highlight
 from pygments.formatters import HtmlFormatter
 from pygments.lexers import MarkdownLexer
 
-from rag_site.errors import ApplicationError, Conflict, InvalidInput, NotFound, Unavailable, http_status
-from retrieval.access import identity_for_user
+from access.identity import identity_for_user
+from kernel.errors import ApplicationError, Conflict, InvalidInput, NotFound, Unavailable, http_status
 from retrieval.files import file_current, file_lines
 from retrieval.highlight import highlight_css, lexer_for
 from sources.models import source_key
-from sources.selectors import skill_readable
+from surfaces.selectors import skill_readable
 
 
 def view_skill(request, slug: str):

@@ -6,7 +6,7 @@ from django import forms
 from django.contrib import admin, messages
 from django.utils.html import format_html
 
-from sources.heartbeats import broker_ping
+from kernel.heartbeats import broker_ping
 from sources.models import IndexStatus
 from sources.queueing import BROKER_WAIT
 

@@ -12,7 +12,7 @@ its limits and descriptions, and every refusal (invalid arguments, 403, 404,
 503) must come back as a tool error result a model can read and correct.
 ``Server`` (public: ``mcp.server.Server``) takes each tool's ``inputSchema``
 and ``outputSchema`` as given and hands ``tools/call`` to one handler, which
-does exactly that. The HTTP side is retrieval/mcp_transport.py.
+does exactly that. The HTTP side is surfaces/mcp_transport.py.
 
 Identity: the view authenticates the API key and sets ``CALLER`` for the
 request; tools read it there, never from their arguments (which, as in the
@@ -34,8 +34,8 @@ from mcp.server import Server, ServerRequestContext
 from ninja import Field, Schema
 from pydantic import BaseModel, ValidationError
 
-from rag_site.errors import ApplicationError, connection_lost, http_status
-from retrieval.access import Identity
+from access.identity import Identity
+from kernel.errors import ApplicationError, connection_lost, http_status
 from retrieval.answers import search_answer, skills_search_answer, tools_search_answer
 from retrieval.context import context_answer
 from retrieval.files import grep_answer, read_answer
@@ -53,8 +53,8 @@ from retrieval.schemas import (
     ToolSearchIn,
     ToolSearchOut,
 )
-from sources.schemas import SkillDetailOut
-from sources.selectors import skill_detail_answer
+from surfaces.schemas import SkillDetailOut
+from surfaces.selectors import skill_detail_answer
 
 log = logging.getLogger(__name__)
 
@@ -64,7 +64,7 @@ CALLER: ContextVar[Identity] = ContextVar("mcp_caller")
 # A lost database connection inside a tool, kept for the view (set per request
 # like CALLER): the SDK would answer it as a tool error, the view raises it so
 # the request is run again on a fresh connection or answered 503
-# (rag_site.middleware.RetryLostConnection).
+# (surfaces.middleware.RetryLostConnection).
 LOST_CONNECTION: ContextVar[list[BaseException]] = ContextVar("mcp_lost_connection")
 
 INSTRUCTIONS = (

@@ -8,14 +8,14 @@ from django.template.loader import render_to_string
 from django.urls import path, reverse
 from django.utils.html import format_html
 
-from rag_site.errors import ApplicationError
+from kernel.errors import ApplicationError
 from sources import jobs, tasks
-from sources.admin.common import BrokerWarningMixin, UnixNewlinesForm, index_status_badge, status_badge
-from sources.admin.scoping import ScopedAdminMixin, ScopedInlineMixin, row_scope
 from sources.models import ACTIVE_JOB_STATUSES, IndexJob, JobStatus, Segment, Tool, WorkspaceRoot
 from sources.roots import glob_problem, root_files_reread, root_pin
-from sources.selectors import root_files_summary, root_path_visible
 from sources.tools import tool_parameters_validate
+from surfaces.admin.common import BrokerWarningMixin, UnixNewlinesForm, index_status_badge, status_badge
+from surfaces.admin.scoping import ScopedAdminMixin, ScopedInlineMixin, row_scope
+from surfaces.selectors import root_files_summary, root_path_visible
 
 
 def job_badge(job: IndexJob | None) -> str:

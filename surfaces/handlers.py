@@ -8,7 +8,7 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.http.request import RawPostDataException
 from django.views import defaults
 
-from rag_site.errors import connection_lost
+from kernel.errors import connection_lost
 
 # A PostgreSQL restart after a crashed backend took 1.6 s in the attack run
 # (issue 22): one or two seconds later a fresh connection is likely to work.

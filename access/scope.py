@@ -22,7 +22,7 @@ PARAMETERS = ("scope_bot_ids", "scope_client_ids", "scope_channels", "scope_kind
 
 @dataclass(frozen=True, slots=True)
 class Scope:
-    """What a caller may see. ``retrieval.access.scope_for`` builds it from an identity.
+    """What a caller may see. ``access.identity.scope_for`` builds it from an identity.
 
     ``None`` in a dimension means any value (superusers, internal commands).
     The default sees shared, ungated sources only: an unknown caller fails closed.

@@ -8,9 +8,8 @@ from django.http import HttpResponse
 from ninja import Query, Router
 from ninja.decorators import decorate_view
 
-from rag_site.middleware import read_only
+from access.auth import READ_AUTH
 from retrieval.answers import search_answer, skills_search_answer, tools_search_answer
-from retrieval.auth import READ_AUTH
 from retrieval.context import context_answer
 from retrieval.files import grep_answer, read_answer
 from retrieval.schemas import (
@@ -29,9 +28,10 @@ from retrieval.schemas import (
     ToolSearchIn,
     ToolSearchOut,
 )
+from surfaces.middleware import read_only
 
 router = Router(tags=["search"], auth=READ_AUTH)
-# These POSTs only read: after a lost database connection they are run again (rag_site.middleware.read_only).
+# These POSTs only read: after a lost database connection they are run again (surfaces.middleware.read_only).
 ERRORS = API_ERRORS  # its 503 also says that every channel failed
 
 

@@ -7,13 +7,13 @@ from django.contrib import admin
 from django.core.exceptions import PermissionDenied
 from django.template.response import TemplateResponse
 
-from rag_site.errors import ApplicationError, Forbidden
-from retrieval.access import identity_for_user, scope_for
-from retrieval.scope import Scope
+from access.identity import identity_for_user, scope_for
+from access.scope import Scope
+from kernel.errors import ApplicationError, Forbidden
 from retrieval.search import Mode, chunks_search
-from sources.admin.scoping import admin_scope
 from sources.models import words
-from sources.selectors import index_overview
+from surfaces.admin.scoping import admin_scope
+from surfaces.selectors import index_overview
 
 # The named permissions (retrieval.AccessGrant's Meta.permissions): is_staff alone opens neither page.
 OVERVIEW_PERMISSION = "retrieval.view_index_overview"

@@ -6,9 +6,9 @@ from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 from django.utils import timezone
 
-from rag_site.errors import ApplicationError
-from retrieval.keys import api_key_create, api_key_revoke
-from retrieval.models import ApiKey
+from access.keys import api_key_create, api_key_revoke
+from access.models import ApiKey
+from kernel.errors import ApplicationError
 
 
 class Command(BaseCommand):

@@ -6,8 +6,8 @@ from django.contrib.auth.models import Group, User
 from django.template.response import TemplateResponse
 from django.utils import timezone
 
-from retrieval.keys import api_key_assign
-from retrieval.models import AccessGrant, ApiKey
+from access.keys import api_key_assign
+from access.models import AccessGrant, ApiKey
 
 
 @admin.register(ApiKey)

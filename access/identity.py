@@ -13,9 +13,9 @@ from dataclasses import dataclass
 from django.conf import settings
 from django.db.models import Q
 
-from rag_site.errors import Forbidden
-from retrieval.models import AccessGrant, ApiKey
-from retrieval.scope import Scope
+from access.models import AccessGrant, ApiKey
+from access.scope import Scope
+from kernel.errors import Forbidden
 from sources.models import words
 
 

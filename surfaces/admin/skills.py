@@ -11,12 +11,12 @@ from django.urls import path, reverse
 from django.utils.html import format_html
 
 from sources import tasks
-from sources.admin.common import BrokerWarningMixin, UnixNewlinesForm, index_status_badge
-from sources.admin.scoping import ScopedAdminMixin
 from sources.chunking import front_matter_split
 from sources.config import indexing_config
 from sources.models import Chunk, EmbeddingModel, Skill, Source
 from sources.services import skill_preview
+from surfaces.admin.common import BrokerWarningMixin, UnixNewlinesForm, index_status_badge
+from surfaces.admin.scoping import ScopedAdminMixin
 
 
 class SkillForm(UnixNewlinesForm, forms.ModelForm):

@@ -6,8 +6,8 @@ import time
 import redis
 
 from kernel.config import redis_config
+from kernel.errors import Cooldown
 from kernel.redis import redis_client as kernel_client
-from rag_site.errors import Cooldown
 
 log = logging.getLogger(__name__)
 

@@ -4,11 +4,11 @@ Every call follows one policy. A failure is classed (``ErrorKind``): rate
 limits, timeouts, lost connections and transient 5xx are retried after a
 full-jitter exponential wait (or the server's ``Retry-After``); a model that
 still fails, or fails in a way retrying cannot mend, is opened in the shared
-circuit breaker (``rag_site.breaker``) and the call moves to the next model
+circuit breaker (``kernel.breaker``) and the call moves to the next model
 of the chain, skipping models already tried or cooling down. A request the
 server rejects (other 4xx) is not retried anywhere. When the chain runs out,
 ``LLMUnavailable`` says why per model; every error here is an ``LLMError``, a
-``rag_site.errors.Unavailable`` (503 at the API).
+``kernel.errors.Unavailable`` (503 at the API).
 
 Keys and prompts are never logged: warnings name the model, the class of
 error and the wait; a provider's error text is scrubbed of the key.
@@ -27,10 +27,10 @@ from typing import Any
 
 import httpx
 
+from kernel.breaker import Breaker, ModelStatus
 from kernel.config import LLMConfig, llm_config, redis_config
+from kernel.errors import Unavailable
 from kernel.redis import redis_client
-from rag_site.breaker import Breaker, ModelStatus
-from rag_site.errors import Unavailable
 
 log = logging.getLogger(__name__)
 

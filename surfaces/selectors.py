@@ -7,14 +7,14 @@ from typing import Any
 import pathspec
 from django.db.models import Count, F, Max, Q, QuerySet, Sum
 
+from access.identity import Identity, scope_for
+from access.scope import Scope
+from kernel.breaker import RECENT_MINUTES
 from kernel.config import llm_config
-from rag_site.breaker import RECENT_MINUTES
-from rag_site.errors import NotFound
-from retrieval.access import Identity, scope_for
-from retrieval.scope import Scope
+from kernel.errors import NotFound
+from kernel.heartbeats import queue_length
 from sources.config import embedding_config
 from sources.health import Health, health_check
-from sources.heartbeats import queue_length
 from sources.models import (
     ACTIVE_JOB_STATUSES,
     Chunk,
@@ -29,7 +29,7 @@ from sources.models import (
     WorkspaceRoot,
 )
 from sources.roots import root_sources
-from sources.schemas import SkillDetailOut
+from surfaces.schemas import SkillDetailOut
 
 
 def skills_visible(identity: Identity) -> QuerySet[Skill]:

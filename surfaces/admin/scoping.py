@@ -1,7 +1,7 @@
 """The admin console obeys the one scope rule: a person sees in it what the search page shows them.
 
 A staff account's Django permissions say which kinds of things it may
-open; its grants (``retrieval.access.identity_for_user``) say whose. Both
+open; its grants (``access.identity.identity_for_user``) say whose. Both
 apply: rows outside the person's scope are left out of every list, and
 their pages answer 404, the same as a row that does not exist (as the
 page and the API answer). Superusers see everything.
@@ -13,11 +13,11 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.db.models import QuerySet
 from django.http import Http404
 
-from rag_site.errors import Forbidden
-from retrieval.access import identity_for_user, scope_for
-from retrieval.scope import Scope
-from sources.admin.common import ModelAdminBase
+from access.identity import identity_for_user, scope_for
+from access.scope import Scope
+from kernel.errors import Forbidden
 from sources.models import words
+from surfaces.admin.common import ModelAdminBase
 
 
 def admin_scope(request) -> Scope:

@@ -34,7 +34,7 @@ a JSON-RPC invalid-request error (id null): the SDK would take it for a
 notification and never answer. Every tool only reads, so a lost database
 connection (in the key check or inside a tool) is raised out of the view
 and the request runs again once on a fresh connection, else a JSON-RPC 503
-(rag_site.middleware.RetryLostConnection).
+(surfaces.middleware.RetryLostConnection).
 """
 
 import json
@@ -54,12 +54,12 @@ from django.views.decorators.csrf import csrf_exempt
 from mcp.server.streamable_http_manager import DEFAULT_MAX_REQUEST_BODY_SIZE, StreamableHTTPSessionManager
 from mcp.types import INVALID_REQUEST
 
-from rag_site.errors import ApplicationError, Unauthenticated, error_headers, http_status
-from rag_site.handlers import jsonrpc_id_usable
-from rag_site.middleware import read_only
-from retrieval.access import Identity
-from retrieval.auth import ApiKeyAuth
-from retrieval.mcp import CALLER, LOST_CONNECTION, mcp_server
+from access.auth import ApiKeyAuth
+from access.identity import Identity
+from kernel.errors import ApplicationError, Unauthenticated, error_headers, http_status
+from surfaces.handlers import jsonrpc_id_usable
+from surfaces.mcp import CALLER, LOST_CONNECTION, mcp_server
+from surfaces.middleware import read_only
 
 log = logging.getLogger(__name__)
 

@@ -5,9 +5,9 @@ from django.http import Http404
 from ninja import NinjaAPI
 from ninja.errors import AuthenticationError, HttpError, ValidationError
 
-from rag_site.errors import ApplicationError, error_headers, http_status
-from retrieval.api import router as retrieval_router
-from sources.api import router as sources_router
+from kernel.errors import ApplicationError, error_headers, http_status
+from surfaces.routes.retrieval import router as retrieval_router
+from surfaces.routes.sources import router as sources_router
 
 api = NinjaAPI(title="rag-site API", version="1", docs_url="/docs", urls_namespace="api")
 api.add_router("/v1", retrieval_router)
@@ -63,6 +63,6 @@ def http_error(request, exc: HttpError):
 @api.exception_handler(OperationalError)
 @api.exception_handler(InterfaceError)
 def database_error(request, exc: OperationalError | InterfaceError):
-    # Out to Django, also under DEBUG: rag_site.middleware.RetryLostConnection runs a read again or answers 503
+    # Out to Django, also under DEBUG: surfaces.middleware.RetryLostConnection runs a read again or answers 503
     # for a lost connection, and anything else is the 500 it would have been.
     raise exc

@@ -1,14 +1,14 @@
 from ninja import Body, Router
 from ninja.responses import Status
 
+from access.auth import HEALTH_AUTH, MANAGE_AUTH, READ_AUTH, manage_required
 from kernel.config import llm_config
-from retrieval.auth import HEALTH_AUTH, MANAGE_AUTH, READ_AUTH, manage_required
 from retrieval.schemas import API_ERRORS, ErrorOut
 from sources import tasks
 from sources.config import embedding_config
 from sources.health import health_check
-from sources.schemas import CheckOut, HealthOut, JobOut, ReindexIn, ReindexOut, RootOut, SkillDetailOut, SkillOut
-from sources.selectors import job_get, roots_with_latest_job, skill_detail_answer, skills_visible
+from surfaces.schemas import CheckOut, HealthOut, JobOut, ReindexIn, ReindexOut, RootOut, SkillDetailOut, SkillOut
+from surfaces.selectors import job_get, roots_with_latest_job, skill_detail_answer, skills_visible
 
 # No body: the defaults (one frozen instance, shared by every request).
 NO_REINDEX_BODY = ReindexIn()

@@ -2,7 +2,7 @@
 
 Every 401 (no key, a bad, unknown, revoked or expired key) and 403 (a
 forbidden widening of the scope, a missing permission, a foreign Origin)
-counts against the client's address, as rag_site/proxy.py decides it, in a
+counts against the client's address, as surfaces/proxy.py decides it, in a
 one-minute window. Once the address has RAG_AUTH_FAILURES_PER_MINUTE of
 them, its requests get 429 with Retry-After until the window ends, before
 any key is looked at: a good key sent from the same address waits too, or
@@ -14,9 +14,9 @@ call refused inside a JSON-RPC result (HTTP 200) is an answer, not a
 refusal of the caller, and does not count.
 
 With Redis down the limit is not applied, as the request rate limit is not
-(retrieval/ratelimit.py): a key has 192 random bits, so this limit is about
+(access/ratelimit.py): a key has 192 random bits, so this limit is about
 load, not secrecy, and the API must outlive its broker. Sign-in, where the
-secret is a password, fails closed instead (retrieval/signin.py).
+secret is a password, fails closed instead (access/signin.py).
 """
 
 import json
@@ -28,8 +28,8 @@ from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, HttpResponse, JsonResponse
 
-from rag_site.errors import Cooldown, error_headers
-from retrieval.ratelimit import rate_limit_count, rate_limit_peek
+from access.ratelimit import rate_limit_count, rate_limit_peek
+from kernel.errors import Cooldown, error_headers
 
 log = logging.getLogger(__name__)
 
@@ -68,7 +68,7 @@ class RefusalLimitMiddleware:
 
 
 def _too_many(exc: Cooldown) -> JsonResponse:
-    """The API's error shape (rag_site/api.py): ``{"error", "detail"}``."""
+    """The API's error shape (surfaces/api.py): ``{"error", "detail"}``."""
     return error_headers(JsonResponse({"error": exc.message, "detail": exc.details}, status=429), 429, exc.details)
 
 

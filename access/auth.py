@@ -11,10 +11,10 @@ from django.http import HttpRequest
 from ninja.security import APIKeyCookie, HttpBearer
 from ninja.utils import check_csrf
 
-from rag_site.errors import Forbidden, Unauthenticated
-from retrieval.access import Identity, identity_anonymous, identity_for_key, identity_for_user
-from retrieval.keys import api_key_authenticate
-from retrieval.ratelimit import rate_limit_check
+from access.identity import Identity, identity_anonymous, identity_for_key, identity_for_user
+from access.keys import api_key_authenticate
+from access.ratelimit import rate_limit_check
+from kernel.errors import Forbidden, Unauthenticated
 
 
 def _admitted(identity: Identity) -> Identity:

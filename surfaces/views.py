@@ -13,8 +13,8 @@ from django.shortcuts import render
 from django.urls import reverse
 from django_htmx.http import HttpResponseClientRedirect
 
-from rag_site.errors import ApplicationError
-from retrieval.access import identity_for_user, scope_for
+from access.identity import identity_for_user, scope_for
+from kernel.errors import ApplicationError
 from retrieval.highlight import highlight_css, matching_words, snippet
 from retrieval.search import Hit, Mode, chunks_search
 from sources.models import DESCRIPTION_KEY, Chunk, IndexedFile, IndexStatus, Skill, Source, Tool, WorkspaceRoot

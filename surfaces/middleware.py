@@ -9,8 +9,8 @@ from collections.abc import Callable
 from django.db import connections
 from django.http import HttpRequest, HttpResponse, JsonResponse
 
-from rag_site.errors import connection_lost
-from rag_site.handlers import database_unavailable
+from kernel.errors import connection_lost
+from surfaces.handlers import database_unavailable
 
 log = logging.getLogger(__name__)
 
@@ -79,7 +79,7 @@ class RetryLostConnection:
     A write is never repeated: whether its transaction committed before the
     connection dropped is unknown, so the client decides. The connection is
     replaced either way, so the worker's next request does not fail on it too.
-    A loss outside any view reaches rag_site.handlers.server_error, which
+    A loss outside any view reaches surfaces.handlers.server_error, which
     answers the same 503. Last in MIDDLEWARE: its process_exception runs first.
     """
 

@@ -22,7 +22,7 @@ cannot put a hasher on every core.
 Redis down: sign-in is refused (503), fail closed. Without the counters a
 flood would meet no lock, and a password, unlike a 192-bit API key, is worth
 guessing; people already signed in keep their sessions, and keys keep
-working (the API's limits fail open, retrieval/ratelimit.py).
+working (the API's limits fail open, access/ratelimit.py).
 
 Why not django-axes: it records attempts in the database (a write per guess
 on the database search reads from, unless given a cache handler) and needs
@@ -48,7 +48,7 @@ from django.contrib.auth.forms import AuthenticationForm
 from django.contrib.auth.views import LoginView
 from django.http import HttpRequest, HttpResponseBase
 
-from retrieval.ratelimit import redis_client
+from access.ratelimit import redis_client
 
 log = logging.getLogger(__name__)
 

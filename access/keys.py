@@ -8,8 +8,8 @@ from datetime import datetime, timedelta
 from django.db import transaction
 from django.utils import timezone
 
-from rag_site.errors import NotFound, Unauthenticated
-from retrieval.models import ApiKey
+from access.models import ApiKey
+from kernel.errors import NotFound, Unauthenticated
 
 KEY_START = "rag_"
 # last_used_at is written at most this often per key, not on every request.
