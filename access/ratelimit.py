@@ -4,23 +4,19 @@ import logging
 import time
 
 import redis
-from django.conf import settings
 
+from kernel.config import redis_config
 from kernel.errors import Cooldown
+from kernel.redis import redis_client as kernel_client
 
 log = logging.getLogger(__name__)
 
 WINDOW_SECONDS = 60
-_client: redis.Redis | None = None
 
 
 def redis_client() -> redis.Redis:
-    """The limiters' connection pool (one per process, made on first use; short timeouts: a limit never hangs a
-    request)."""
-    global _client
-    if _client is None:
-        _client = redis.Redis.from_url(settings.CELERY_BROKER_URL, socket_timeout=0.5, socket_connect_timeout=0.5)
-    return _client
+    """The broker's client (kernel.redis: short timeouts, a limit never hangs a request)."""
+    return kernel_client(redis_config())
 
 
 def rate_limit_check(*, bucket: str, limit: int) -> None:

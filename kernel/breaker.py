@@ -22,9 +22,6 @@ from dataclasses import asdict, dataclass
 from enum import StrEnum
 
 import redis
-from django.conf import settings
-from redis.backoff import NoBackoff
-from redis.retry import Retry
 
 log = logging.getLogger(__name__)
 
@@ -40,23 +37,6 @@ REDIS_RETRY_SECONDS = 5.0
 # An open model's record outlives its cooldown this long (half-open until a
 # call settles it), then expires: a model nobody calls any more reads closed.
 RECORD_TTL_SECONDS = 86_400
-
-_client: redis.Redis | None = None
-
-
-def redis_connect(url: str) -> redis.Redis:
-    """A client that gives up fast: short timeouts, and one immediate retry (for a connection
-    gone stale across a Redis restart) instead of redis-py's default backoff, seconds per command."""
-    return redis.Redis.from_url(
-        url, socket_timeout=0.5, socket_connect_timeout=0.5, decode_responses=True, retry=Retry(NoBackoff(), 1)
-    )
-
-
-def _redis() -> redis.Redis:
-    global _client
-    if _client is None:  # one connection pool per process, made on first use
-        _client = redis_connect(settings.CELERY_BROKER_URL)
-    return _client
 
 
 class BreakerState(StrEnum):
@@ -96,6 +76,9 @@ class ModelStatus:
 class Breaker:
     """Per-model breaker state and health, in Redis (``redis_client``) or, failing that, in this process.
 
+    ``redis_client`` gives the shared client (kernel.redis); None keeps the
+    state in this process alone.
+
     ``clock`` gives seconds since the epoch: opened-until times are compared
     across processes, so it is wall time, injectable for tests.
     """
@@ -103,7 +86,7 @@ class Breaker:
     def __init__(
         self,
         *,
-        redis_client: Callable[[], redis.Redis] | None = _redis,
+        redis_client: Callable[[], redis.Redis] | None,
         clock: Callable[[], float] = time.time,
         prefix: str = PREFIX,
     ) -> None:

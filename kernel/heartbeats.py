@@ -11,7 +11,9 @@ import logging
 import threading
 
 import redis
-from django.conf import settings
+
+from kernel.config import redis_config
+from kernel.redis import redis_client as kernel_client
 
 log = logging.getLogger(__name__)
 
@@ -28,15 +30,10 @@ WORKER_STALE = 60.0
 BEAT_STALE = 180.0
 _TTL = 24 * 3600  # a record older than this reads as "never"; a worker's expires after WORKER_STALE
 
-_clients: dict[str, redis.Redis] = {}
-
 
 def redis_client() -> redis.Redis:
-    """One connection pool per broker URL and process, with short timeouts: health must answer fast."""
-    url = settings.CELERY_BROKER_URL
-    if url not in _clients:
-        _clients[url] = redis.Redis.from_url(url, socket_timeout=1.0, socket_connect_timeout=1.0)
-    return _clients[url]
+    """The broker's client (kernel.redis: short timeouts, health must answer fast)."""
+    return kernel_client(redis_config())
 
 
 def broker_ping() -> str:
@@ -76,7 +73,7 @@ def heartbeat_ages(prefix: str = "") -> dict[str, float]:
     One SCAN and one pipelined round trip for every record's PTTL.
     """
     client = redis_client()
-    names = sorted(key.decode()[len(PREFIX) :] for key in client.scan_iter(match=f"{PREFIX}{prefix}*", count=500))
+    names = sorted(key[len(PREFIX) :] for key in client.scan_iter(match=f"{PREFIX}{prefix}*", count=500))
     pipeline = client.pipeline(transaction=False)
     for name in names:
         pipeline.pttl(PREFIX + name)

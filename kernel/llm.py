@@ -21,21 +21,19 @@ import random
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from enum import StrEnum
 from typing import Any
 
 import httpx
-from django.conf import settings
 
 from kernel.breaker import Breaker, ModelStatus
+from kernel.config import LLMConfig, llm_config, redis_config
 from kernel.errors import Unavailable
+from kernel.redis import redis_client
 
 log = logging.getLogger(__name__)
 
-# Longest single wait between attempts: a model that needs more is better
-# skipped for the next one (and a longer Retry-After opens its breaker that long).
-RETRY_MAX_WAIT_SECONDS = 120.0
 # Transient server errors; other 5xx (501, 505, ...) will not mend by retrying.
 TRANSIENT_STATUSES = frozenset({500, 502, 503, 504, 529})
 # A provider's error text kept for people: enough for "model not found: x", short of echoing a prompt.
@@ -74,38 +72,6 @@ class LLMRejected(LLMError):
 
 class LLMUnavailable(LLMError):
     """Every model of the chain failed or is cooling down; ``details`` has each model's reason."""
-
-
-@dataclass(frozen=True)
-class LLMConfig:
-    base_url: str
-    api_key: str = field(default="", repr=False)  # never in a repr, so never in a log line or traceback
-    model: str = ""
-    fallback_models: tuple[str, ...] = ()
-    timeout: float = 60.0
-    max_retries: int = 3
-    retry_initial_wait: float = 2.0
-    rate_limit_initial_wait: float = 90.0
-    cooldown_seconds: float = 300.0
-    max_wait: float = RETRY_MAX_WAIT_SECONDS
-
-    @property
-    def chain(self) -> tuple[str, ...]:
-        return tuple(dict.fromkeys(m for m in (self.model, *self.fallback_models) if m))
-
-    @classmethod
-    def from_settings(cls) -> "LLMConfig":
-        return cls(
-            base_url=settings.RAG_LLM_BASE_URL,
-            api_key=settings.RAG_LLM_API_KEY,
-            model=settings.RAG_LLM_MODEL,
-            fallback_models=tuple(settings.RAG_LLM_FALLBACK_MODELS),
-            timeout=settings.RAG_LLM_TIMEOUT,
-            max_retries=settings.RAG_LLM_MAX_RETRIES,
-            retry_initial_wait=settings.RAG_LLM_RETRY_INITIAL_WAIT,
-            rate_limit_initial_wait=settings.RAG_LLM_RATE_LIMIT_INITIAL_WAIT,
-            cooldown_seconds=settings.RAG_LLM_FALLBACK_COOLDOWN_SECONDS,
-        )
 
 
 class AttemptError(Exception):
@@ -390,21 +356,22 @@ _breaker_lock = threading.Lock()
 
 
 def process_breaker() -> Breaker:
-    """The breaker every client of this process shares (its own state too, while Redis is away)."""
+    """The breaker every client of this process shares, in the broker's Redis (its own state too, while Redis is
+    away)."""
     global _breaker
     with _breaker_lock:
         if _breaker is None:
-            _breaker = Breaker()
+            _breaker = Breaker(redis_client=lambda: redis_client(redis_config()))
         return _breaker
 
 
-def llm_configured() -> bool:
-    return bool(settings.RAG_LLM_BASE_URL)
+def llm_configured(config: LLMConfig | None = None) -> bool:
+    return bool((config or llm_config()).base_url)
 
 
-def llm_client() -> LLMClient:
-    """This process's client for the configured provider (a new one after a fork or a settings change)."""
-    config = LLMConfig.from_settings()
+def llm_client(config: LLMConfig | None = None) -> LLMClient:
+    """This process's client for ``config`` (default: the settings'; a new one after a fork or a settings change)."""
+    config = config or llm_config()
     if not config.base_url:
         raise LLMNotConfigured("no language model is configured: set RAG_LLM_BASE_URL")
     key = (os.getpid(), config)
@@ -416,16 +383,24 @@ def llm_client() -> LLMClient:
     return client
 
 
-def llm_chat(*, messages: Sequence[dict[str, str]], max_tokens: int, temperature: float = 0.0) -> str:
-    """The configured chain's answer to ``messages``; raises ``LLMError`` when no model can give one."""
-    return llm_client().chat(messages, max_tokens=max_tokens, temperature=temperature)
+def llm_chat(
+    *,
+    messages: Sequence[dict[str, str]],
+    max_tokens: int,
+    temperature: float = 0.0,
+    config: LLMConfig | None = None,
+) -> str:
+    """The chain's answer to ``messages``; raises ``LLMError`` when no model can give one."""
+    return llm_client(config).chat(messages, max_tokens=max_tokens, temperature=temperature)
 
 
-def llm_embed(*, texts: Sequence[str], model: str, dimensions: int | None = None) -> list[list[float]]:
+def llm_embed(
+    *, texts: Sequence[str], model: str, dimensions: int | None = None, config: LLMConfig | None = None
+) -> list[list[float]]:
     """Vectors of ``texts`` from ``model`` at the configured base URL; raises ``LLMError`` on failure."""
-    return llm_client().embed(texts, model=model, dimensions=dimensions)
+    return llm_client(config).embed(texts, model=model, dimensions=dimensions)
 
 
-def llm_status() -> list[ModelStatus]:
+def llm_status(config: LLMConfig | None = None) -> list[ModelStatus]:
     """Breaker state and recent health of the configured models, then of any other model called lately."""
-    return process_breaker().status(LLMConfig.from_settings().chain)
+    return process_breaker().status((config or llm_config()).chain)

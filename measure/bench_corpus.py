@@ -35,6 +35,7 @@ from django.db import DatabaseError, connection, transaction
 from django.utils import timezone
 
 from sources.chunking import CHUNKING_VERSION, ChunkResult, chunk_text
+from sources.config import embedding_config
 from sources.embedding import embedder_for
 from sources.ingest import embed_text, embedding_model_for, embedding_model_index_ensure
 from sources.models import Chunk, EmbeddingModel, Source
@@ -214,7 +215,7 @@ def bench_corpus_drop() -> int:
 def bench_corpus_ensure(*, chunks: int, embedded: int | None = None, seed: int = 0, log=print) -> CorpusBuild:
     """The corpus of ``chunks`` chunks: reused when the database holds it, else built (any other size is dropped)."""
     started = time.perf_counter()
-    model = embedding_model_for()
+    model = embedding_model_for(config=embedding_config())
     count = min(chunks, EMBEDDED_DEFAULT if embedded is None else max(1, embedded))
     source = bench_source(chunks=chunks, embedded=count, seed=seed)
     if source is not None:

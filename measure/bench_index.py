@@ -97,6 +97,7 @@ def index_bench(root: Path) -> dict:
 
     from sources import jobs, roots
     from sources.chunking import chunk_text
+    from sources.config import embedding_config
     from sources.embedding import embedder_for
     from sources.ingest import embed_text, embedding_model_for
     from sources.models import DEFAULT_EXCLUDE_DIRS, DEFAULT_INCLUDE, IndexJob, WorkspaceRoot, words
@@ -104,7 +105,7 @@ def index_bench(root: Path) -> dict:
 
     # Its jobs refuse a root outside RAG_ROOT_BASE_DIRS: say so before anything is timed.
     roots.root_path_validate(str(root.resolve()))
-    model = embedding_model_for()
+    model = embedding_model_for(config=embedding_config())
     rules = WalkRules(
         include=tuple(words(DEFAULT_INCLUDE)),
         exclude_dirs=frozenset(words(DEFAULT_EXCLUDE_DIRS)),

@@ -19,8 +19,8 @@ from retrieval.context import context_pieces, context_search
 from retrieval.search import Mode, chunks_search
 from retrieval.tokens import ENCODINGS, token_count
 from sources.chunking import chunk_text
-from sources.contextual import contextual_identity
-from sources.ingest import Batch, Document, IngestSettings, content_hash, embedding_model_for, fingerprint
+from sources.config import indexing_config
+from sources.ingest import Batch, Document, content_hash, embedding_model_for, fingerprint
 from sources.models import IndexedFile, Source
 
 # Documents embedded per call: big calls pad less (see RAG_INDEX_FLUSH_CHUNKS).
@@ -85,13 +85,14 @@ def dataset_index(dataset: Dataset) -> tuple[Source, int]:
 
     Returns the source and how many chunks were embedded.
     """
-    model = embedding_model_for()
-    config = IngestSettings.current()
+    indexing = indexing_config()
+    model = embedding_model_for(config=indexing.embedding)
+    config = indexing.ingest
     source, _ = Source.objects.get_or_create(
         key=f"dataset:{dataset.name}", defaults={"kind": Source.Kind.DATASET, "title": dataset.name}
     )
     known = dict(IndexedFile.objects.filter(source=source, generation=0).values_list("path", "fingerprint"))
-    batch = Batch(track_files=True, flush_chunks=_FLUSH)
+    batch = Batch(track_files=True, config=indexing, flush_chunks=_FLUSH)
     for doc_id, text in dataset.corpus.items():
         digest = content_hash(text)
         stored = fingerprint(content=digest, model=model.spec.identity, config=config)
@@ -250,7 +251,7 @@ def search_rows() -> dict[str, dict]:
 
 def indexing_notes() -> list[str]:
     """What indexing did beyond chunking and embedding, for the report (empty: nothing)."""
-    identity = contextual_identity()
+    identity = indexing_config().ingest.contextual
     return [f"contextual retrieval on: every chunk described by {identity} before embedding"] if identity else []
 
 

@@ -21,9 +21,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 
-from django.conf import settings
-
-from kernel.llm import LLMError, llm_client
+from kernel.llm import LLMConfig, LLMError, llm_client
 from sources.models import ChunkDescription
 
 log = logging.getLogger(__name__)
@@ -53,11 +51,22 @@ class DescriptionRequest:
     chunk: str  # the chunk's text
 
 
-def contextual_identity() -> str:
+@dataclass(frozen=True, slots=True)
+class ContextualConfig:
+    """RAG_CONTEXTUAL_*: whether chunks are described, by which model, how long and how many at a time."""
+
+    enabled: bool = False
+    model: str = ""
+    max_tokens: int = 150
+    concurrency: int = 5
+    llm: LLMConfig | None = None  # the language model client's provider and policy (None: RAG_LLM_* settings)
+
+
+def contextual_identity(config: ContextualConfig) -> str:
     """ "" when descriptions are off; else the describing model and prompt version (part of every fingerprint)."""
-    if not settings.RAG_CONTEXTUAL_RETRIEVAL:
+    if not config.enabled:
         return ""
-    return f"{settings.RAG_CONTEXTUAL_MODEL}#prompt-{PROMPT_VERSION}"
+    return f"{config.model}#prompt-{PROMPT_VERSION}"
 
 
 def description_key(request: DescriptionRequest, *, identity: str) -> str:
@@ -81,18 +90,22 @@ def description_messages(request: DescriptionRequest) -> list[dict[str, str]]:
 
 
 def descriptions_get(
-    requests: Sequence[DescriptionRequest], *, identity: str, on_progress: Callable[[], None] | None = None
+    requests: Sequence[DescriptionRequest],
+    *,
+    config: ContextualConfig,
+    on_progress: Callable[[], None] | None = None,
 ) -> list[str | None]:
     """A description per request, in order: from the cache, else from the model (None where it failed).
 
     ``on_progress`` runs in the calling thread after each model answer (a
     job's heartbeat): describing a thousand chunks takes minutes.
     """
+    identity = contextual_identity(config)
     keys = [description_key(request, identity=identity) for request in requests]
     known = _cached(set(keys))
     missing = {key: request for key, request in zip(keys, requests, strict=True) if key not in known}
     if missing:
-        written = _describe(missing, on_progress=on_progress)
+        written = _describe(missing, config=config, on_progress=on_progress)
         ChunkDescription.objects.bulk_create(
             [ChunkDescription(key=key, description=text, model=identity) for key, text in written.items()],
             batch_size=1000,
@@ -114,14 +127,16 @@ def _cached(keys: set[str]) -> dict[str, str]:
     return found
 
 
-def _describe(requests: dict[str, DescriptionRequest], *, on_progress: Callable[[], None] | None) -> dict[str, str]:
-    """Ask the model for each request, RAG_CONTEXTUAL_CONCURRENCY at a time; returns the ones that succeeded."""
+def _describe(
+    requests: dict[str, DescriptionRequest], *, config: ContextualConfig, on_progress: Callable[[], None] | None
+) -> dict[str, str]:
+    """Ask the model for each request, ``config.concurrency`` at a time; returns the ones that succeeded."""
     try:
-        client = llm_client()
+        client = llm_client(config.llm)
     except LLMError as exc:
         log.warning("contextual descriptions not written: %s", exc.message)
         return {}
-    model, max_tokens = settings.RAG_CONTEXTUAL_MODEL, settings.RAG_CONTEXTUAL_MAX_TOKENS
+    model, max_tokens = config.model, config.max_tokens
 
     def one(request: DescriptionRequest) -> str | None:
         try:
@@ -133,9 +148,7 @@ def _describe(requests: dict[str, DescriptionRequest], *, on_progress: Callable[
         return " ".join(text.split())[:DESCRIPTION_CHARS] or None
 
     written: dict[str, str] = {}
-    pool = ThreadPoolExecutor(
-        max_workers=min(settings.RAG_CONTEXTUAL_CONCURRENCY, len(requests)), thread_name_prefix="describe"
-    )
+    pool = ThreadPoolExecutor(max_workers=min(config.concurrency, len(requests)), thread_name_prefix="describe")
     try:
         futures = {pool.submit(one, request): key for key, request in requests.items()}
         for future in as_completed(futures):

@@ -11,12 +11,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import redis
-from django.conf import settings
 from django.db import DatabaseError, connection
 
 from kernel import heartbeats
 from kernel.breaker import BreakerState
-from kernel.llm import LLMConfig, llm_configured, llm_status
+from kernel.config import LLMConfig, llm_config
+from kernel.llm import llm_status
+from sources.config import EmbeddingConfig, embedding_config
 from sources.embedding.local import model_findable
 from sources.embedding.registry import embedder_loaded, model_reference
 from sources.models import EmbeddingModel
@@ -42,7 +43,9 @@ class Health:
         return "ok" if all(check.ok for check in self.checks.values()) else "degraded"
 
 
-def health_check() -> Health:
+def health_check(*, embedding: EmbeddingConfig | None = None, llm: LLMConfig | None = None) -> Health:
+    """``embedding``, ``llm``: built by the caller (the API), else from the settings now."""
+    embedding, llm = embedding or embedding_config(), llm or llm_config()
     database = _database()
     broker = _broker()
     return Health(
@@ -50,8 +53,8 @@ def health_check() -> Health:
             "database": database,
             "broker": broker,
             **_heartbeats(reachable=broker.ok),
-            "embedding_model": _embedding_model(database_ok=database.ok),
-            **({"llm": _llm()} if llm_configured() else {}),
+            "embedding_model": _embedding_model(embedding.model, database_ok=database.ok),
+            **({"llm": _llm(llm)} if llm.base_url else {}),
         }
     )
 
@@ -100,8 +103,7 @@ def _heartbeats(*, reachable: bool) -> dict[str, Check]:
     return {"worker": worker, "beat": beat_check}
 
 
-def _embedding_model(*, database_ok: bool) -> Check:
-    name = settings.RAG_EMBEDDING_MODEL
+def _embedding_model(name: str, *, database_ok: bool) -> Check:
     provider, model_name = model_reference(name)
     loaded = embedder_loaded(provider=provider, name=model_name)
     if provider == "api":
@@ -120,10 +122,10 @@ def _embedding_model(*, database_ok: bool) -> Check:
     return Check(ok, details)
 
 
-def _llm() -> Check:
+def _llm(config: LLMConfig) -> Check:
     """Ok unless every model of the chain is open (skipped by every process); details: each one's breaker and health."""
-    statuses = llm_status()
-    chain = set(LLMConfig.from_settings().chain)
+    statuses = llm_status(config)
+    chain = set(config.chain)
     # Without a chat chain (embeddings only) every model called lately counts.
     judged = [status for status in statuses if status.model in chain] or statuses
     open_ = [status for status in judged if status.state == BreakerState.OPEN]

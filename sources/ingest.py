@@ -11,7 +11,7 @@ item into documents; everything after that is here:
   now; anything else re-chunks and re-embeds.
 - ``Batch`` collects documents across sources and files, embeds them in
   large calls per model and replaces their chunks.
-- ``documents_describe``: with RAG_CONTEXTUAL_RETRIEVAL, each chunk first
+- ``documents_describe``: with contextual retrieval on, each chunk first
   gets a contextual description (sources/contextual.py), kept in its
   metadata and prepended to its embedded text; one that cannot be written
   is counted, and its document is stored with an empty fingerprint so the
@@ -29,38 +29,19 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
-from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
 from kernel.errors import ApplicationError
 from sources.chunking import CHUNKING_VERSION, ChunkResult
-from sources.contextual import DescriptionRequest, contextual_identity, descriptions_get
+from sources.config import EmbeddingConfig, IndexingConfig, IngestSettings
+from sources.contextual import ContextualConfig, DescriptionRequest, descriptions_get
 from sources.embedding import EmbeddingError, embedder_for, model_reference
 from sources.models import DESCRIPTION_KEY, Chunk, EmbeddingModel, IndexedFile, IndexStatus, Skill, Source, Tool
 
 
 class IndexingError(ApplicationError):
     """Indexing failed for a reason worth showing to the source's owner; retrying will not help."""
-
-
-@dataclass(frozen=True, slots=True)
-class IngestSettings:
-    """Everything besides the text and the model that decides the stored chunks."""
-
-    max_chars: int
-    overlap: int
-    long_texts: str  # RAG_EMBED_LONG_TEXTS: "truncate" or "pieces"
-    contextual: str = ""  # the contextual-description model's identity; "" = no descriptions
-
-    @classmethod
-    def current(cls) -> "IngestSettings":
-        return cls(
-            max_chars=settings.RAG_CHUNK_MAX_CHARS,
-            overlap=settings.RAG_CHUNK_OVERLAP,
-            long_texts=settings.RAG_EMBED_LONG_TEXTS,
-            contextual=contextual_identity(),
-        )
 
 
 def content_hash(text: str) -> str:
@@ -109,16 +90,16 @@ class Document:
     undescribed: int = 0  # chunks whose contextual description could not be written
 
 
-def embedding_model_for(name: str = "") -> EmbeddingModel:
-    """The row of a model named as a root, a segment or RAG_EMBEDDING_MODEL names it (the default), with its HNSW index.
+def embedding_model_for(name: str = "", *, config: EmbeddingConfig) -> EmbeddingModel:
+    """The row of a model named as a root, a segment or ``config.model`` names it (the default), with its HNSW index.
 
     ``api:<model>[@<dimensions>]`` is a model of the OpenAI-compatible API
     (sources/embedding/api.py); anything else a local model's name or path.
     A model that cannot be loaded or reached raises IndexingError.
     """
-    provider, model_name = model_reference(name or settings.RAG_EMBEDDING_MODEL)
+    provider, model_name = model_reference(name or config.model)
     try:
-        spec = embedder_for(provider=provider, name=model_name, device=settings.RAG_EMBEDDING_DEVICE).spec
+        spec = embedder_for(provider=provider, name=model_name, device=config.device).spec
     except EmbeddingError as exc:
         raise IndexingError(str(exc)) from exc
     model, created = EmbeddingModel.objects.get_or_create(
@@ -165,7 +146,7 @@ def embed_text(chunk: ChunkResult, path: str = "") -> str:
 
 
 def documents_describe(
-    documents: Sequence[Document], *, identity: str, on_batch: Callable[[], None] | None = None
+    documents: Sequence[Document], *, config: ContextualConfig, on_batch: Callable[[], None] | None = None
 ) -> int:
     """Give every chunk of ``documents`` its contextual description (cached or written now); returns how many got none.
 
@@ -181,7 +162,7 @@ def documents_describe(
             DescriptionRequest(document_hash=digest, path=d.path, document=text, chunk=chunk.content)
             for chunk in d.chunks
         )
-    descriptions = iter(descriptions_get(requests, identity=identity, on_progress=on_batch))
+    descriptions = iter(descriptions_get(requests, config=config, on_progress=on_batch))
     undescribed = 0
     for d in documents:
         chunks = []
@@ -199,7 +180,9 @@ def documents_describe(
     return undescribed
 
 
-def documents_embed(documents: Sequence[Document], *, on_batch: Callable[[], None] | None = None) -> int:
+def documents_embed(
+    documents: Sequence[Document], *, config: IndexingConfig, on_batch: Callable[[], None] | None = None
+) -> int:
     """Embed every chunk of ``documents``, in batches across documents, one call per model; sets ``vectors``.
 
     With contextual retrieval on, the chunks are described first; returns
@@ -209,17 +192,18 @@ def documents_embed(documents: Sequence[Document], *, on_batch: Callable[[], Non
     or answers with vectors of another size than its row, raises
     IndexingError with its reason.
     """
-    identity = contextual_identity()
-    undescribed = documents_describe(documents, identity=identity, on_batch=on_batch) if identity else 0
+    # The fingerprint's own settings decide the descriptions and long texts: what is stored is what it says.
+    chunking, embedding = config.ingest, config.embedding
+    undescribed = (
+        documents_describe(documents, config=config.contextual, on_batch=on_batch) if chunking.contextual else 0
+    )
     for model, group in _by_model(documents).items():
         texts = [embed_text(chunk, d.path) for d in group for chunk in d.chunks]
         try:
-            vectors = embedder_for(
-                provider=model.provider, name=model.name, device=settings.RAG_EMBEDDING_DEVICE
-            ).embed(
+            vectors = embedder_for(provider=model.provider, name=model.name, device=embedding.device).embed(
                 texts,
-                batch_size=settings.RAG_EMBED_BATCH_SIZE,
-                pieces=settings.RAG_EMBED_LONG_TEXTS == "pieces",
+                batch_size=embedding.batch_size,
+                pieces=chunking.long_texts == "pieces",
                 on_batch=on_batch,
             )
         except EmbeddingError as exc:
@@ -314,14 +298,20 @@ class Batch:
     """Documents collected across files and sources, embedded and stored once enough chunks wait.
 
     Big embedding calls pad less (the model sorts a call's texts by length):
-    see RAG_INDEX_FLUSH_CHUNKS.
+    see RAG_INDEX_FLUSH_CHUNKS (``config.embedding.flush_chunks``, unless ``flush_chunks`` says otherwise).
     """
 
     def __init__(
-        self, *, track_files: bool, flush_chunks: int | None = None, on_batch: Callable[[], None] | None = None
+        self,
+        *,
+        track_files: bool,
+        config: IndexingConfig,
+        flush_chunks: int | None = None,
+        on_batch: Callable[[], None] | None = None,
     ) -> None:
         self.track_files = track_files
-        self.flush_chunks = flush_chunks or settings.RAG_INDEX_FLUSH_CHUNKS
+        self.config = config
+        self.flush_chunks = flush_chunks or config.embedding.flush_chunks
         self.on_batch = on_batch
         self.pending: list[Document] = []
         self.pending_chunks = 0
@@ -338,7 +328,7 @@ class Batch:
     def flush(self) -> None:
         if not self.pending:
             return
-        documents_embed(self.pending, on_batch=self.on_batch)
+        documents_embed(self.pending, config=self.config, on_batch=self.on_batch)
         self.undescribed += sum(d.undescribed for d in self.pending)
         self.deleted += documents_replace(self.pending, track_files=self.track_files)
         self.embedded += self.pending_chunks
@@ -359,13 +349,15 @@ def item_failed(item_model: type[Skill] | type[Tool], pk: int, reason: str) -> N
     item_model.objects.filter(pk=pk).update(index_status=IndexStatus.FAILED, last_error=reason[:2000])
 
 
-def item_store(item_model: type[Skill] | type[Tool], pk: int, document: Document, **fields) -> int | None:
+def item_store(
+    item_model: type[Skill] | type[Tool], pk: int, document: Document, *, config: IndexingConfig, **fields
+) -> int | None:
     """Embed and store a skill's or tool's document, and record it indexed with ``fields``.
 
     Returns the chunks deleted, or None when the item was deleted meanwhile.
     The item's row lock serialises two workers indexing the same item.
     """
-    documents_embed([document])
+    documents_embed([document], config=config)
     # Stored all the same: a chunk without its description still serves; the next indexing describes it.
     note = (
         (

@@ -14,12 +14,12 @@ import socket
 import time
 from datetime import timedelta
 
-from django.conf import settings
 from django.db import DatabaseError, IntegrityError, transaction
 from django.utils import timezone
 
 from kernel.errors import ApplicationError, Conflict, Cooldown, NotFound
 from sources import locks
+from sources.config import JobsConfig, jobs_config
 from sources.models import ACTIVE_JOB_STATUSES, IndexJob, JobStatus, WorkspaceRoot
 
 log = logging.getLogger(__name__)
@@ -70,13 +70,14 @@ def worker_name() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
 
 
-def job_start(*, job_id: int) -> IndexJob | None:
+def job_start(*, job_id: int, config: JobsConfig | None = None) -> IndexJob | None:
     """Claim the job for this process, holding its root's lock; None when there is nothing to run.
 
     ``roots.root_index`` runs the claimed job and releases the lock. None
     for a finished job, for one a live session runs (a duplicate delivery),
     and for a root this session is already indexing. A running job whose
     lock nobody holds has lost its worker: this process takes it over.
+    ``config``: built by the caller (the task), else from the settings now.
     """
     row = IndexJob.objects.filter(pk=job_id, status__in=ACTIVE_JOB_STATUSES).values_list("root_id", "worker").first()
     if row is None:
@@ -98,7 +99,7 @@ def job_start(*, job_id: int) -> IndexJob | None:
         )
         return None
     try:
-        job = _claim(job_id)
+        job = _claim(job_id, config or jobs_config())
     except BaseException:
         locks.root_lock_release(root_id)
         raise
@@ -128,16 +129,16 @@ def _lock_free_soon(root_id: int, *, within: float = 5.0) -> int | None:
     return holder
 
 
-def _next_attempt(job: IndexJob, reason: str, action: str) -> tuple[int, str] | None:
+def _next_attempt(job: IndexJob, reason: str, action: str, *, max_attempts: int) -> tuple[int, str] | None:
     """The next attempt's number and message, or None once the job has used them all (it is then failed)."""
-    if job.attempt >= settings.RAG_JOB_MAX_ATTEMPTS:
+    if job.attempt >= max_attempts:
         _give_up(job, reason)
         return None
     attempt = job.attempt + 1
-    return attempt, f"{reason}; {action} (attempt {attempt} of {settings.RAG_JOB_MAX_ATTEMPTS})"
+    return attempt, f"{reason}; {action} (attempt {attempt} of {max_attempts})"
 
 
-def _claim(job_id: int) -> IndexJob | None:
+def _claim(job_id: int, config: JobsConfig) -> IndexJob | None:
     now = timezone.now()
     with transaction.atomic():
         job = IndexJob.objects.select_for_update().filter(pk=job_id).first()
@@ -145,7 +146,9 @@ def _claim(job_id: int) -> IndexJob | None:
             return None
         if job.status == JobStatus.RUNNING:
             # We hold the root's lock, so the session that ran this job has ended.
-            next_attempt = _next_attempt(job, f"its worker ({job.worker}) is gone", "taken over")
+            next_attempt = _next_attempt(
+                job, f"its worker ({job.worker}) is gone", "taken over", max_attempts=config.max_attempts
+            )
             if next_attempt is None:
                 return None
             job.attempt, job.message = next_attempt
@@ -242,7 +245,7 @@ def _give_up(job: IndexJob, reason: str) -> None:
     log.warning("index job %s failed for good: %s", job.pk, reason)
 
 
-def jobs_reap(*, stale_after: int | None = None) -> list[int]:
+def jobs_reap(*, stale_after: int | None = None, config: JobsConfig | None = None) -> list[int]:
     """Hand running jobs whose worker is gone back to the queue; returns their ids (the caller sends them).
 
     No session holds the job's root lock: its worker died, the job goes back
@@ -251,8 +254,10 @@ def jobs_reap(*, stale_after: int | None = None) -> list[int]:
     host vanished and the connection lingers; that session is ended, which
     releases the lock, and the job goes back the same way. A live job beats
     after every embedding batch, so a slow one is never taken for a hung one.
+    ``config``: built by the caller (the task), else from the settings now.
     """
-    stale = stale_after if stale_after is not None else settings.RAG_JOB_STALE_SECONDS
+    config = config or jobs_config()
+    stale = stale_after if stale_after is not None else config.stale_seconds
     cutoff = timezone.now() - timedelta(seconds=stale)
     own = locks.backend_pid()
     handed = []
@@ -271,14 +276,14 @@ def jobs_reap(*, stale_after: int | None = None) -> list[int]:
                 log.warning("index job %s: could not end the session of its hung worker: %s", job.pk, exc)
                 continue
             reason += "; its database session was ended"
-        if _hand_back(job, reason):
+        if _hand_back(job, reason, max_attempts=config.max_attempts):
             handed.append(job.pk)
     return handed
 
 
-def _hand_back(job: IndexJob, reason: str) -> bool:
+def _hand_back(job: IndexJob, reason: str, *, max_attempts: int) -> bool:
     """Queue a running job again for another worker, unless it has used up its attempts."""
-    next_attempt = _next_attempt(job, reason, "queued again")
+    next_attempt = _next_attempt(job, reason, "queued again", max_attempts=max_attempts)
     if next_attempt is None:
         return False
     attempt, message = next_attempt

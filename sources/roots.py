@@ -10,18 +10,19 @@ withdraws its chunks.
 import logging
 import os
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
 import pathspec
-from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
 from kernel.errors import ApplicationError, Conflict
 from sources import jobs, locks
 from sources.chunking import chunk_text
-from sources.ingest import Batch, Document, IngestSettings, content_hash, embedding_model_for, fingerprint
+from sources.config import EmbeddingConfig, IndexingConfig, indexing_config, root_base_dirs
+from sources.ingest import Batch, Document, content_hash, embedding_model_for, fingerprint
 from sources.models import (
     Chunk,
     EmbeddingModel,
@@ -51,14 +52,15 @@ class SegmentPlan:
     rebuilding: bool  # a new model: written beside the active generation, flipped at the end
 
 
-def root_path_validate(path: str) -> str:
-    """The real path of a directory allowed as a root, or a clear error."""
+def root_path_validate(path: str, *, base_dirs: Sequence[str] | None = None) -> str:
+    """The real path of a directory allowed as a root (under ``base_dirs``, default RAG_ROOT_BASE_DIRS), or a clear
+    error."""
     if not os.path.isabs(path):
         raise ApplicationError(f"{path!r} is not an absolute path")
     real = os.path.realpath(path)
     if not os.path.isdir(real):
         raise ApplicationError(f"{path!r} is not an existing directory")
-    allowed = settings.RAG_ROOT_BASE_DIRS
+    allowed = root_base_dirs() if base_dirs is None else base_dirs
     if not any(os.path.commonpath([real, base]) == base for base in allowed):
         raise ApplicationError(
             f"{real!r} is outside the allowed base directories ({', '.join(allowed)}; RAG_ROOT_BASE_DIRS)"
@@ -345,24 +347,30 @@ def _files_reassign(*, owners: list[tuple[str, Source]], sources: list[Source]) 
     return sum(len(paths) for paths in moves.values())
 
 
-def _plans(root: WorkspaceRoot) -> list[SegmentPlan]:
+def _plans(root: WorkspaceRoot, config: EmbeddingConfig) -> list[SegmentPlan]:
     root_sources_sync(root=root)
     plans = []
     for segment in root.segments.select_related("source").order_by("pk"):
         assert segment.source is not None  # root_sources_sync gave every segment its source
         matcher = pathspec.GitIgnoreSpec.from_lines([segment.path_glob])
         plans.append(
-            _plan(segment.source, segment.path_glob, matcher, segment.embedding_model_name or root.embedding_model_name)
+            _plan(
+                segment.source,
+                segment.path_glob,
+                matcher,
+                segment.embedding_model_name or root.embedding_model_name,
+                config,
+            )
         )
     # The most specific segment wins: longest glob first, the default last.
     plans.sort(key=lambda p: -len(p.glob))
     assert root.source_id is not None  # root_sources_sync gave the root its source too
-    plans.append(_plan(Source.objects.get(pk=root.source_id), "", None, root.embedding_model_name))
+    plans.append(_plan(Source.objects.get(pk=root.source_id), "", None, root.embedding_model_name, config))
     return plans
 
 
-def _plan(source: Source, glob: str, matcher, model_name: str) -> SegmentPlan:
-    model = embedding_model_for(model_name)
+def _plan(source: Source, glob: str, matcher, model_name: str, config: EmbeddingConfig) -> SegmentPlan:
+    model = embedding_model_for(model_name, config=config)
     rebuilding = source.embedding_model_id is not None and source.embedding_model_id != model.pk
     generation = source.active_generation + 1 if rebuilding else source.active_generation
     return SegmentPlan(source, glob, matcher, model, generation, rebuilding)
@@ -372,15 +380,16 @@ def _segment_for(path: str, plans: list[SegmentPlan]) -> SegmentPlan:
     return next(p for p in plans if p.matcher is None or p.matcher.match_file(path))
 
 
-def root_index(*, job: IndexJob) -> str:
+def root_index(*, job: IndexJob, config: IndexingConfig | None = None) -> str:
     """Run a job claimed by ``jobs.job_start`` to its end, then release the root's lock.
 
     The job records its outcome before the lock goes, so no other worker
     ever sees it "running" with nobody holding it while this one is alive.
-    Returns the job's final status.
+    Returns the job's final status. ``config``: built by the caller (the
+    task), else from the settings now.
     """
     try:
-        _Run(job).run()
+        _Run(job, config or indexing_config()).run()
     except ApplicationError as exc:
         jobs.job_finish(job_id=job.pk, status=JobStatus.FAILED, message=exc.message, job=job)
         return JobStatus.FAILED
@@ -395,11 +404,12 @@ def root_index(*, job: IndexJob) -> str:
 
 
 class _Run:
-    def __init__(self, job: IndexJob) -> None:
+    def __init__(self, job: IndexJob, config: IndexingConfig) -> None:
         self.job = job
         self.root: WorkspaceRoot = job.root
-        self.batch = Batch(track_files=True, on_batch=self._beat)
-        self.config = IngestSettings.current()
+        self.batch = Batch(track_files=True, config=config, on_batch=self._beat)
+        self.embedding = config.embedding
+        self.config = config.ingest
         self.touched: list[IndexedFile] = []
         self.last_beat = 0.0
         self.root_fd = -1
@@ -417,7 +427,7 @@ class _Run:
 
     def _index(self) -> None:
         root = self.root
-        plans = _plans(root)
+        plans = _plans(root, self.embedding)
         states = {
             (s.source_id, s.generation, s.path): s
             for s in IndexedFile.objects.filter(source__in=[p.source for p in plans])

@@ -1,6 +1,6 @@
 """Periodic jobs, kept in django-celery-beat's tables so admins can see and edit them."""
 
-from django.conf import settings
+from sources.config import skill_reverify_minutes
 
 REVERIFY_TASK_NAME = "Re-verify skills"
 REAP_TASK_NAME = "Fail and retry stalled index jobs"
@@ -9,9 +9,10 @@ REAP_TASK_NAME = "Fail and retry stalled index jobs"
 def schedules_ensure(**kwargs) -> None:
     """Create the fixed schedules on first migrate; never overwrite an admin's edits.
 
-    Connected to post_migrate, so every deployment gets them after `migrate`.
+    Connected to post_migrate, so every deployment gets them after `migrate`: a signal receiver, an edge that
+    builds its config.
     """
-    minutes = settings.RAG_SKILL_REVERIFY_MINUTES
+    minutes = skill_reverify_minutes()
     _ensure(
         REVERIFY_TASK_NAME,
         "sources.tasks.skills_reverify_task",

@@ -2,11 +2,10 @@
 
 import logging
 
-from django.conf import settings
-
 from sources import ingest
 from sources.chunking import ChunkResult, markdown_chunk
-from sources.ingest import IndexingError, IndexOutcome, IngestSettings, content_hash, embedding_model_for, fingerprint
+from sources.config import IndexingConfig, indexing_config
+from sources.ingest import IndexingError, IndexOutcome, content_hash, embedding_model_for, fingerprint
 from sources.models import Skill, Source, source_key
 
 log = logging.getLogger(__name__)
@@ -17,29 +16,30 @@ def skill_fingerprint_forget(*, skill_id: int) -> None:
     Skill.objects.filter(pk=skill_id).update(fingerprint="")
 
 
-def skill_index(*, skill_id: int, force: bool = False) -> IndexOutcome | None:
+def skill_index(*, skill_id: int, force: bool = False, config: IndexingConfig | None = None) -> IndexOutcome | None:
     """Chunk, embed and store one skill; a no-op when its fingerprint is unchanged.
 
     Returns None when the skill no longer exists (deleted after queueing).
     On failure the skill keeps its previous chunks and records the reason.
     Its title and metadata follow the text on every run: they are not in
-    the chunks, so changing them never re-embeds.
+    the chunks, so changing them never re-embeds. ``config``: built by the
+    caller (a task, the admin), else from the settings now.
     """
+    config = config or indexing_config()
     skill = Skill.objects.filter(pk=skill_id).first()
     if skill is None:
         return None
     size = len(skill.body.encode("utf-8", "surrogatepass"))
-    if size > settings.RAG_MAX_SKILL_BYTES:
+    if size > config.max_skill_bytes:
         raise IndexingError(
-            f"the skill body is {size:,} bytes; the limit is RAG_MAX_SKILL_BYTES={settings.RAG_MAX_SKILL_BYTES:,}"
+            f"the skill body is {size:,} bytes; the limit is RAG_MAX_SKILL_BYTES={config.max_skill_bytes:,}"
         )
-    config = IngestSettings.current()
-    parsed = markdown_chunk(skill.body, max_chars=config.max_chars)
+    parsed = markdown_chunk(skill.body, max_chars=config.ingest.max_chars)
     if parsed.front_matter.error:
         raise IndexingError(parsed.front_matter.error)
     metadata = parsed.front_matter.data
     source = skill_source_sync(skill, title=_skill_title(skill, metadata, parsed.chunks))
-    model = embedding_model_for()
+    model = embedding_model_for(config=config.embedding)
     digest = content_hash(skill.body)
     document = ingest.Document(
         source=source,
@@ -48,7 +48,7 @@ def skill_index(*, skill_id: int, force: bool = False) -> IndexOutcome | None:
         chunks=parsed.chunks,
         model=model,
         content_hash=digest,
-        fingerprint=fingerprint(content=digest, model=model.spec.identity, config=config),
+        fingerprint=fingerprint(content=digest, model=model.spec.identity, config=config.ingest),
         text=skill.body,
     )
     # The fingerprint is written only on success: equality means the stored
@@ -58,7 +58,7 @@ def skill_index(*, skill_id: int, force: bool = False) -> IndexOutcome | None:
         ingest.item_unchanged(Skill, skill_id)
         return IndexOutcome(skipped=True)
     ingest.item_running(Skill, skill_id)
-    deleted = ingest.item_store(Skill, skill_id, document, metadata=metadata)
+    deleted = ingest.item_store(Skill, skill_id, document, config=config, metadata=metadata)
     if deleted is None:
         return None
     return IndexOutcome(skipped=False, chunks_embedded=len(document.chunks), chunks_deleted=deleted)
@@ -109,15 +109,14 @@ def skill_delete_source(*, skill_id: int) -> None:
     Source.objects.filter(skill__pk=skill_id).delete()
 
 
-def skill_preview(body: str) -> dict:
+def skill_preview(body: str, *, config: IndexingConfig | None = None) -> dict:
     """How ``body`` would be chunked now (no embedding, nothing stored): for the admin's preview."""
-    config = IngestSettings.current()
+    config = config or indexing_config()
     size = len(body.encode("utf-8", "surrogatepass"))
-    if size > settings.RAG_MAX_SKILL_BYTES:
-        return {
-            "error": f"The body is {size:,} bytes; the limit is RAG_MAX_SKILL_BYTES={settings.RAG_MAX_SKILL_BYTES:,}."
-        }
-    parsed = markdown_chunk(body, max_chars=config.max_chars)
+    if size > config.max_skill_bytes:
+        return {"error": f"The body is {size:,} bytes; the limit is RAG_MAX_SKILL_BYTES={config.max_skill_bytes:,}."}
+    max_chars = config.ingest.max_chars
+    parsed = markdown_chunk(body, max_chars=max_chars)
     if parsed.front_matter.error:
         return {"error": parsed.front_matter.error}
-    return {"chunks": parsed.chunks, "metadata": parsed.front_matter.data, "max_chars": config.max_chars}
+    return {"chunks": parsed.chunks, "metadata": parsed.front_matter.data, "max_chars": max_chars}

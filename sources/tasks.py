@@ -3,7 +3,8 @@
 The edges (admin, signals, API, beat) queue work through the ``*_enqueue``
 and ``root_reindex_request`` functions here; services and storage never
 know about Celery. Tasks take an id and call one service; they are safe to
-rerun (fingerprints decide what is embedded).
+rerun (fingerprints decide what is embedded). Tasks are edges too: each
+builds the config its service takes (sources/config.py) from the settings.
 """
 
 import logging
@@ -16,6 +17,7 @@ from django.db import DatabaseError, transaction
 from kernel import heartbeats
 from kernel.errors import ApplicationError
 from sources import jobs, queueing, roots, services, tools
+from sources.config import indexing_config, jobs_config
 from sources.models import IndexJob, Skill, Tool
 
 log = logging.getLogger(__name__)
@@ -54,7 +56,7 @@ def skill_index_task(self, skill_id: int, force: bool = False) -> dict | None:
         self,
         "skill",
         skill_id,
-        lambda: services.skill_index(skill_id=skill_id, force=force),
+        lambda: services.skill_index(skill_id=skill_id, force=force, config=indexing_config()),
         lambda pk, reason: services.skill_index_failed(skill_id=pk, reason=reason),
     )
 
@@ -65,7 +67,7 @@ def tool_index_task(self, tool_id: int) -> dict | None:
         self,
         "tool",
         tool_id,
-        lambda: tools.tool_index(tool_id=tool_id),
+        lambda: tools.tool_index(tool_id=tool_id, config=indexing_config()),
         lambda pk, reason: tools.tool_index_failed(tool_id=pk, reason=reason),
     )
 
@@ -73,10 +75,10 @@ def tool_index_task(self, tool_id: int) -> dict | None:
 @shared_task(acks_late=True, reject_on_worker_lost=True)
 def root_index_task(job_id: int) -> str | None:
     """Run an index job; a message for a finished job, or one a live worker runs, does nothing."""
-    job = jobs.job_start(job_id=job_id)
+    job = jobs.job_start(job_id=job_id, config=jobs_config())
     if job is None:
         return None
-    return roots.root_index(job=job)
+    return roots.root_index(job=job, config=indexing_config())
 
 
 @shared_task(acks_late=True)
@@ -146,7 +148,7 @@ def recovery_sweep() -> dict[str, list[int]]:
     schedule) and whenever a worker connects to the broker (at start and
     after an outage), so an outage heals as soon as the broker is back.
     """
-    handed = jobs.jobs_reap()
+    handed = jobs.jobs_reap(config=jobs_config())
     for job_id in handed:
         _send_on_commit("indexjob", job_id)
     done = {"jobs_handed_on": handed, **queueing.waiting_resend(_send)}

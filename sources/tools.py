@@ -5,7 +5,8 @@ from jsonschema import Draft202012Validator, SchemaError
 from kernel.errors import ApplicationError
 from sources import ingest
 from sources.chunking import ChunkResult
-from sources.ingest import IndexOutcome, IngestSettings, content_hash, embedding_model_for, fingerprint
+from sources.config import IndexingConfig, indexing_config
+from sources.ingest import IndexOutcome, content_hash, embedding_model_for, fingerprint
 from sources.models import Source, Tool, source_key
 
 
@@ -39,12 +40,13 @@ def tool_text(tool: Tool) -> str:
     return "\n".join(lines)
 
 
-def tool_index(*, tool_id: int) -> IndexOutcome | None:
+def tool_index(*, tool_id: int, config: IndexingConfig | None = None) -> IndexOutcome | None:
     """Embed the tool unless its fingerprint is unchanged; None if it was deleted meanwhile."""
+    config = config or indexing_config()
     tool = Tool.objects.filter(pk=tool_id).first()
     if tool is None:
         return None
-    model = embedding_model_for()
+    model = embedding_model_for(config=config.embedding)
     text = tool_text(tool)
     digest = content_hash(text)
     source = tool_source_sync(tool)
@@ -64,14 +66,14 @@ def tool_index(*, tool_id: int) -> IndexOutcome | None:
         chunks=[chunk],
         model=model,
         content_hash=digest,
-        fingerprint=fingerprint(content=digest, model=model.spec.identity, config=IngestSettings.current()),
+        fingerprint=fingerprint(content=digest, model=model.spec.identity, config=config.ingest),
         text=text,
     )
     if document.fingerprint == tool.fingerprint:
         ingest.item_unchanged(Tool, tool_id)
         return IndexOutcome(skipped=True)
     ingest.item_running(Tool, tool_id)
-    deleted = ingest.item_store(Tool, tool_id, document)
+    deleted = ingest.item_store(Tool, tool_id, document, config=config)
     return None if deleted is None else IndexOutcome(skipped=False, chunks_embedded=1, chunks_deleted=deleted)
 
 

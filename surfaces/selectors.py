@@ -10,8 +10,10 @@ from django.db.models import Count, F, Max, Q, QuerySet, Sum
 from access.identity import Identity, scope_for
 from access.scope import Scope
 from kernel.breaker import RECENT_MINUTES
+from kernel.config import llm_config
 from kernel.errors import NotFound
 from kernel.heartbeats import queue_length
+from sources.config import embedding_config
 from sources.health import Health, health_check
 from sources.models import (
     ACTIVE_JOB_STATUSES,
@@ -165,7 +167,7 @@ def index_overview(*, scope: Scope) -> dict:
     jobs = IndexJob.objects.filter(root__source__in=visible).select_related("root")
     failed_jobs = list(jobs.filter(status=JobStatus.FAILED).order_by("-created_at")[:10])
     running = list(jobs.filter(status__in=ACTIVE_JOB_STATUSES))
-    health = health_check()
+    health = health_check(embedding=embedding_config(), llm=llm_config())
     return {
         "kinds": rows,
         "models": models,

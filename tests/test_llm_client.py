@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from kernel.breaker import Admission, Breaker, BreakerState, redis_connect
+from kernel.breaker import Admission, Breaker, BreakerState
+from kernel.config import redis_config
 from kernel.errors import Unavailable
 from kernel.llm import (
     ErrorKind,
@@ -29,11 +30,17 @@ from kernel.llm import (
     retry_after_seconds,
     status_kind,
 )
+from kernel.redis import RedisConfig, redis_client, redis_connect
 from surfaces.api import http_status
 from tests.openai_server import dropped, fake_embedding, http_error, malformed, slow
 
 ROOT = Path(__file__).resolve().parent.parent
 PROMPT = [{"role": "system", "content": "Describe the chunk."}, {"role": "user", "content": "the axolotl replica"}]
+
+
+def shared():
+    """The broker's Redis, as every process's breaker uses it."""
+    return redis_client(redis_config())
 
 
 class Clock:
@@ -291,7 +298,7 @@ def test_when_every_model_cools_down_the_call_fails_without_a_request(openai_ser
 
 @pytest.mark.unit
 def test_without_redis_the_breaker_still_works_in_this_process(openai_server, caplog):
-    unreachable = redis_connect("redis://127.0.0.1:1/0")
+    unreachable = redis_connect(RedisConfig("redis://127.0.0.1:1/0"))
     breaker = Breaker(redis_client=lambda: unreachable, clock=Clock())
     openai_server.fail_always("primary", http_error(503))
     client, _ = make_client(openai_server, "primary", "backup", breaker=breaker)
@@ -370,7 +377,7 @@ def test_the_key_can_come_from_a_file_and_the_chain_from_a_list(tmp_path):
     secret.write_text("sk-from-a-file\n")
     result = settings_in_subprocess(
         "print(settings.RAG_LLM_API_KEY, settings.RAG_LLM_FALLBACK_MODELS)\n"
-        "from kernel.llm import LLMConfig; print(LLMConfig.from_settings().chain)",
+        "from kernel.config import llm_config; print(llm_config().chain)",
         RAG_LLM_BASE_URL="http://127.0.0.1:11434/v1",
         RAG_LLM_API_KEY_FILE=str(tmp_path / "llm_key"),
         RAG_LLM_MODEL="qwen3",
@@ -427,7 +434,7 @@ def chat_in_another_process(server, primary: str, backup: str) -> dict:
 def test_another_process_skips_the_model_this_one_opened_and_closes_it_after_its_probe(openai_server):
     primary, backup = unique("primary"), unique("backup")
     openai_server.fail_always(primary, http_error(503))
-    client, _ = make_client(openai_server, primary, backup, breaker=Breaker())
+    client, _ = make_client(openai_server, primary, backup, breaker=Breaker(redis_client=shared))
     assert client.chat(PROMPT, max_tokens=8).startswith(backup)
     assert openai_server.count(model=primary) == 3
 
@@ -439,7 +446,9 @@ def test_another_process_skips_the_model_this_one_opened_and_closes_it_after_its
 
     # The cooldown is over (opened in the past): the other process probes, the model answers, it closes for all.
     openai_server.heal(primary)
-    Breaker(clock=lambda: time.time() - 1000).trip(primary, seconds=300, reason="test: cooled down")
+    Breaker(redis_client=shared, clock=lambda: time.time() - 1000).trip(
+        primary, seconds=300, reason="test: cooled down"
+    )
     assert client.breaker.status([primary])[0].state is BreakerState.HALF_OPEN
     seen = chat_in_another_process(openai_server, primary, backup)
     assert seen["before"][primary] == "half-open"
@@ -451,8 +460,11 @@ def test_another_process_skips_the_model_this_one_opened_and_closes_it_after_its
 
 def test_only_one_caller_probes_a_half_open_model():
     model = unique("flaky")
-    this, other = Breaker(), Breaker()  # separate local state: only Redis is shared
-    Breaker(clock=lambda: time.time() - 1000).trip(model, seconds=300, reason="test")
+    this, other = (
+        Breaker(redis_client=shared),
+        Breaker(redis_client=shared),
+    )  # separate local state: only Redis is shared
+    Breaker(redis_client=shared, clock=lambda: time.time() - 1000).trip(model, seconds=300, reason="test")
     first = this.admit(model, probe_seconds=30)
     second = other.admit(model, probe_seconds=30)
     assert first.allowed and first.probe
@@ -465,13 +477,15 @@ def test_the_status_shows_state_errors_and_latency_per_model(openai_server):
     primary, backup = unique("primary"), unique("backup")
     openai_server.script(primary, http_error(429, retry_after=0), http_error(500))
     openai_server.fail_always(backup, http_error(503, message="backend overloaded"))
-    client, _ = make_client(openai_server, primary, backup, breaker=Breaker(), max_retries=2)
+    client, _ = make_client(openai_server, primary, backup, breaker=Breaker(redis_client=shared), max_retries=2)
     for _ in range(3):
         client.chat(PROMPT, max_tokens=8)
     with pytest.raises(LLMUnavailable):
         client.chat(PROMPT, models=[backup], max_tokens=8)
 
-    first, second = Breaker().status([primary, backup])[:2]  # a fresh reader: what any process sees; then other models
+    first, second = Breaker(redis_client=shared).status([primary, backup])[
+        :2
+    ]  # a fresh reader: what any process sees; then other models
     assert first.model == primary and first.state is BreakerState.CLOSED
     assert first.errors == {"rate_limit": 1, "server": 1} and first.last_error.startswith("server: HTTP 500")
     assert first.latency_samples == 3 and 0 < first.latency_p50_ms <= first.latency_p95_ms

@@ -15,26 +15,46 @@ import hashlib
 from django.conf import settings
 from django.db import migrations, models
 
-from sources.chunking import CHUNKING_VERSION
-from sources.embedding import ModelSpec
-from sources.ingest import IngestSettings, content_hash, fingerprint
+# Frozen copies of sources.chunking, sources.embedding and sources.ingest as of
+# this migration: a migration never imports live code, whose later changes would
+# silently rewrite what this step does to an old database.
+CHUNKING_VERSION = "2"
 
 
 def _identity(model) -> str:
-    return ModelSpec(model.provider, model.name, model.dimensions, model.normalized).identity
+    # sources.embedding.ModelSpec.identity
+    return f"{model.provider}:{model.name}:{model.dimensions}:{'norm' if model.normalized else 'raw'}"
+
+
+def content_hash(text: str) -> str:
+    # sources.ingest.content_hash
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def fingerprint(*, content: str, model: str) -> str:
+    # sources.ingest.fingerprint with IngestSettings.current(): the chunk settings of
+    # this installation; no contextual descriptions existed yet (migration 0009), so
+    # their identity is "".
+    parts = [
+        content,
+        CHUNKING_VERSION,
+        str(settings.RAG_CHUNK_MAX_CHARS),
+        str(settings.RAG_CHUNK_OVERLAP),
+        settings.RAG_EMBED_LONG_TEXTS,
+        "",
+        model,
+    ]
+    return hashlib.sha256("\x1f".join(parts).encode()).hexdigest()
 
 
 def fingerprints_fill(apps, schema_editor):
-    config = IngestSettings.current()
     IndexedFile = apps.get_model("sources", "IndexedFile")
     Skill = apps.get_model("sources", "Skill")
     rows = []
     for state in (
         IndexedFile.objects.filter(chunking_version=CHUNKING_VERSION).select_related("embedding_model").iterator()
     ):
-        state.fingerprint = fingerprint(
-            content=state.content_hash, model=_identity(state.embedding_model), config=config
-        )
+        state.fingerprint = fingerprint(content=state.content_hash, model=_identity(state.embedding_model))
         rows.append(state)
         if len(rows) >= 1000:
             IndexedFile.objects.bulk_update(rows, ["fingerprint"])
@@ -53,9 +73,7 @@ def fingerprints_fill(apps, schema_editor):
         )
         current = old == skill.content_hash
         skill.content_hash = content_hash(skill.body)
-        skill.fingerprint = (
-            fingerprint(content=skill.content_hash, model=_identity(model), config=config) if current else ""
-        )
+        skill.fingerprint = fingerprint(content=skill.content_hash, model=_identity(model)) if current else ""
         skill.save(update_fields=["content_hash", "fingerprint"])
     apps.get_model("sources", "Tool").objects.update(content_hash="")
 

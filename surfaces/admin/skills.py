@@ -12,6 +12,7 @@ from django.utils.html import format_html
 
 from sources import tasks
 from sources.chunking import front_matter_split
+from sources.config import indexing_config
 from sources.models import Chunk, EmbeddingModel, Skill, Source
 from sources.services import skill_preview
 from surfaces.admin.common import BrokerWarningMixin, UnixNewlinesForm, index_status_badge
@@ -98,7 +99,11 @@ class SkillAdmin(ScopedAdminMixin, BrokerWarningMixin, admin.ModelAdmin):
         if not (self.has_add_permission(request) or self.has_change_permission(request)):
             raise PermissionDenied
         body = request.POST.get("body", "").replace("\r\n", "\n").replace("\r", "\n")
-        return HttpResponse(render_to_string("admin/sources/skill_preview.html", skill_preview(body), request=request))
+        return HttpResponse(
+            render_to_string(
+                "admin/sources/skill_preview.html", skill_preview(body, config=indexing_config()), request=request
+            )
+        )
 
     @admin.display(description="Title")
     def display_title(self, skill: Skill) -> str:

@@ -2,8 +2,10 @@ from ninja import Body, Router
 from ninja.responses import Status
 
 from access.auth import HEALTH_AUTH, MANAGE_AUTH, READ_AUTH, manage_required
+from kernel.config import llm_config
 from retrieval.schemas import API_ERRORS, ErrorOut
 from sources import tasks
+from sources.config import embedding_config
 from sources.health import health_check
 from surfaces.schemas import CheckOut, HealthOut, JobOut, ReindexIn, ReindexOut, RootOut, SkillDetailOut, SkillOut
 from surfaces.selectors import job_get, roots_with_latest_job, skill_detail_answer, skills_visible
@@ -75,7 +77,7 @@ def health(request):
     With the manage permission each check has ``details`` (ages, latencies,
     errors; for ``llm`` each model's breaker state, opened-until, recent errors
     by class, last error and latency)."""
-    report = health_check()
+    report = health_check(embedding=embedding_config(), llm=llm_config())
     detailed = request.auth.can_manage
     checks = {
         name: CheckOut(ok=check.ok, details=check.details if detailed else None)

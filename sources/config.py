@@ -1,0 +1,107 @@
+"""The corpus's config objects and their builders: the one sources module (besides the edges) that reads settings.
+
+Engines (ingest, contextual descriptions, jobs, roots) take these objects;
+the edges (Celery tasks, the admin, the API router, signal receivers) build
+them once per call with the builders below, which read ``django.conf.settings``
+at call time: tests change settings with pytest-django's ``settings`` fixture.
+"""
+
+from dataclasses import dataclass
+
+from django.conf import settings
+
+from kernel.config import llm_config
+from sources.contextual import ContextualConfig, contextual_identity
+
+
+@dataclass(frozen=True, slots=True)
+class IngestSettings:
+    """Everything besides the text and the model that decides the stored chunks (sources.ingest.fingerprint)."""
+
+    max_chars: int
+    overlap: int
+    long_texts: str  # RAG_EMBED_LONG_TEXTS: "truncate" or "pieces"
+    contextual: str = ""  # the contextual-description model's identity; "" = no descriptions
+
+    @classmethod
+    def current(cls) -> "IngestSettings":
+        return ingest_settings()
+
+
+@dataclass(frozen=True, slots=True)
+class EmbeddingConfig:
+    """Which model embeds by default and how; none of it changes the stored vectors' meaning beyond the model."""
+
+    model: str  # RAG_EMBEDDING_MODEL: the reference of the model a root or segment without its own uses
+    device: str
+    batch_size: int
+    flush_chunks: int  # RAG_INDEX_FLUSH_CHUNKS: chunks collected across documents per embedding call
+
+
+@dataclass(frozen=True, slots=True)
+class IndexingConfig:
+    """Everything indexing a skill, a tool, a root or a dataset reads, built once at the edge."""
+
+    ingest: IngestSettings
+    embedding: EmbeddingConfig
+    contextual: ContextualConfig
+    max_skill_bytes: int
+
+
+@dataclass(frozen=True, slots=True)
+class JobsConfig:
+    """RAG_JOB_*: how often a job is tried, and how long a running one may make no progress."""
+
+    max_attempts: int
+    stale_seconds: int
+
+
+def contextual_config() -> ContextualConfig:
+    return ContextualConfig(
+        enabled=settings.RAG_CONTEXTUAL_RETRIEVAL,
+        model=settings.RAG_CONTEXTUAL_MODEL,
+        max_tokens=settings.RAG_CONTEXTUAL_MAX_TOKENS,
+        concurrency=settings.RAG_CONTEXTUAL_CONCURRENCY,
+        llm=llm_config(),
+    )
+
+
+def ingest_settings() -> IngestSettings:
+    return IngestSettings(
+        max_chars=settings.RAG_CHUNK_MAX_CHARS,
+        overlap=settings.RAG_CHUNK_OVERLAP,
+        long_texts=settings.RAG_EMBED_LONG_TEXTS,
+        contextual=contextual_identity(contextual_config()),
+    )
+
+
+def embedding_config() -> EmbeddingConfig:
+    return EmbeddingConfig(
+        model=settings.RAG_EMBEDDING_MODEL,
+        device=settings.RAG_EMBEDDING_DEVICE,
+        batch_size=settings.RAG_EMBED_BATCH_SIZE,
+        flush_chunks=settings.RAG_INDEX_FLUSH_CHUNKS,
+    )
+
+
+def indexing_config() -> IndexingConfig:
+    return IndexingConfig(
+        ingest=ingest_settings(),
+        embedding=embedding_config(),
+        contextual=contextual_config(),
+        max_skill_bytes=settings.RAG_MAX_SKILL_BYTES,
+    )
+
+
+def jobs_config() -> JobsConfig:
+    return JobsConfig(max_attempts=settings.RAG_JOB_MAX_ATTEMPTS, stale_seconds=settings.RAG_JOB_STALE_SECONDS)
+
+
+def root_base_dirs() -> tuple[str, ...]:
+    """RAG_ROOT_BASE_DIRS: the directories a workspace root must lie under (resolved paths)."""
+    return tuple(settings.RAG_ROOT_BASE_DIRS)
+
+
+def skill_reverify_minutes() -> int:
+    """RAG_SKILL_REVERIFY_MINUTES: the interval of the skills' re-verify schedule (0: off)."""
+    return settings.RAG_SKILL_REVERIFY_MINUTES
