@@ -68,8 +68,8 @@ SEARCHED = {
 QUERY = " ".join(sorted(ALL))
 MODELS = ("skill", "tool", "workspaceroot", "segment", "indexjob", "chunk", "source")
 CONSOLE = [
-    ("retrieval", "view_index_overview"),
-    ("retrieval", "use_try_search"),
+    ("access", "view_index_overview"),
+    ("access", "use_try_search"),
     *(("sources", f"view_{model}") for model in MODELS),
     ("sources", "change_indexjob"),
 ]
