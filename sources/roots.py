@@ -7,9 +7,11 @@ symlink swapped in, the directory replaced) refuses it, and the job also
 withdraws its chunks.
 """
 
+import hashlib
 import logging
 import os
 import time
+from collections import Counter
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -21,6 +23,10 @@ from django.utils import timezone
 from kernel.errors import ApplicationError, Conflict
 from sources import jobs, locks
 from sources.chunking import chunk_text
+from sources.extract import Extracted, ExtractionRefused, Limits, extractor_for
+from sources.extract.chunks import document_chunks
+from sources.extract.html import html_document
+from sources.extract.sandbox import extract
 from sources.ingest import Batch, Document, IngestSettings, content_hash, embedding_model_for, fingerprint
 from sources.models import (
     Chunk,
@@ -34,11 +40,15 @@ from sources.models import (
     source_key,
     words,
 )
-from sources.walk import REPLACED, Candidate, Skipped, WalkRules, read_text, root_open, walk
+from sources.sensitive import secret_found
+from sources.walk import REPLACED, Candidate, Skipped, WalkRules, read_bytes, root_open, text_decode, walk
 
 log = logging.getLogger(__name__)
 
 _HEARTBEAT_SECONDS = 2.0
+# Reasons of a file that could not be read or extracted (a failure), as opposed to one skipped by design (a secret,
+# an encrypted PDF, a scan without a text layer).
+_FAILURES = ("unreadable", "extraction", "not a valid", "zip bomb", "no extractor")
 
 
 @dataclass(slots=True)
@@ -407,6 +417,13 @@ class _Run:
         # A forced job re-embeds every file it has not stored itself: a run
         # taken over from a dead worker keeps what that attempt already did.
         self.forced_since = (job.started_at or timezone.now()) if job.force else None
+        self.limits = Limits(
+            max_pages=settings.RAG_EXTRACT_MAX_PAGES,
+            max_unpacked_bytes=settings.RAG_EXTRACT_MAX_MEMORY_MB * 1024 * 1024,
+            timeout_seconds=settings.RAG_EXTRACT_TIMEOUT_SECONDS,
+            max_memory_mb=settings.RAG_EXTRACT_MAX_MEMORY_MB,
+        )
+        self.left_out: Counter[str] = Counter()  # files skipped or left out, by kind of reason, for the summary
 
     def run(self) -> None:
         self.root_fd = root_directory_check(root=self.root)
@@ -430,8 +447,9 @@ class _Run:
             index_hidden=root.index_hidden,
             scan_secrets=root.scan_secrets,
             hard_links_inside=root.hard_links_inside,
+            max_document_bytes=settings.RAG_EXTRACT_MAX_FILE_MB * 1024 * 1024,
         )
-        entries = list(walk(self.root_fd, self.rules))
+        entries = list(walk(self.root_fd, self.rules, self.left_out))
         self.job.files_total = len(entries)
         self._beat(force=True)
         kept: set[tuple[int, int, str]] = set()
@@ -453,6 +471,8 @@ class _Run:
             f"{job.files_changed} changed, {job.files_unchanged} unchanged, {job.files_skipped} skipped, "
             f"{job.files_failed} failed, {job.files_deleted} removed; {job.chunks_embedded} chunks embedded"
         )
+        if self.left_out:
+            summary += "; left out: " + ", ".join(f"{n} {why}" for why, n in sorted(self.left_out.items()))
         if job.chunks_undescribed:
             summary += (
                 f"; {job.chunks_undescribed} without a contextual description (the language model failed; "
@@ -460,8 +480,14 @@ class _Run:
             )
         jobs.job_finish(job_id=job.pk, status=JobStatus.SUCCEEDED, message=summary, job=job)
 
-    def _fingerprint(self, digest: str, plan: SegmentPlan) -> str:
-        return fingerprint(content=digest, model=plan.model.spec.identity, config=self.config)
+    def _fingerprint(self, digest: str, plan: SegmentPlan, path: str) -> str:
+        extractor = extractor_for(path)
+        return fingerprint(
+            content=digest,
+            model=plan.model.spec.identity,
+            config=self.config,
+            extractor=extractor.identity if extractor else "",
+        )
 
     def _consider(self, entry: Candidate, plan: SegmentPlan, state: IndexedFile | None) -> bool:
         """Queue the file if it changed; True when it stays in the index."""
@@ -469,7 +495,7 @@ class _Run:
         # today's chunker, settings and model, gives the stored fingerprint.
         current = (
             state is not None
-            and state.fingerprint == self._fingerprint(state.content_hash, plan)
+            and state.fingerprint == self._fingerprint(state.content_hash, plan, entry.path)
             and state.embedding_model_id == plan.model.pk
             and (self.forced_since is None or state.indexed_at >= self.forced_since)
         )
@@ -477,18 +503,39 @@ class _Run:
             self.job.files_unchanged += 1  # not even read
             return True
         assert self.rules is not None  # set by _index before any file is considered
-        text = read_text(self.root_fd, entry, self.rules)
-        if isinstance(text, Skipped):
-            self._skip(text, failed=text.reason.startswith("unreadable"))
+        raw = read_bytes(self.root_fd, entry, self.rules)
+        if isinstance(raw, Skipped):
+            self._skip(raw, failed=raw.reason.startswith("unreadable"))
             # Saved (replaced) while the job ran: keep what is stored, the next job reads the new file.
-            return text.reason == REPLACED and state is not None
-        digest = content_hash(text)
+            return raw.reason == REPLACED and state is not None
+        extractor = extractor_for(entry.path)
+        # An HTML fragment or template is code, read as text; only whole pages are documents.
+        document = extractor is not None and (extractor.kind != "html" or html_document(raw))
+        if not document:
+            text = text_decode(raw, entry.path, self.rules)
+            if isinstance(text, Skipped):
+                self._skip(text)
+                return False
+            digest = content_hash(text)
+        else:
+            digest = hashlib.sha256(raw).hexdigest()
         if current and state is not None and state.content_hash == digest:
             state.size, state.mtime_ns = entry.size, entry.mtime_ns
             self.touched.append(state)  # saved in bulk at the next flush
-            self.job.files_unchanged += 1  # touched, same content
+            self.job.files_unchanged += 1  # touched, same content (a document is not extracted again)
             return True
-        chunks = chunk_text(text, entry.path, max_chars=self.config.max_chars, overlap=self.config.overlap)
+        if not document:
+            chunks = chunk_text(text, entry.path, max_chars=self.config.max_chars, overlap=self.config.overlap)
+        else:
+            assert extractor is not None
+            extracted = self._extract(entry.path, extractor.kind, raw)
+            if isinstance(extracted, Skipped):
+                self._skip(extracted, failed=extracted.reason.startswith(_FAILURES))
+                return False
+            text = extracted.text
+            chunks = document_chunks(
+                extracted, entry.path, max_chars=self.config.max_chars, overlap=self.config.overlap
+            )
         self.job.files_changed += 1
         self.job.chunks_queued += len(chunks)
         self._store(
@@ -499,13 +546,24 @@ class _Run:
                 chunks=chunks,
                 model=plan.model,
                 content_hash=digest,
-                fingerprint=self._fingerprint(digest, plan),
+                fingerprint=self._fingerprint(digest, plan, entry.path),
                 size=entry.size,
                 mtime_ns=entry.mtime_ns,
                 text=text if self.config.contextual else "",
             )
         )
         return True
+
+    def _extract(self, path: str, kind: str, raw: bytes) -> Extracted | Skipped:
+        """A document's text and anchors, in a child process under the limits, or why it cannot be indexed."""
+        assert self.rules is not None
+        try:
+            extracted = extract(kind, raw, self.limits)
+        except ExtractionRefused as refused:
+            return Skipped(path, refused.reason)
+        if self.rules.scan_secrets and (secret := secret_found(extracted.text)):
+            return Skipped(path, f"contains a secret ({secret})")
+        return extracted
 
     def _store(self, document: Document | None) -> None:
         """Add the document to the batch (None: store what waits now); the job counts what was written."""
@@ -530,6 +588,7 @@ class _Run:
             self.job.files_failed += 1
         else:
             self.job.files_skipped += 1
+        self.left_out[_reason_kind(skipped.reason)] += 1
         if len(self.job.errors) < jobs.MAX_ERRORS_KEPT:
             self.job.errors.append({"path": skipped.path, "reason": skipped.reason})
 
@@ -564,3 +623,8 @@ class _Run:
         if force or now - self.last_beat >= _HEARTBEAT_SECONDS:
             jobs.job_progress(self.job)
             self.last_beat = now
+
+
+def _reason_kind(reason: str) -> str:
+    """The kind of a skipped file's reason, as the job's summary counts them ("too large", "binary file")."""
+    return reason.split(":")[0].split(" (")[0].strip()

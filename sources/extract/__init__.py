@@ -38,8 +38,6 @@ EXTRACTORS = {
     ".html": Extractor("html", "", 1),
     ".htm": Extractor("html", "", 1),
 }
-# Suffixes a root's default patterns add for documents (HTML was there before).
-DOCUMENT_PATTERNS = "*.pdf *.docx *.pptx *.xlsx *.csv *.tsv *.htm"
 
 __all__ = ["EXTRACTORS", "Anchor", "Extracted", "ExtractionRefused", "Extractor", "Limits", "extractor_for"]
 
