@@ -511,12 +511,13 @@ class _Run:
         extractor = extractor_for(entry.path)
         # An HTML fragment or template is code, read as text; only whole pages are documents.
         document = extractor is not None and (extractor.kind != "html" or html_document(raw))
+        text = ""
         if not document:
-            text = text_decode(raw, entry.path, self.rules)
-            if isinstance(text, Skipped):
-                self._skip(text)
+            decoded = text_decode(raw, entry.path, self.rules)
+            if isinstance(decoded, Skipped):
+                self._skip(decoded)
                 return False
-            digest = content_hash(text)
+            text, digest = decoded, content_hash(decoded)
         else:
             digest = hashlib.sha256(raw).hexdigest()
         if current and state is not None and state.content_hash == digest:
