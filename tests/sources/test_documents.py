@@ -83,3 +83,17 @@ def test_an_html_template_is_still_indexed_as_code(library):
     index_root(library)
     chunk = Chunk.objects.get(path="base.html")
     assert "{% block content %}" in chunk.content and chunk.symbol != "p. 1"
+
+
+def test_lines_between_two_cited_ranges_of_a_document_are_never_filled_from_its_raw_bytes(library):
+    # The cited lines are lines of the extracted text; the CSV on disk has other lines at those numbers.
+    from retrieval.assembly import Span
+    from retrieval.context import _gap_reader
+
+    index_root(library)
+    state = IndexedFile.objects.get(path="cities.csv")
+    document = f"{state.source_id}:cities.csv"
+    span = Span(
+        document=document, path="cities.csv", start_line=1, end_line=1, content="", score=1.0, root_id=library.pk
+    )
+    assert _gap_reader({document: state})(span, 2, 3) is None
