@@ -97,3 +97,13 @@ def test_lines_between_two_cited_ranges_of_a_document_are_never_filled_from_its_
         document=document, path="cities.csv", start_line=1, end_line=1, content="", score=1.0, root_id=library.pk
     )
     assert _gap_reader({document: state})(span, 2, 3) is None
+
+
+def test_a_document_over_the_memory_limit_fails_alone_and_the_rest_is_indexed(library, settings):
+    settings.RAG_EXTRACT_MAX_MEMORY_MB = 64  # enough for every good document of the corpus (48 MB was measured)
+    Path(library.path, "huge.csv").write_bytes(("a,b\n" + "x,y\n" * 5_000_000).encode())  # 20 MB of rows
+    job = index_root(library)
+    assert job.status == JobStatus.SUCCEEDED, job.message
+    reasons = {error["path"]: error["reason"] for error in job.errors}
+    assert reasons["huge.csv"].startswith("extraction ran out of memory (limit 64 MB")
+    assert set(IndexedFile.objects.values_list("path", flat=True)) == {*documents.GOOD, "notes.md"}
