@@ -107,3 +107,14 @@ def test_a_document_over_the_memory_limit_fails_alone_and_the_rest_is_indexed(li
     reasons = {error["path"]: error["reason"] for error in job.errors}
     assert reasons["huge.csv"].startswith("extraction ran out of memory (limit 64 MB")
     assert set(IndexedFile.objects.values_list("path", flat=True)) == {*documents.GOOD, "notes.md"}
+
+
+def test_the_mcp_search_and_context_tools_cite_the_page_too(library, key_client):
+    from tests.retrieval.test_mcp import tool_call
+
+    index_root(library)
+    found = tool_call(key_client, "search", {"query": documents.PAGE_THREE_PHRASE, "k": 3})
+    best = found["structuredContent"]["hits"][0]
+    assert (best["path"], best["symbol"], best["heading_path"]) == ("report.pdf", "p. 3", "report.pdf > p. 3")
+    context = tool_call(key_client, "get_context", {"query": documents.PAGE_THREE_PHRASE, "budget_tokens": 1000})
+    assert "`p. 3`" in context["structuredContent"]["text"]
