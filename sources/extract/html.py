@@ -41,6 +41,7 @@ class _Markdown(HTMLParser):
         self.lists: list[str] = []  # "ul" or "ol", innermost last
         self.table: list[list[str]] | None = None
         self.cell: list[str] | None = None
+        self.last_was_item = False  # list items follow each other line by line, as a tight list
 
     def handle_starttag(self, tag: str, attrs) -> None:
         if tag in _SKIPPED:
@@ -82,6 +83,7 @@ class _Markdown(HTMLParser):
             self.table = None
             if rows:
                 self.builder.block(markdown_table(rows))
+                self.last_was_item = False
         elif tag in ("ul", "ol"):
             self.flush()
             if self.lists:
@@ -103,5 +105,7 @@ class _Markdown(HTMLParser):
             # Paragraph text that starts like markdown syntax would become a heading or a list item.
             if not self.prefix and re.match(r"[#>*+-]|\d+[.)]\s", text):
                 text = "\\" + text
-            self.builder.block(self.prefix + text)
+            item = self.prefix.lstrip().startswith(("- ", "1. "))
+            self.builder.block(self.prefix + text, tight=item and self.last_was_item)
+            self.last_was_item = item
         self.text, self.prefix = [], ""

@@ -43,12 +43,13 @@ class TextBuilder:
         self.lines: list[str] = []
         self.anchors: list[Anchor] = []
 
-    def block(self, text: str) -> None:
-        """A paragraph, heading, list or table; blocks are separated by one blank line."""
+    def block(self, text: str, *, tight: bool = False) -> None:
+        """A paragraph, heading, list or table; blocks are separated by one blank line, unless ``tight``
+        (the next item of a list)."""
         text = text.strip("\n")
         if not text.strip():
             return
-        if self.lines:
+        if self.lines and not tight:
             self.lines.append("")
         self.lines.extend(line.rstrip() for line in text.split("\n"))
 

@@ -72,7 +72,7 @@ def test_a_long_table_repeats_its_header_in_every_block():
 def test_csv_and_html_become_markdown():
     assert "| Lisbon | 545000 |" in run("cities.csv", documents.CSV.encode()).text
     html = run("wiki.html", documents.HTML.encode()).text
-    assert "# Onboarding" in html and "## Accounts" in html and "- Request a laptop" in html
+    assert "# Onboarding" in html and "## Accounts" in html and "- Request a laptop\n- Join the chat\n" in html
     assert "| Billing | Finance |" in html
     assert "alert" not in html and "p{}" not in html  # scripts and styles are not text
 
