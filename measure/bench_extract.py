@@ -9,7 +9,7 @@ RAG_EXTRACT_* limits. Peak memory is the largest resident set of any child
 import os
 import resource
 import time
-from collections import Counter
+from collections import Counter, defaultdict
 from pathlib import Path
 
 from sources.extract import ExtractionRefused, Limits, extractor_for
@@ -24,7 +24,7 @@ def extract_bench(path: Path, limits: Limits) -> dict:
     by_kind: Counter[str] = Counter()
     anchors: Counter[str] = Counter()
     refused: Counter[str] = Counter()
-    seconds: Counter[str] = Counter()
+    seconds: dict[str, float] = defaultdict(float)
     size = 0
     started = time.perf_counter()
     for file in files:
@@ -51,7 +51,7 @@ def extract_bench(path: Path, limits: Limits) -> dict:
         "extracted_by_kind": dict(by_kind),
         "refused": dict(refused),
         "pdf_pages": anchors["pdf"],
-        "pdf_pages_per_s": round(anchors["pdf"] / seconds["pdf"], 1) if seconds["pdf"] else 0.0,
+        "pdf_pages_per_s": round(anchors["pdf"] / seconds["pdf"], 1) if seconds.get("pdf") else 0.0,
         # ru_maxrss is in kilobytes on Linux.
         "peak_child_rss_mb": round(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024, 1),
     }
