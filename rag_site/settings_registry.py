@@ -502,6 +502,47 @@ DECLARED: tuple[Setting, ...] = (
         doc="Largest skill body accepted.",
     ),
     FloatSetting(
+        name="RAG_EXTRACT_TIMEOUT_SECONDS",
+        topic=INDEXING,
+        default=60.0,
+        minimum=1.0,
+        maximum=3600.0,
+        doc=(
+            "Wall-clock limit of one document's extraction (PDF, Office, CSV, HTML), run in a child process; a "
+            "file over it is skipped with the reason and the rest of the root is indexed."
+        ),
+    ),
+    IntSetting(
+        name="RAG_EXTRACT_MAX_MEMORY_MB",
+        topic=INDEXING,
+        default=1024,
+        minimum=128,
+        maximum=65536,
+        doc=(
+            "Address-space limit (RLIMIT_AS) of the child process extracting one document; also caps the "
+            "declared unpacked size of a DOCX, PPTX or XLSX (the zip-bomb guard)."
+        ),
+    ),
+    IntSetting(
+        name="RAG_EXTRACT_MAX_PAGES",
+        topic=INDEXING,
+        default=2000,
+        minimum=1,
+        maximum=1000000,
+        doc="Most pages (PDF), slides (PPTX) or sheets (XLSX) of one document; a longer one is skipped, named.",
+    ),
+    IntSetting(
+        name="RAG_EXTRACT_MAX_FILE_MB",
+        topic=INDEXING,
+        default=50,
+        minimum=1,
+        maximum=4096,
+        doc=(
+            "Largest document file read for extraction (a root's own size limit still applies to text files, "
+            "and to documents when it is larger)."
+        ),
+    ),
+    FloatSetting(
         name="RAG_INDEX_RETRY_DELAY",
         topic=INDEXING,
         default=10.0,

@@ -19,6 +19,7 @@ from retrieval.files import file_lines, files_stat, files_text
 from retrieval.schemas import ContextIn, ContextOut, ContextPartOut, DroppedOut
 from retrieval.search import Hit, chunks_search, hits_tools
 from retrieval.tokens import token_count
+from sources.extract import extractor_for
 from sources.models import IndexedFile, IndexStatus, Skill, Source, WorkspaceRoot
 
 # Kinds a caller may ask for, in the order their searches run.
@@ -198,6 +199,9 @@ def _gap_reader(indexed: dict[str, IndexedFile]):
     def gap_lines(span: Span, first: int, last: int) -> list[str] | None:
         state = indexed.get(span.document)
         if span.kind != Source.Kind.FILE or span.stale or span.root_id is None or state is None:
+            return None
+        if extractor_for(span.path) is not None:
+            # A document's cited lines are lines of its extracted text; the file on disk has others there.
             return None
         if span.document not in files:
             current = files_text(root_id=span.root_id, paths=[span.path])[span.path]

@@ -12,6 +12,7 @@ from django.conf import settings
 
 from kernel.config import llm_config
 from sources.contextual import ContextualConfig, contextual_identity
+from sources.extract import Limits
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,6 +47,8 @@ class IndexingConfig:
     embedding: EmbeddingConfig
     contextual: ContextualConfig
     max_skill_bytes: int
+    extract: Limits  # RAG_EXTRACT_*: what one document's extraction may take
+    max_document_bytes: int  # RAG_EXTRACT_MAX_FILE_MB: a larger document is left out unread
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,6 +93,13 @@ def indexing_config() -> IndexingConfig:
         embedding=embedding_config(),
         contextual=contextual_config(),
         max_skill_bytes=settings.RAG_MAX_SKILL_BYTES,
+        extract=Limits(
+            max_pages=settings.RAG_EXTRACT_MAX_PAGES,
+            max_unpacked_bytes=settings.RAG_EXTRACT_MAX_MEMORY_MB * 1024 * 1024,
+            timeout_seconds=settings.RAG_EXTRACT_TIMEOUT_SECONDS,
+            max_memory_mb=settings.RAG_EXTRACT_MAX_MEMORY_MB,
+        ),
+        max_document_bytes=settings.RAG_EXTRACT_MAX_FILE_MB * 1024 * 1024,
     )
 
 

@@ -49,8 +49,9 @@ def content_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
-def fingerprint(*, content: str, model: str, config: IngestSettings) -> str:
-    """The one fingerprint of stored chunks: ``content``, the document's content hash; ``model``, the model's."""
+def fingerprint(*, content: str, model: str, config: IngestSettings, extractor: str = "") -> str:
+    """The one fingerprint of stored chunks: ``content``, the document's content hash; ``model``, the model's;
+    ``extractor``, the identity of the extractor a document's suffix calls for (sources/extract/), "" for text."""
     parts = [
         content,
         CHUNKING_VERSION,
@@ -60,6 +61,8 @@ def fingerprint(*, content: str, model: str, config: IngestSettings) -> str:
         config.contextual,
         model,
     ]
+    if extractor:  # only then: a text file's fingerprint stays what it was before documents existed
+        parts.append(extractor)
     return hashlib.sha256("\x1f".join(parts).encode()).hexdigest()
 
 

@@ -7,9 +7,11 @@ symlink swapped in, the directory replaced) refuses it, and the job also
 withdraws its chunks.
 """
 
+import hashlib
 import logging
 import os
 import time
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
@@ -22,6 +24,10 @@ from kernel.errors import ApplicationError, Conflict
 from sources import jobs, locks
 from sources.chunking import chunk_text
 from sources.config import EmbeddingConfig, IndexingConfig, indexing_config, root_base_dirs
+from sources.extract import Extracted, ExtractionRefused, extractor_for
+from sources.extract.chunks import document_chunks
+from sources.extract.html import html_document
+from sources.extract.sandbox import extract
 from sources.ingest import Batch, Document, content_hash, embedding_model_for, fingerprint
 from sources.models import (
     Chunk,
@@ -35,11 +41,15 @@ from sources.models import (
     source_key,
     words,
 )
-from sources.walk import REPLACED, Candidate, Skipped, WalkRules, read_text, root_open, walk
+from sources.sensitive import secret_found
+from sources.walk import REPLACED, Candidate, Skipped, WalkRules, read_bytes, root_open, text_decode, walk
 
 log = logging.getLogger(__name__)
 
 _HEARTBEAT_SECONDS = 2.0
+# Reasons of a file that could not be read or extracted (a failure), as opposed to one skipped by design (a secret,
+# an encrypted PDF, a scan without a text layer).
+_FAILURES = ("unreadable", "extraction", "not a valid", "zip bomb", "no extractor")
 
 
 @dataclass(slots=True)
@@ -417,6 +427,9 @@ class _Run:
         # A forced job re-embeds every file it has not stored itself: a run
         # taken over from a dead worker keeps what that attempt already did.
         self.forced_since = (job.started_at or timezone.now()) if job.force else None
+        self.limits = config.extract
+        self.max_document_bytes = config.max_document_bytes
+        self.left_out: Counter[str] = Counter()  # files skipped or left out, by kind of reason, for the summary
 
     def run(self) -> None:
         self.root_fd = root_directory_check(root=self.root)
@@ -440,8 +453,9 @@ class _Run:
             index_hidden=root.index_hidden,
             scan_secrets=root.scan_secrets,
             hard_links_inside=root.hard_links_inside,
+            max_document_bytes=self.max_document_bytes,
         )
-        entries = list(walk(self.root_fd, self.rules))
+        entries = list(walk(self.root_fd, self.rules, self.left_out))
         self.job.files_total = len(entries)
         self._beat(force=True)
         kept: set[tuple[int, int, str]] = set()
@@ -463,6 +477,8 @@ class _Run:
             f"{job.files_changed} changed, {job.files_unchanged} unchanged, {job.files_skipped} skipped, "
             f"{job.files_failed} failed, {job.files_deleted} removed; {job.chunks_embedded} chunks embedded"
         )
+        if self.left_out:
+            summary += "; left out: " + ", ".join(f"{n} {why}" for why, n in sorted(self.left_out.items()))
         if job.chunks_undescribed:
             summary += (
                 f"; {job.chunks_undescribed} without a contextual description (the language model failed; "
@@ -470,8 +486,14 @@ class _Run:
             )
         jobs.job_finish(job_id=job.pk, status=JobStatus.SUCCEEDED, message=summary, job=job)
 
-    def _fingerprint(self, digest: str, plan: SegmentPlan) -> str:
-        return fingerprint(content=digest, model=plan.model.spec.identity, config=self.config)
+    def _fingerprint(self, digest: str, plan: SegmentPlan, path: str) -> str:
+        extractor = extractor_for(path)
+        return fingerprint(
+            content=digest,
+            model=plan.model.spec.identity,
+            config=self.config,
+            extractor=extractor.identity if extractor else "",
+        )
 
     def _consider(self, entry: Candidate, plan: SegmentPlan, state: IndexedFile | None) -> bool:
         """Queue the file if it changed; True when it stays in the index."""
@@ -479,7 +501,7 @@ class _Run:
         # today's chunker, settings and model, gives the stored fingerprint.
         current = (
             state is not None
-            and state.fingerprint == self._fingerprint(state.content_hash, plan)
+            and state.fingerprint == self._fingerprint(state.content_hash, plan, entry.path)
             and state.embedding_model_id == plan.model.pk
             and (self.forced_since is None or state.indexed_at >= self.forced_since)
         )
@@ -487,18 +509,40 @@ class _Run:
             self.job.files_unchanged += 1  # not even read
             return True
         assert self.rules is not None  # set by _index before any file is considered
-        text = read_text(self.root_fd, entry, self.rules)
-        if isinstance(text, Skipped):
-            self._skip(text, failed=text.reason.startswith("unreadable"))
+        raw = read_bytes(self.root_fd, entry, self.rules)
+        if isinstance(raw, Skipped):
+            self._skip(raw, failed=raw.reason.startswith("unreadable"))
             # Saved (replaced) while the job ran: keep what is stored, the next job reads the new file.
-            return text.reason == REPLACED and state is not None
-        digest = content_hash(text)
+            return raw.reason == REPLACED and state is not None
+        extractor = extractor_for(entry.path)
+        # An HTML fragment or template is code, read as text; only whole pages are documents.
+        document = extractor is not None and (extractor.kind != "html" or html_document(raw))
+        text = ""
+        if not document:
+            decoded = text_decode(raw, entry.path, self.rules)
+            if isinstance(decoded, Skipped):
+                self._skip(decoded)
+                return False
+            text, digest = decoded, content_hash(decoded)
+        else:
+            digest = hashlib.sha256(raw).hexdigest()
         if current and state is not None and state.content_hash == digest:
             state.size, state.mtime_ns = entry.size, entry.mtime_ns
             self.touched.append(state)  # saved in bulk at the next flush
-            self.job.files_unchanged += 1  # touched, same content
+            self.job.files_unchanged += 1  # touched, same content (a document is not extracted again)
             return True
-        chunks = chunk_text(text, entry.path, max_chars=self.config.max_chars, overlap=self.config.overlap)
+        if not document:
+            chunks = chunk_text(text, entry.path, max_chars=self.config.max_chars, overlap=self.config.overlap)
+        else:
+            assert extractor is not None
+            extracted = self._extract(entry.path, extractor.kind, raw)
+            if isinstance(extracted, Skipped):
+                self._skip(extracted, failed=extracted.reason.startswith(_FAILURES))
+                return False
+            text = extracted.text
+            chunks = document_chunks(
+                extracted, entry.path, max_chars=self.config.max_chars, overlap=self.config.overlap
+            )
         self.job.files_changed += 1
         self.job.chunks_queued += len(chunks)
         self._store(
@@ -509,13 +553,24 @@ class _Run:
                 chunks=chunks,
                 model=plan.model,
                 content_hash=digest,
-                fingerprint=self._fingerprint(digest, plan),
+                fingerprint=self._fingerprint(digest, plan, entry.path),
                 size=entry.size,
                 mtime_ns=entry.mtime_ns,
                 text=text if self.config.contextual else "",
             )
         )
         return True
+
+    def _extract(self, path: str, kind: str, raw: bytes) -> Extracted | Skipped:
+        """A document's text and anchors, in a child process under the limits, or why it cannot be indexed."""
+        assert self.rules is not None
+        try:
+            extracted = extract(kind, raw, self.limits)
+        except ExtractionRefused as refused:
+            return Skipped(path, refused.reason)
+        if self.rules.scan_secrets and (secret := secret_found(extracted.text)):
+            return Skipped(path, f"contains a secret ({secret})")
+        return extracted
 
     def _store(self, document: Document | None) -> None:
         """Add the document to the batch (None: store what waits now); the job counts what was written."""
@@ -540,6 +595,7 @@ class _Run:
             self.job.files_failed += 1
         else:
             self.job.files_skipped += 1
+        self.left_out[_reason_kind(skipped.reason)] += 1
         if len(self.job.errors) < jobs.MAX_ERRORS_KEPT:
             self.job.errors.append({"path": skipped.path, "reason": skipped.reason})
 
@@ -574,3 +630,8 @@ class _Run:
         if force or now - self.last_beat >= _HEARTBEAT_SECONDS:
             jobs.job_progress(self.job)
             self.last_beat = now
+
+
+def _reason_kind(reason: str) -> str:
+    """The kind of a skipped file's reason, as the job's summary counts them ("too large", "binary file")."""
+    return reason.split(":")[0].split(" (")[0].strip()

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 
 import pathspec
 
+from sources.extract import extractor_for
 from sources.sensitive import DEFAULT_DENY, secret_found
 
 BINARY_PROBE_BYTES = 8192
@@ -37,6 +38,9 @@ HIDDEN_FILE = "hidden file"
 REPLACED = "replaced since it was listed (read by the next job)"
 CONTROL_NAME = "control character in the name (not indexed)"
 HARD_LINK = "hard link"  # every hard-link reason starts so
+# Left out without a line of their own (there may be thousands): counted in ``walk``'s ``left_out``.
+NOT_INCLUDED = "not matching the root's patterns"
+GITIGNORED = "ignored by .gitignore"
 _CONTROL_CHARACTER = re.compile(r"[\x00-\x1f\x7f]")
 
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
@@ -72,6 +76,8 @@ class WalkRules:
     index_hidden: bool = False
     scan_secrets: bool = True
     hard_links_inside: bool = False  # allow a hard-linked file when every one of its links is among the walk's files
+    # Documents (PDF, Office...) are bigger than source files: their own limit, when it is larger than the root's.
+    max_document_bytes: int = 0
     _deny: pathspec.PathSpec = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -79,6 +85,11 @@ class WalkRules:
 
     def included(self, name: str, relative: str) -> bool:
         return any(fnmatch.fnmatchcase(name, p) or fnmatch.fnmatchcase(relative, p) for p in self.include)
+
+    def size_limit(self, relative: str) -> int:
+        if self.max_document_bytes > self.max_file_bytes and extractor_for(relative) is not None:
+            return self.max_document_bytes
+        return self.max_file_bytes
 
     def refused(self, name: str, relative: str, *, directory: bool) -> str | None:
         """Why a name that would be indexed (or entered) is not: a secret-bearing or hidden name."""
@@ -109,20 +120,23 @@ def root_open(path: str) -> int:
         os.close(fd)
 
 
-def walk(root_fd: int, rules: WalkRules) -> Iterator[Candidate | Skipped]:
+def walk(root_fd: int, rules: WalkRules, left_out: Counter | None = None) -> Iterator[Candidate | Skipped]:
     """Yield every file to consider (sorted, deterministic) or why one is skipped.
+
+    Files no pattern includes, and files .gitignore names, are only counted,
+    by reason, in ``left_out``: a job says how many it left out and why.
 
     A file with several hard links is skipped, unless ``rules.hard_links_inside``
     and the walk found as many paths to its (device, inode) as it has links:
     known only once the whole tree is listed, so then the walk is listed first.
     """
     if not rules.hard_links_inside:
-        for entry in _listing(root_fd, rules):
+        for entry in _listing(root_fd, rules, left_out):
             if isinstance(entry, Candidate) and entry.links > 1:
                 entry = Skipped(entry.path, f"{HARD_LINK} ({entry.links} links; hard links are not indexed)")
             yield entry
         return
-    entries = list(_listing(root_fd, rules))
+    entries = list(_listing(root_fd, rules, left_out))
     found = Counter((e.device, e.inode) for e in entries if isinstance(e, Candidate) and e.links > 1)
     for entry in entries:
         if isinstance(entry, Candidate) and entry.links > 1 and found[(entry.device, entry.inode)] != entry.links:
@@ -134,7 +148,7 @@ def walk(root_fd: int, rules: WalkRules) -> Iterator[Candidate | Skipped]:
         yield entry
 
 
-def _listing(root_fd: int, rules: WalkRules) -> Iterator[Candidate | Skipped]:
+def _listing(root_fd: int, rules: WalkRules, left_out: Counter | None) -> Iterator[Candidate | Skipped]:
     pending: list[tuple[str, list[tuple[str, pathspec.PathSpec]]]] = [("", [])]  # (directory prefix, ignores)
     while pending:
         prefix, ignores = pending.pop()
@@ -161,7 +175,13 @@ def _listing(root_fd: int, rules: WalkRules) -> Iterator[Candidate | Skipped]:
                     # directory, and the admin should see why that one is missing.
                     if entry.name in rules.exclude_dirs or _ignored(ignores, relative + ("/" if directory else "")):
                         continue
-                elif not rules.included(entry.name, relative) or _ignored(ignores, relative):
+                elif not rules.included(entry.name, relative):
+                    if left_out is not None:
+                        left_out[NOT_INCLUDED] += 1
+                    continue
+                elif _ignored(ignores, relative):
+                    if left_out is not None:
+                        left_out[GITIGNORED] += 1
                     continue
                 if _CONTROL_CHARACTER.search(entry.name):
                     # A newline in a cited path would start a line of its own in a model's prompt.
@@ -186,13 +206,20 @@ def _candidate(entry: os.DirEntry, relative: str, rules: WalkRules) -> Candidate
         return Skipped(relative, SYMLINK)
     if not stat.S_ISREG(info.st_mode):
         return Skipped(relative, "not a regular file")
-    if info.st_size > rules.max_file_bytes:
-        return Skipped(relative, f"too large: {info.st_size:,} bytes (limit {rules.max_file_bytes:,})")
+    if info.st_size > (limit := rules.size_limit(relative)):
+        return Skipped(relative, f"too large: {info.st_size:,} bytes (limit {limit:,})")
     return Candidate(relative, info.st_size, info.st_mtime_ns, info.st_dev, info.st_ino, info.st_nlink)
 
 
 def read_text(root_fd: int, candidate: Candidate, rules: WalkRules) -> str | Skipped:
     """The file's text, or why it cannot be indexed (moved, symlink, binary, undecodable, a secret)."""
+    raw = read_bytes(root_fd, candidate, rules)
+    return raw if isinstance(raw, Skipped) else text_decode(raw, candidate.path, rules)
+
+
+def read_bytes(root_fd: int, candidate: Candidate, rules: WalkRules) -> bytes | Skipped:
+    """The file's bytes, read safely below the root, or why they cannot be (moved, symlink, too large)."""
+    limit = rules.size_limit(candidate.path)
     try:
         fd = open_beneath(root_fd, candidate.path, READ)
     except Refused as refused:
@@ -206,24 +233,29 @@ def read_text(root_fd: int, candidate: Candidate, rules: WalkRules) -> str | Ski
         # A new link since the listing was not counted by the walk: the next job counts it.
         if (info.st_dev, info.st_ino, info.st_nlink) != (candidate.device, candidate.inode, candidate.links):
             return Skipped(candidate.path, REPLACED)
-        if info.st_size > rules.max_file_bytes:
-            return Skipped(candidate.path, f"too large: {info.st_size:,} bytes (limit {rules.max_file_bytes:,})")
+        if info.st_size > limit:
+            return Skipped(candidate.path, f"too large: {info.st_size:,} bytes (limit {limit:,})")
         try:
-            raw = handle.read(rules.max_file_bytes + 1)
+            raw = handle.read(limit + 1)
         except OSError as exc:
             return Skipped(candidate.path, f"unreadable: {exc.strerror or exc}")
-    if len(raw) > rules.max_file_bytes:
-        return Skipped(candidate.path, f"too large: over {rules.max_file_bytes:,} bytes")
+    if len(raw) > limit:
+        return Skipped(candidate.path, f"too large: over {limit:,} bytes")
+    return raw
+
+
+def text_decode(raw: bytes, path: str, rules: WalkRules) -> str | Skipped:
+    """Bytes read as the text of a source file, or why they are not (binary, undecodable, a secret)."""
     if b"\x00" in raw[:BINARY_PROBE_BYTES]:
-        return Skipped(candidate.path, "binary file (NUL bytes)")
+        return Skipped(path, "binary file (NUL bytes)")
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        return Skipped(candidate.path, f"not valid UTF-8 (byte {exc.start})")
+        return Skipped(path, f"not valid UTF-8 (byte {exc.start})")
     if "\x00" in text:
-        return Skipped(candidate.path, "binary file (NUL bytes)")
+        return Skipped(path, "binary file (NUL bytes)")
     if rules.scan_secrets and (kind := secret_found(text)):
-        return Skipped(candidate.path, f"contains a secret ({kind})")
+        return Skipped(path, f"contains a secret ({kind})")
     return text
 
 

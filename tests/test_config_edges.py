@@ -57,6 +57,7 @@ ALLOWED: dict[str, str] = {
     "measure.bench_search": _MEASURE,
     "measure.evaluation": _MEASURE,
     "measure.management.commands.rag_eval": _MEASURE,
+    "measure.management.commands.rag_bench": _MEASURE,
 }
 
 

@@ -32,6 +32,13 @@ RAG_CHUNK_OVERLAP = read_int("RAG_CHUNK_OVERLAP")
 RAG_SKILL_REVERIFY_MINUTES = read_int("RAG_SKILL_REVERIFY_MINUTES")
 RAG_MAX_SKILL_BYTES = read_int("RAG_MAX_SKILL_BYTES")
 RAG_INDEX_RETRY_DELAY = read_float("RAG_INDEX_RETRY_DELAY")
+# Documents (sources/extract/): each extraction runs in a child process under these limits, so a hostile
+# or broken file fails alone. 48 MB of address space already read the test corpus; the default leaves room for
+# real reports (peak RSS 67 MB on the corpus).
+RAG_EXTRACT_TIMEOUT_SECONDS = read_float("RAG_EXTRACT_TIMEOUT_SECONDS")
+RAG_EXTRACT_MAX_MEMORY_MB = read_int("RAG_EXTRACT_MAX_MEMORY_MB")
+RAG_EXTRACT_MAX_PAGES = read_int("RAG_EXTRACT_MAX_PAGES")
+RAG_EXTRACT_MAX_FILE_MB = read_int("RAG_EXTRACT_MAX_FILE_MB")
 
 # --- Workspace roots and index jobs -----------------------------------------
 # Roots may only be registered under these directories (admin and API refuse

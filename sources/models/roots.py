@@ -10,7 +10,9 @@ from sources.sensitive import DEFAULT_DENY
 DEFAULT_INCLUDE = (
     "*.py *.pyi *.ipynb *.md *.markdown *.mdx *.rst *.txt *.js *.jsx *.mjs *.cjs *.ts *.tsx *.mts *.go *.rs *.java "
     "*.kt *.scala *.c *.h *.cc *.cpp *.hpp *.cs *.rb *.php *.swift *.lua *.sh *.sql *.json *.yaml *.yml *.toml *.ini "
-    "*.cfg *.html *.css Dockerfile Makefile"
+    "*.cfg *.html *.css Dockerfile Makefile "
+    # Documents, extracted before chunking (sources/extract/)
+    "*.pdf *.docx *.pptx *.xlsx *.csv *.tsv *.htm"
 )
 DEFAULT_EXCLUDE_DIRS = (
     ".git .hg .svn node_modules __pycache__ .venv venv env dist build .next .nuxt target .mypy_cache .pytest_cache "

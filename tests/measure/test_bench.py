@@ -72,3 +72,16 @@ def test_the_search_bench_measures_every_mode_over_http():
 def test_the_search_bench_asks_before_writing_to_a_database_it_does_not_own():
     with pytest.raises(CommandError, match="Pass --yes"):
         call_command("rag_bench", "search", "--chunks", "10")
+
+
+@pytest.mark.unit
+def test_the_extract_bench_reports_pdf_pages_per_second_and_the_peak_memory(tmp_path):
+    from tests.documents import corpus_make
+
+    corpus_make(tmp_path)
+    out = StringIO()
+    call_command("rag_bench", "extract", str(tmp_path), "--json", stdout=out)
+    report = json.loads(out.getvalue())
+    assert report["files"] == 10 and report["pdf_pages"] == 3  # the good PDF; the other three are refused
+    assert sum(report["refused"].values()) == 4 and report["extracted_by_kind"]["pdf"] == 1
+    assert report["pdf_pages_per_s"] > 0 and report["peak_child_rss_mb"] > 0

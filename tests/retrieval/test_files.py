@@ -43,7 +43,7 @@ def repo(tmp_path, settings):
     (directory / "docs" / "guide.md").write_text(GUIDE)
     (directory / "long.txt").write_text(LONG)
     (directory / "aaaa.txt").write_text("a" * 20_000 + "!\n" + "aaaa\n")
-    (directory / "data.csv").write_text("handle_order,not indexed\n")  # *.csv is not in the include globs
+    (directory / "data.dat").write_text("handle_order,not indexed\n")  # *.dat is not in the include globs
     (tmp_path / "outside.txt").write_text("TOPSECRET outside the root: handle_order\n")
     root = WorkspaceRoot.objects.create(name="repo", path=str(directory))
     assert index_root(root).status == JobStatus.SUCCEEDED
@@ -214,8 +214,8 @@ def test_a_file_the_caller_may_not_see_answers_404_like_a_missing_one(key_client
 
 
 def test_a_file_on_disk_that_is_not_indexed_answers_404(key_client, repo):
-    assert Path(repo.path, "data.csv").exists()
-    answer = read(key_client, root="repo", path="data.csv")
+    assert Path(repo.path, "data.dat").exists()
+    answer = read(key_client, root="repo", path="data.dat")
     assert answer.status_code == 404 and "only indexed files" in answer.json()["error"]
     assert read(key_client, root="repo", path="nothing/here.py").status_code == 404
 
@@ -233,7 +233,7 @@ def test_grep_finds_literal_text_with_line_numbers_and_citations(key_client, rep
     assert [(m["root"], m["path"], m["line"]) for m in body["matches"]] == [("repo", "app.py", n) for n in expected]
     assert [m["text"] for m in body["matches"]] == [app_lines[n - 1] for n in expected]
     assert body["matches"][0]["citation"] == f"app.py:{expected[0]}-{expected[0]}"
-    assert "data.csv" not in {m["path"] for m in body["matches"]}  # not indexed, never grepped
+    assert "data.dat" not in {m["path"] for m in body["matches"]}  # not indexed, never grepped
     assert (body["files_searched"], body["files_skipped"], body["truncated"], body["stopped"]) == (4, 0, False, None)
 
 

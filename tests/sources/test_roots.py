@@ -406,8 +406,8 @@ def test_files_swapped_for_symlinks_during_a_job_are_skipped_and_nothing_outside
         (directory / relative).write_text("def heron():\n    return 'second version'\n")  # changed: this job reads them
     real_walk = roots.walk
 
-    def walk_then_swap(root_fd, rules):
-        entries = list(real_walk(root_fd, rules))  # listed as regular files; swapped before they are read
+    def walk_then_swap(root_fd, rules, left_out=None):
+        entries = list(real_walk(root_fd, rules, left_out))  # listed as regular files; swapped before they are read
         (directory / "a.py").unlink()
         (directory / "a.py").symlink_to(outside / "a.py")
         (directory / "pkg").rename(tmp_path / "pkg-moved")

@@ -16,14 +16,17 @@ class Command(BaseCommand):
         "`index PATH`: raw encode vs end-to-end indexing throughput on the same chunks, and an unchanged re-verify. "
         "`search --chunks N`: latency, throughput and accuracy of the search API over HTTP on an N-chunk corpus. "
         "`login-flood`: search latency alone and beside clients posting wrong passwords to the login pages. "
-        "`slowloris --url URL`: health probes beside connections trickling headers or a body."
+        "`slowloris --url URL`: health probes beside connections trickling headers or a body. "
+        "`extract PATH`: every document under PATH through the extraction sandbox; PDF pages/s, peak memory."
     )
 
     def add_arguments(self, parser) -> None:
         parser.add_argument(
-            "what", choices=["chunk", "index", "search", "login-flood", "slowloris"], help="What to measure."
+            "what",
+            choices=["chunk", "index", "search", "login-flood", "slowloris", "extract"],
+            help="What to measure.",
         )
-        parser.add_argument("path", type=Path, nargs="?", help="chunk, index: the source tree.")
+        parser.add_argument("path", type=Path, nargs="?", help="chunk, index, extract: the source tree.")
         parser.add_argument("--json", action="store_true", help="Print one JSON object instead of a table.")
         parser.add_argument("--max-chars", type=int, default=1500)
         parser.add_argument("--overlap", type=int, default=200)
@@ -80,6 +83,9 @@ class Command(BaseCommand):
         if what == "index":
             self._index(path, as_json=json)
             return
+        if what == "extract":
+            self._extract(path, as_json=json)
+            return
         result = chunk_bench(path, max_chars=options["max_chars"], overlap=options["overlap"])
         if json:
             self.stdout.write(_json(result.as_dict()))
@@ -92,6 +98,31 @@ class Command(BaseCommand):
         self.stdout.write(f"  {'language':<12} {'files':>7} {'chunks':>8}")
         for language, chunks in result.by_language.most_common():
             self.stdout.write(f"  {language:<12} {result.files_by_language[language]:>7} {chunks:>8}")
+
+    def _extract(self, path: Path, *, as_json: bool) -> None:
+        from django.conf import settings
+
+        from measure.bench_extract import extract_bench
+        from sources.extract import Limits
+
+        report = extract_bench(
+            path,
+            Limits(
+                max_pages=settings.RAG_EXTRACT_MAX_PAGES,
+                max_unpacked_bytes=settings.RAG_EXTRACT_MAX_MEMORY_MB * 1024 * 1024,
+                timeout_seconds=settings.RAG_EXTRACT_TIMEOUT_SECONDS,
+                max_memory_mb=settings.RAG_EXTRACT_MAX_MEMORY_MB,
+            ),
+        )
+        if as_json:
+            self.stdout.write(_json(report))
+            return
+        self.stdout.write(
+            f"extracted {report['files']} documents, {report['bytes'] / 1e6:.1f} MB, in {report['seconds']} s "
+            f"({report['files_per_s']} files/s); refused: {report['refused'] or 'none'}"
+        )
+        self.stdout.write(f"  PDF            {report['pdf_pages']} pages, {report['pdf_pages_per_s']} pages/s")
+        self.stdout.write(f"  peak memory    {report['peak_child_rss_mb']} MB (largest child's resident set)")
 
     def _index(self, path: Path, *, as_json: bool) -> None:
         from django.core.management import call_command
