@@ -429,7 +429,7 @@ class _Run:
         self.forced_since = (job.started_at or timezone.now()) if job.force else None
         self.limits = config.extract
         self.max_document_bytes = config.max_document_bytes
-        self.left_out: Counter[str] = Counter()  # files skipped or left out, by kind of reason, for the summary
+        self.left_out: Counter[str] = Counter()  # files the walk left out (patterns, size, type), by reason
 
     def run(self) -> None:
         self.root_fd = root_directory_check(root=self.root)
@@ -595,7 +595,8 @@ class _Run:
             self.job.files_failed += 1
         else:
             self.job.files_skipped += 1
-        self.left_out[_reason_kind(skipped.reason)] += 1
+        # Not counted by kind in the summary: every viewer of the job reads its summary, while a skipped file's
+        # problem (its path and reason) is shown only to those who may see its segment (surfaces/admin/roots.py).
         if len(self.job.errors) < jobs.MAX_ERRORS_KEPT:
             self.job.errors.append({"path": skipped.path, "reason": skipped.reason})
 
@@ -630,8 +631,3 @@ class _Run:
         if force or now - self.last_beat >= _HEARTBEAT_SECONDS:
             jobs.job_progress(self.job)
             self.last_beat = now
-
-
-def _reason_kind(reason: str) -> str:
-    """The kind of a skipped file's reason, as the job's summary counts them ("too large", "binary file")."""
-    return reason.split(":")[0].split(" (")[0].strip()
