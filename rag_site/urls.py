@@ -17,6 +17,7 @@ urlpatterns = [
     path("", views.search_page, name="search"),
     path("view/skill/<slug:slug>", viewer.view_skill, name="view-skill"),
     path("view/file/<str:root>/<path:path>", viewer.view_file, name="view-file"),
+    path("download/file/<str:root>/<path:path>", viewer.download_file, name="download-file"),
     path("accounts/login/", signin.login_view, name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/overview/", admin.site.admin_view(overview_view), name="admin-overview"),

@@ -17,6 +17,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
+from kernel.citations import citation_text
+
 # A span is compacted only when at least this many of its lines still fit:
 # fewer says nothing a citation would not.
 COMPACT_MIN_LINES = 4
@@ -61,6 +63,7 @@ class Span:
     root: str = ""  # and that root's name, for read_range
     language: str = ""
     symbol: str = ""
+    anchor: str = ""  # a document's page, slide or sheet ("p. 3"): the citation names it
     chunk_ids: tuple[int, ...] = ()
     indexed_at: datetime | None = None
     content_hash: str = ""
@@ -70,7 +73,7 @@ class Span:
 
     @property
     def citation(self) -> str:
-        return f"{self.path}:{self.start_line}-{self.end_line}"
+        return citation_text(self.path, self.start_line, self.end_line, anchor=self.anchor)
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,12 +149,14 @@ def _joined(a: Span, b: Span, gap_lines: Callable[[Span, int, int], list[str] | 
     end = max(a.end_line, b.end_line)
     lines = lines_a + lines_b[max(-gap, 0) :] if b.end_line > a.end_line else lines_a
     symbols = [s for s in dict.fromkeys([a.symbol, b.symbol]) if s]
+    anchors = [s for s in dict.fromkeys([a.anchor, b.anchor]) if s]
     return replace(
         a,
         end_line=end,
         content="\n".join(lines),
         score=max(a.score, b.score),
         symbol=", ".join(symbols),
+        anchor=", ".join(anchors),
         chunk_ids=a.chunk_ids + b.chunk_ids,
         stale=a.stale or b.stale,
         pieces=(a.pieces or (a,)) + (b.pieces or (b,)),

@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from django.conf import settings
 
 from retrieval.choices import FusionMethod, LexicalRanking, RerankBackend
+from sources.config import extract_limits
+from sources.extract import Limits
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,6 +160,9 @@ class FilesLimits:
     read_max_lines: int
     read_max_chars: int
     grep_timeout_seconds: float
+    # A document is served as its extracted text, extracted again under indexing's limits (retrieval/documents.py).
+    extract: Limits = Limits()
+    max_document_bytes: int = 0
 
     @classmethod
     def from_settings(cls) -> "FilesLimits":
@@ -165,6 +170,8 @@ class FilesLimits:
             read_max_lines=settings.RAG_READ_MAX_LINES,
             read_max_chars=settings.RAG_READ_MAX_CHARS,
             grep_timeout_seconds=settings.RAG_GREP_TIMEOUT_SECONDS,
+            extract=extract_limits(),
+            max_document_bytes=settings.RAG_EXTRACT_MAX_FILE_MB * 1024 * 1024,
         )
 
 

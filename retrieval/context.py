@@ -182,6 +182,7 @@ def _spans(hits: list[Hit]) -> tuple[list[Span], dict[str, IndexedFile]]:
                 root=roots.get(root_id, "") if root_id is not None else "",
                 language=chunk.language,
                 symbol=chunk.symbol,
+                anchor=chunk.metadata.get("anchor", ""),
                 chunk_ids=(chunk.pk,),
                 indexed_at=state.indexed_at if state else None,
                 content_hash=state.content_hash if state else chunk.content_hash,

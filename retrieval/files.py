@@ -11,9 +11,13 @@ O_NOFOLLOW, so a symlink, even one swapped in after indexing, is never
 followed; a hard-linked file is served only when its root allows in-root
 hard links and its text is still the text indexed; the text is checked like
 the indexer checks it (size cap, binary, UTF-8, secrets).
+A document (PDF, Office, CSV, an HTML page) is served as its extracted text
+(retrieval/documents.py), whose lines its chunks cite, never as its bytes;
+only ``file_original`` hands out the bytes, for the viewer's download.
 """
 
 import fnmatch
+import hashlib
 import os
 import re
 import stat
@@ -31,11 +35,14 @@ from django.db import connection
 
 from access.identity import Identity, scope_for
 from access.scope import Scope
-from kernel.errors import ApplicationError, InvalidInput, NotFound, Unavailable
+from kernel.citations import citation_text, pages_label
+from kernel.errors import ApplicationError, Conflict, InvalidInput, NotFound, Unavailable
 from retrieval.config import FilesLimits
-from retrieval.schemas import GrepIn, GrepMatchOut, GrepOut, ReadOut
+from retrieval.documents import document_text, is_document
+from retrieval.schemas import GrepIn, GrepMatchOut, GrepOut, PageOut, ReadOut
 from sources import walk
 from sources.chunking import language_for
+from sources.extract import Anchor, extractor_for
 from sources.ingest import content_hash
 from sources.models import IndexedFile, Source, WorkspaceRoot
 from sources.roots import RootChanged, root_directory_open
@@ -86,9 +93,18 @@ class VisibleFile:
 
 @dataclass(frozen=True, slots=True)
 class CurrentText:
-    text: str
+    text: str  # a document's extracted text, whose lines its chunks cite
     size: int
     mtime_ns: int
+    anchors: tuple[Anchor, ...] = ()  # a document's pages, slides or sheets; () for a text file
+    document: bool = False  # extracted from a document (PDF, Office, CSV, an HTML page), not read as text
+
+    def anchor_at(self, line: int) -> str:
+        """The page, slide or sheet holding ``line``; "" for a text file or a line between pages."""
+        return next((a.label for a in self.anchors if a.start_line <= line <= a.end_line), "")
+
+    def anchors_within(self, start: int, end: int) -> list[Anchor]:
+        return [a for a in self.anchors if a.start_line <= end and a.end_line >= start]
 
 
 @dataclass(frozen=True, slots=True)
@@ -195,7 +211,9 @@ def read_answer(
             f"lines {start}-{end} are not a range: start is 1 or more, end not before start",
             details={"field": "end" if start >= 1 else "start"},
         )
-    file, current = file_current(identity, root=root, path=path, bot_id=bot_id, client_id=client_id, channels=channels)
+    file, current = file_current(
+        identity, root=root, path=path, bot_id=bot_id, client_id=client_id, channels=channels, limits=limits
+    )
     return _lines_out(file, current, start=start, end=end, limits=limits)
 
 
@@ -207,8 +225,24 @@ def file_current(
     bot_id: str | None = None,
     client_id: str | None = None,
     channels: Iterable[str] | None = None,
+    limits: FilesLimits,
 ) -> tuple[VisibleFile, CurrentText]:
-    """One indexed file the caller may see, and its whole text as on disk now (read_range and the viewer)."""
+    """One indexed file the caller may see, and its whole text as on disk now (read_range and the viewer);
+    a document's extracted text."""
+    file = file_visible(identity, root=root, path=path, bot_id=bot_id, client_id=client_id, channels=channels)
+    return file, _current_or_error(file, limits)
+
+
+def file_visible(
+    identity: Identity,
+    *,
+    root: str,
+    path: str,
+    bot_id: str | None = None,
+    client_id: str | None = None,
+    channels: Iterable[str] | None = None,
+) -> VisibleFile:
+    """One indexed file the caller may see; NotFound for any other, as for one that does not exist."""
     if problem := path_problem(path):
         raise ApplicationError(f"refused: {problem}", details={"field": "path"})
     scope = scope_for(identity, bot_id=bot_id, client_id=client_id, channels=channels, kinds=[Source.Kind.FILE])
@@ -217,7 +251,49 @@ def file_current(
     file = next((f for f in files if f.root.id == chosen.id), None)
     if file is None:
         raise NotFound(f"file {path!r} not found in root {chosen.name!r} (only indexed files can be read)")
-    return file, _current_or_error(file)
+    return file
+
+
+def file_original(
+    identity: Identity,
+    *,
+    root: str,
+    path: str,
+    limits: FilesLimits,
+) -> tuple[VisibleFile, bytes]:
+    """The bytes of one indexed document the caller may see, for download.
+
+    Only documents: a text file is read through read or the viewer. Only the
+    bytes indexed (their SHA-256 is the content hash): those passed the
+    extraction and the secret scan; a file changed since waits for the next
+    job (409).
+    """
+    file = file_visible(identity, root=root, path=path)
+    if extractor_for(path) is None:
+        raise NotFound(f"file {path!r} is not a document: only documents are offered for download")
+    root_fd = _root_fd(file.root)
+    try:
+        info = _stat_beneath(root_fd, path)
+        if info == MISSING:
+            raise NotFound(f"file {path!r} was indexed but no longer exists in root {file.root.name!r}")
+        if isinstance(info, str):
+            raise InvalidInput(f"file {path!r} cannot be downloaded: {info}", details={"reason": info})
+        if refused := _hard_link_refused(file.root, info):
+            raise InvalidInput(f"file {path!r} cannot be downloaded: {refused}", details={"reason": refused})
+        candidate = walk.Candidate(path, info.st_size, info.st_mtime_ns, info.st_dev, info.st_ino, info.st_nlink)
+        raw = walk.read_bytes(root_fd, candidate, _rules(file.root, limits))
+    finally:
+        os.close(root_fd)
+    if isinstance(raw, walk.Skipped):
+        raise InvalidInput(f"file {path!r} cannot be downloaded: {raw.reason}", details={"reason": raw.reason})
+    if not is_document(path, raw):
+        raise NotFound(f"file {path!r} is not a document: only documents are offered for download")
+    if hashlib.sha256(raw).hexdigest() != file.content_hash:
+        raise Conflict(
+            f"file {path!r} changed since it was indexed: only the indexed document is offered; the next index job "
+            "reads the new one"
+        )
+    return file, raw
 
 
 def grep_answer(identity: Identity, payload: GrepIn, *, limits: FilesLimits) -> GrepOut:
@@ -247,8 +323,8 @@ def grep_answer(identity: Identity, payload: GrepIn, *, limits: FilesLimits) -> 
     counts = _Counts()
     matches: list[GrepMatchOut] = []
     stopped: Literal["time limit", "max matches"] | None = None
-    with closing(_matching_lines(files, matcher, counts, deadline=deadline)) as found:
-        for file, number, line in found:
+    with closing(_matching_lines(files, matcher, counts, deadline=deadline, limits=limits)) as found:
+        for file, number, line, anchor in found:
             if len(matches) == payload.max_matches:
                 stopped = "max matches"  # one more match than asked for: there are more
                 break
@@ -258,7 +334,8 @@ def grep_answer(identity: Identity, payload: GrepIn, *, limits: FilesLimits) -> 
                     path=file.path,
                     line=number,
                     text=line[:GREP_LINE_CHARS],
-                    citation=f"{file.path}:{number}-{number}",
+                    citation=citation_text(file.path, number, number, anchor=anchor),
+                    page=anchor or None,
                 )
             )
     if stopped is None and counts.timed_out:
@@ -376,8 +453,15 @@ def _stat_beneath(root_fd: int, path: str) -> os.stat_result | str:
     return info if stat.S_ISREG(info.st_mode) else "not a regular file"
 
 
-def _current_text(root_fd: int, path: str, root: VisibleRoot, *, indexed_hash: str | None) -> CurrentText | str:
+def _current_text(
+    root_fd: int, path: str, root: VisibleRoot, *, indexed_hash: str | None, limits: FilesLimits | None
+) -> CurrentText | str:
     """The file's text now, or why it cannot be served (the indexer's own checks, ``walk.read_text``).
+
+    A document (PDF, Office, CSV, an HTML page) is served as its extracted
+    text, extracted again under ``limits.extract`` (retrieval/documents.py);
+    without ``limits`` a document is not served (context assembly fills no
+    gap of one).
 
     A hard-linked file (allowed by its root) is served only while its text is
     the one indexed (``indexed_hash``), whose links the job counted: a file
@@ -391,26 +475,46 @@ def _current_text(root_fd: int, path: str, root: VisibleRoot, *, indexed_hash: s
     if refused := _hard_link_refused(root, info):
         return refused
     candidate = walk.Candidate(path, info.st_size, info.st_mtime_ns, info.st_dev, info.st_ino, info.st_nlink)
-    text = walk.read_text(root_fd, candidate, _rules(root))
-    if isinstance(text, walk.Skipped):
-        return text.reason
-    if info.st_nlink > 1 and content_hash(text) != indexed_hash:
+    rules = _rules(root, limits)
+    raw = walk.read_bytes(root_fd, candidate, rules)
+    if isinstance(raw, walk.Skipped):
+        return raw.reason
+    anchors: tuple[Anchor, ...] = ()
+    document = is_document(path, raw)
+    if document:
+        if limits is None:
+            return "a document: its lines are those of its extracted text"
+        digest = hashlib.sha256(raw).hexdigest()  # a document's content hash is its bytes' (sources/roots.py)
+        extracted = document_text(path, raw, limits=limits.extract, scan_secrets=root.scan_secrets)
+        if isinstance(extracted, str):
+            return extracted
+        text, anchors = extracted.text, tuple(extracted.anchors)
+    else:
+        decoded = walk.text_decode(raw, path, rules)
+        if isinstance(decoded, walk.Skipped):
+            return decoded.reason
+        text, digest = decoded, content_hash(decoded)
+    if info.st_nlink > 1 and digest != indexed_hash:
         return (
             f"{walk.HARD_LINK} ({info.st_nlink} links) changed since it was indexed; the next index job checks it again"
         )
-    return CurrentText(text, info.st_size, info.st_mtime_ns)
+    return CurrentText(text, info.st_size, info.st_mtime_ns, anchors, document=document)
 
 
-def _rules(root: VisibleRoot) -> walk.WalkRules:
+def _rules(root: VisibleRoot, limits: FilesLimits | None) -> walk.WalkRules:
     return walk.WalkRules(
-        include=(), exclude_dirs=frozenset(), max_file_bytes=root.max_file_bytes, scan_secrets=root.scan_secrets
+        include=(),
+        exclude_dirs=frozenset(),
+        max_file_bytes=root.max_file_bytes,
+        scan_secrets=root.scan_secrets,
+        max_document_bytes=limits.max_document_bytes if limits is not None else 0,
     )
 
 
-def _current_or_error(file: VisibleFile) -> CurrentText:
+def _current_or_error(file: VisibleFile, limits: FilesLimits) -> CurrentText:
     root_fd = _root_fd(file.root)
     try:
-        current = _current_text(root_fd, file.path, file.root, indexed_hash=file.content_hash)
+        current = _current_text(root_fd, file.path, file.root, indexed_hash=file.content_hash, limits=limits)
     finally:
         os.close(root_fd)
     if current == MISSING:
@@ -432,6 +536,7 @@ def _lines_out(file: VisibleFile, current: CurrentText, *, start: int, end: int 
     last = min(asked, start + cap - 1, len(lines))
     shown, cut = lines_within_chars(lines[start - 1 : last], limits.read_max_chars)
     last = start + len(shown) - 1
+    pages = current.anchors_within(start, last)
     return ReadOut(
         root=file.root.name,
         path=file.path,
@@ -439,7 +544,8 @@ def _lines_out(file: VisibleFile, current: CurrentText, *, start: int, end: int 
         end_line=last,
         total_lines=len(lines),
         content="\n".join(shown),
-        citation=f"{file.path}:{start}-{last}",
+        citation=citation_text(file.path, start, last, anchor=pages_label([a.label for a in pages])),
+        pages=[PageOut(label=a.label, start_line=a.start_line, end_line=a.end_line) for a in pages],
         truncated=cut or asked - start + 1 > cap,
         language=language_for(file.path),
         indexed_at=file.indexed_at,
@@ -462,9 +568,10 @@ def lines_within_chars(lines: list[str], cap: int) -> tuple[list[str], bool]:
 
 
 def _matching_lines(
-    files: list[VisibleFile], matcher: GrepMatcher, counts: _Counts, *, deadline: float
-) -> Generator[tuple[VisibleFile, int, str]]:
-    """(file, line number, line) of every matching line, root by root; counts what was searched and skipped."""
+    files: list[VisibleFile], matcher: GrepMatcher, counts: _Counts, *, deadline: float, limits: FilesLimits
+) -> Generator[tuple[VisibleFile, int, str, str]]:
+    """(file, line number, line, its page) of every matching line, root by root; counts what was searched and
+    skipped. A document is searched in its extracted text, its lines numbered as its chunks cite them."""
     for root, grouped in groupby(files, key=attrgetter("root")):
         group = list(grouped)
         root_fd = _root_open(root)
@@ -476,7 +583,7 @@ def _matching_lines(
                 if time.monotonic() >= deadline:
                     counts.timed_out = True
                     return
-                current = _current_text(root_fd, file.path, root, indexed_hash=file.content_hash)
+                current = _current_text(root_fd, file.path, root, indexed_hash=file.content_hash, limits=limits)
                 if isinstance(current, str):
                     counts.skipped += 1
                     continue
@@ -485,7 +592,7 @@ def _matching_lines(
                     continue
                 for number, line in enumerate(file_lines(current.text), start=1):
                     if matcher.line(line):
-                        yield file, number, line
+                        yield file, number, line, current.anchor_at(number)
         finally:
             os.close(root_fd)
 
@@ -505,7 +612,7 @@ def files_text(*, root_id: int, paths: list[str]) -> dict[str, CurrentText | Non
     try:
         for path in paths:
             # No indexed hash here: a hard-linked file fills no gap (its cited chunks are still shown).
-            current = _current_text(root_fd, path, root, indexed_hash=None)
+            current = _current_text(root_fd, path, root, indexed_hash=None, limits=None)
             found[path] = None if isinstance(current, str) else current
     finally:
         os.close(root_fd)

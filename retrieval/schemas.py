@@ -319,6 +319,12 @@ class ReadIn(ScopeIn):
     )
 
 
+class PageOut(Schema):
+    label: str = Field(..., description='As citations name it: "p. 3", "slide 2", "sheet Sales".')
+    start_line: int = Field(..., description="Its first line in the extracted text.")
+    end_line: int
+
+
 class ReadOut(Schema):
     root: str = Field(..., description="The root's name.")
     path: str
@@ -327,8 +333,19 @@ class ReadOut(Schema):
         ..., description="The last line returned: the request's end, clamped to the caps and the file."
     )
     total_lines: int = Field(..., description="Lines in the file now.")
-    content: str = Field(..., description='The lines exactly as in the file, joined with "\\n" (no numbering added).')
-    citation: str = Field(..., description="path:start_line-end_line")
+    content: str = Field(
+        ...,
+        description='The lines exactly as in the file, joined with "\\n" (no numbering added); for a document '
+        "(PDF, Office, CSV, an HTML page), lines of its extracted text, numbered as its chunks cite them.",
+    )
+    citation: str = Field(
+        ..., description='path:start_line-end_line; for a paged document "report.pdf p. 3 (lines 9-12)".'
+    )
+    pages: list[PageOut] = Field(
+        default_factory=list,
+        description="A document's pages, slides or sheets that the returned lines fall on, with their line ranges; "
+        "empty for a text file.",
+    )
     truncated: bool = Field(
         ...,
         description="The answer was cut: the request asked for more lines than RAG_READ_MAX_LINES, or its lines ran "
@@ -336,7 +353,9 @@ class ReadOut(Schema):
     )
     language: str
     indexed_at: datetime = Field(..., description="When the file was last indexed.")
-    indexed_hash: str = Field(..., description="SHA-256 of the file's text when it was indexed.")
+    indexed_hash: str = Field(
+        ..., description="SHA-256 of the file's text when it was indexed (of a document's bytes)."
+    )
     stale: bool = Field(
         ...,
         description="The file's size or modification time differ from the indexed copy: search may cite old lines.",
@@ -375,7 +394,8 @@ class GrepMatchOut(Schema):
     path: str
     line: int = Field(..., description="Line number, from 1.")
     text: str = Field(..., description="The line, cut at 400 characters.")
-    citation: str = Field(..., description="path:line-line")
+    citation: str = Field(..., description='path:line-line; in a paged document "report.pdf p. 3 (lines 9-9)".')
+    page: str | None = Field(None, description='The document\'s page, slide or sheet holding the line ("p. 3").')
 
 
 class GrepOut(Schema):

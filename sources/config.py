@@ -93,13 +93,18 @@ def indexing_config() -> IndexingConfig:
         embedding=embedding_config(),
         contextual=contextual_config(),
         max_skill_bytes=settings.RAG_MAX_SKILL_BYTES,
-        extract=Limits(
-            max_pages=settings.RAG_EXTRACT_MAX_PAGES,
-            max_unpacked_bytes=settings.RAG_EXTRACT_MAX_MEMORY_MB * 1024 * 1024,
-            timeout_seconds=settings.RAG_EXTRACT_TIMEOUT_SECONDS,
-            max_memory_mb=settings.RAG_EXTRACT_MAX_MEMORY_MB,
-        ),
+        extract=extract_limits(),
         max_document_bytes=settings.RAG_EXTRACT_MAX_FILE_MB * 1024 * 1024,
+    )
+
+
+def extract_limits() -> Limits:
+    """RAG_EXTRACT_*: what one extraction may take, at index time and when read, grep or the viewer re-extract."""
+    return Limits(
+        max_pages=settings.RAG_EXTRACT_MAX_PAGES,
+        max_unpacked_bytes=settings.RAG_EXTRACT_MAX_MEMORY_MB * 1024 * 1024,
+        timeout_seconds=settings.RAG_EXTRACT_TIMEOUT_SECONDS,
+        max_memory_mb=settings.RAG_EXTRACT_MAX_MEMORY_MB,
     )
 
 

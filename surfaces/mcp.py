@@ -151,6 +151,8 @@ def _read_text(out: ReadOut) -> str:
     notes = [f"root {out.root}", f"{out.total_lines} lines in the file"]
     notes += ["cut at RAG_READ_MAX_LINES or RAG_READ_MAX_CHARS"] if out.truncated else []
     notes += ["changed since indexed: search may cite old lines"] if out.stale else []
+    # A document's page markers, beside the lines rather than among them: the lines stay numbered as cited.
+    notes += [", ".join(f"{p.label} from line {p.start_line}" for p in out.pages)] if out.pages else []
     return f"{out.citation} ({'; '.join(notes)})\n{out.content}"
 
 

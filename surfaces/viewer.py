@@ -4,20 +4,42 @@
 search page links every hit's citation here. Scope applies exactly as in
 the API (a file or skill the person may not see is "not found", like one
 that does not exist); files are read with indexing's own safety checks.
+
+A document (PDF, Office, CSV, an HTML page) shows its extracted text, the
+lines its chunks cite, with a marker heading each page, slide or sheet
+(``#p-3``); ``/download/file/<root>/<path>`` serves its original bytes
+under the same scope check, as an attachment no browser renders.
 """
 
+from pathlib import PurePosixPath
+
 from django.contrib.auth.views import redirect_to_login
+from django.http import HttpResponse
 from django.shortcuts import render
+from django.utils.html import escape
+from django.utils.http import content_disposition_header
+from django.utils.text import slugify
 from pygments import highlight
 from pygments.formatters import HtmlFormatter
 from pygments.lexers import MarkdownLexer
 
 from access.identity import identity_for_user
 from kernel.errors import ApplicationError, Conflict, InvalidInput, NotFound, Unavailable, http_status
-from retrieval.files import file_current, file_lines
+from retrieval.config import FilesLimits
+from retrieval.files import CurrentText, file_current, file_lines, file_original
 from retrieval.highlight import highlight_css, lexer_for
 from sources.models import source_key
 from surfaces.selectors import skill_readable
+
+# Types a browser may be told for a download (with nosniff and as an attachment, none is rendered in the page); any
+# other document, HTML included, is opaque bytes.
+_DOWNLOAD_TYPES = {
+    ".pdf": "application/pdf",
+    ".docx": "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+    ".pptx": "application/vnd.openxmlformats-officedocument.presentationml.presentation",
+    ".xlsx": "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+}
+_OPAQUE = "application/octet-stream"
 
 
 def view_skill(request, slug: str):
@@ -41,24 +63,60 @@ def view_file(request, root: str, path: str):
     if not request.user.is_authenticated:
         return redirect_to_login(request.get_full_path())
     try:
-        file, current = file_current(identity_for_user(request.user), root=root, path=path)
+        file, current = file_current(
+            identity_for_user(request.user), root=root, path=path, limits=FilesLimits.from_settings()
+        )
     except ApplicationError as exc:  # not found, or refused (a root no longer its directory, a hard link)
         return _not_found(request, exc)
-    lexer = lexer_for(path)
+    # A document's extracted text is markdown-like (headings, lists, tables), whatever its suffix.
+    lexer = MarkdownLexer(stripnl=False) if current.document else lexer_for(path)
     stale = (current.size, current.mtime_ns) != (file.size, file.mtime_ns)
     return _page(
         request,
         title=path,
-        subtitle=f"{file.root.name} · {lexer.name}",
+        subtitle=f"{file.root.name} · {'document, extracted text' if current.document else lexer.name}",
         text=current.text,
         lexer=lexer,
         cite=path,
         stale=stale,
+        pages=current if current.document else None,
+        download=(file.root.id, path) if current.document else None,
     )
 
 
-def _page(request, *, title: str, subtitle: str, text: str, lexer, cite: str, stale: bool = False):
+def download_file(request, root: str, path: str):
+    """The original document, only to a person who may see it; never rendered by the browser."""
+    if not request.user.is_authenticated:
+        return redirect_to_login(request.get_full_path())
+    try:
+        file, raw = file_original(
+            identity_for_user(request.user), root=root, path=path, limits=FilesLimits.from_settings()
+        )
+    except ApplicationError as exc:
+        return _not_found(request, exc)
+    response = HttpResponse(raw, content_type=_DOWNLOAD_TYPES.get(PurePosixPath(path).suffix.lower(), _OPAQUE))
+    response["Content-Disposition"] = content_disposition_header(as_attachment=True, filename=PurePosixPath(path).name)
+    response["X-Content-Type-Options"] = "nosniff"
+    # The bytes are a person's document: no shared cache keeps them.
+    response["Cache-Control"] = "private, no-store"
+    return response
+
+
+def _page(
+    request,
+    *,
+    title: str,
+    subtitle: str,
+    text: str,
+    lexer,
+    cite: str,
+    stale: bool = False,
+    pages: CurrentText | None = None,
+    download: tuple[int, str] | None = None,
+):
     code = highlight(text, lexer, HtmlFormatter(linenos="inline", linespans="L", wrapcode=True))
+    if pages is not None:
+        code = _page_markers(code, pages)
     return render(
         request,
         "retrieval/view.html",
@@ -70,8 +128,21 @@ def _page(request, *, title: str, subtitle: str, text: str, lexer, cite: str, st
             "lines": len(file_lines(text)),
             "stale": stale,
             "highlight_css": highlight_css(),
+            "download": download,
         },
     )
+
+
+def _page_markers(code: str, current: CurrentText) -> str:
+    """A marker line before the first line of each page, slide or sheet: not a numbered line, so every line keeps the
+    number its citations give it; its id (``p-3``, ``slide-2``, ``sheet-sales``) is a link target."""
+    for anchor in current.anchors:
+        line = f'<span id="L-{anchor.start_line}">'
+        marker = (
+            f'<span class="page-marker" id="{slugify(anchor.label)}" role="separator">{escape(anchor.label)}</span>'
+        )
+        code = code.replace(line, marker + line, 1)
+    return code
 
 
 def _not_found(request, exc: ApplicationError):

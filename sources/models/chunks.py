@@ -6,6 +6,7 @@ from django.db import models
 from django.db.models import Func, Value
 from pgvector.django import VectorField
 
+from kernel.citations import citation_text
 from sources.models.base import EmbeddingModel, Source
 
 # Identifiers are indexed as the words people type: "ChunkSearch.run_query",
@@ -101,8 +102,9 @@ class Chunk(models.Model):
 
     @property
     def citation(self) -> str:
-        # path:start-end for files, skill:<slug>:start-end for skills.
-        return f"{self.path or self.source.key}:{self.start_line}-{self.end_line}"
+        return citation_text(
+            self.path or self.source.key, self.start_line, self.end_line, anchor=self.metadata.get("anchor", "")
+        )
 
 
 class ChunkDescription(models.Model):
