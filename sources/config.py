@@ -99,8 +99,13 @@ def indexing_config() -> IndexingConfig:
             timeout_seconds=settings.RAG_EXTRACT_TIMEOUT_SECONDS,
             max_memory_mb=settings.RAG_EXTRACT_MAX_MEMORY_MB,
         ),
-        max_document_bytes=settings.RAG_EXTRACT_MAX_FILE_MB * 1024 * 1024,
+        max_document_bytes=document_max_bytes(),
     )
+
+
+def document_max_bytes() -> int:
+    """RAG_EXTRACT_MAX_FILE_MB in bytes: the largest document a root reads or an upload accepts."""
+    return settings.RAG_EXTRACT_MAX_FILE_MB * 1024 * 1024
 
 
 def jobs_config() -> JobsConfig:

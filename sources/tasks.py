@@ -16,9 +16,9 @@ from django.db import DatabaseError, transaction
 
 from kernel import heartbeats
 from kernel.errors import ApplicationError
-from sources import jobs, queueing, roots, services, tools
+from sources import jobs, queueing, roots, services, tools, uploads
 from sources.config import indexing_config, jobs_config
-from sources.models import IndexJob, Skill, Tool
+from sources.models import IndexJob, Skill, Tool, UploadedDocument
 
 log = logging.getLogger(__name__)
 
@@ -72,6 +72,17 @@ def tool_index_task(self, tool_id: int) -> dict | None:
     )
 
 
+@shared_task(**_ITEM_TASK)
+def document_index_task(self, document_id: int, force: bool = False) -> dict | None:
+    return _item_run(
+        self,
+        "document",
+        document_id,
+        lambda: uploads.document_index(document_id=document_id, force=force, config=indexing_config()),
+        lambda pk, reason: uploads.document_index_failed(document_id=pk, reason=reason),
+    )
+
+
 @shared_task(acks_late=True, reject_on_worker_lost=True)
 def root_index_task(job_id: int) -> str | None:
     """Run an index job; a message for a finished job, or one a live worker runs, does nothing."""
@@ -111,9 +122,10 @@ def skills_reverify_task() -> int:
 
 
 # What each kind of queued row is sent to (the recovery sweep sends rows again by kind).
-_TASKS: dict[str, tuple[type[Skill] | type[Tool] | type[IndexJob], Any]] = {
+_TASKS: dict[str, tuple[type[Skill] | type[Tool] | type[UploadedDocument] | type[IndexJob], Any]] = {
     "skill": (Skill, skill_index_task),
     "tool": (Tool, tool_index_task),
+    "document": (UploadedDocument, document_index_task),
     "indexjob": (IndexJob, root_index_task),
 }
 
@@ -131,6 +143,12 @@ def skill_enqueue(*, skill_id: int, force: bool = False) -> None:
 def tool_enqueue(*, tool_id: int) -> None:
     queueing.queued_mark(Tool, tool_id)
     _send_on_commit("tool", tool_id)
+
+
+def document_enqueue(*, document_id: int) -> None:
+    """Queue an uploaded document's indexing after commit (a replaced file has a new fingerprint: it is re-embedded)."""
+    queueing.queued_mark(UploadedDocument, document_id)
+    _send_on_commit("document", document_id)
 
 
 def root_reindex_request(**request) -> tuple[IndexJob, bool]:

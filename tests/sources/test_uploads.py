@@ -1,0 +1,156 @@
+"""Uploads (issue 24 item 4): a managed library of documents, scoped like skills, indexed by the worker's path."""
+
+import hashlib
+import json
+import os
+from pathlib import Path
+
+import pytest
+from django.core.files.storage import storages
+
+from sources import uploads
+from sources.models import Chunk, IndexStatus, Source, UploadedDocument
+from tests import documents
+from tests.conftest import api_client
+
+pytestmark = pytest.mark.django_db
+
+LIMIT = 50 * 1024 * 1024
+
+
+def stored_files(data: bytes) -> list[Path]:
+    """The files kept for these bytes (the storage is STORAGES["documents"], under this test run's RAG_VAR_DIR)."""
+    digest = hashlib.sha256(data).hexdigest()
+    return [p for p in (Path(storages["documents"].location) / digest[:2] / digest).glob("*") if p.is_file()]
+
+
+def upload(name: str, data: bytes, **scope) -> uploads.UploadResult:
+    return uploads.document_upload(uploads.Upload(name, data), max_bytes=LIMIT, **scope)
+
+
+def index(document: UploadedDocument):
+    """What the worker's task runs for the document (sources.tasks.document_index_task)."""
+    return uploads.document_index(document_id=document.pk)
+
+
+def search(client, query: str) -> list[dict]:
+    response = client.post("/api/v1/search", data=json.dumps({"query": query, "k": 5}), content_type="application/json")
+    assert response.status_code == 200, response.content
+    return response.json()["hits"]
+
+
+def test_an_uploaded_pdf_is_found_cited_at_page_three_by_its_bot_only():
+    document = upload("report.pdf", documents.report_pdf(), bot_id="b1").document
+    outcome = index(document)
+    assert outcome.chunks_embedded == 3
+    document.refresh_from_db()
+    assert document.index_status == IndexStatus.INDEXED and document.source.kind == Source.Kind.DOCUMENT
+
+    hits = search(api_client(name="bot one", bot_id="b1"), documents.PAGE_THREE_PHRASE)
+    assert (hits[0]["path"], hits[0]["symbol"]) == ("report.pdf", "p. 3")
+    assert documents.PAGE_THREE_PHRASE in hits[0]["content"]
+    other = search(api_client(name="bot two", bot_id="b2"), documents.PAGE_THREE_PHRASE)
+    assert all(hit["path"] != "report.pdf" for hit in other)
+
+
+def test_the_same_bytes_uploaded_again_are_recognised_as_a_duplicate_and_stored_once():
+    first = upload("spec.docx", documents.spec_docx())
+    again = upload("copy-of-spec.docx", documents.spec_docx())
+    assert first.created and not again.created
+    assert again.document.pk == first.document.pk
+    assert UploadedDocument.objects.count() == 1
+    assert [p.name for p in stored_files(documents.spec_docx())] == ["spec.docx"]
+
+
+def test_a_replaced_file_replaces_the_chunks_of_the_same_document():
+    document = upload("notes.md", b"# Notes\n\nThe otter colony moved north.\n").document
+    index(document)
+    replaced = uploads.document_upload(
+        uploads.Upload("notes.md", b"# Notes\n\nThe badger sett flooded in spring.\n"),
+        replace=document.pk,
+        max_bytes=LIMIT,
+    )
+    assert replaced.replaced and replaced.document.pk == document.pk
+    index(replaced.document)
+    text = " ".join(Chunk.objects.filter(source__uploadeddocument=document).values_list("content", flat=True))
+    assert "badger" in text and "otter" not in text
+
+
+def test_deleting_a_document_removes_its_chunks_and_its_stored_file(django_capture_on_commit_callbacks):
+    document = upload("cities.csv", documents.CSV.encode()).document
+    index(document)
+    stored = storages["documents"].path(document.file.name)
+    assert Chunk.objects.filter(source__uploadeddocument=document).exists()
+    with django_capture_on_commit_callbacks(execute=True):
+        document.delete()
+    assert not Chunk.objects.exists() and not Source.objects.filter(kind=Source.Kind.DOCUMENT).exists()
+    assert not os.path.exists(stored)
+
+
+def test_a_file_the_extractor_refuses_is_recorded_failed_with_its_reason():
+    from sources.tasks import document_index_task
+
+    document = upload("locked.pdf", documents.encrypted_pdf()).document
+    answer = document_index_task.apply(args=[document.pk]).get()
+    assert answer["status"] == "failed"
+    document.refresh_from_db()
+    assert document.index_status == IndexStatus.FAILED
+    assert "locked.pdf" in document.last_error and "encrypted PDF" in document.last_error
+    assert not Chunk.objects.exists()
+
+
+def test_an_unsupported_type_and_an_oversized_file_are_refused_before_anything_is_stored():
+    from kernel.errors import TooLarge, UnsupportedType
+
+    with pytest.raises(UnsupportedType, match=r"\.exe"):
+        upload("setup.exe", b"MZ")
+    with pytest.raises(TooLarge, match="RAG_EXTRACT_MAX_FILE_MB"):
+        uploads.document_upload(uploads.Upload("big.txt", b"x" * 2048), max_bytes=1024)
+    assert not UploadedDocument.objects.exists() and not stored_files(b"x" * 2048)
+
+
+# The API.
+
+
+def post_files(client, *files: tuple[str, bytes], **fields):
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    data = {"file": [SimpleUploadedFile(name, content) for name, content in files], **fields}
+    return client.post("/api/v1/documents", data=data)
+
+
+def test_the_api_uploads_several_files_lists_them_and_deletes_one(manage_client, django_capture_on_commit_callbacks):
+    response = post_files(
+        manage_client, ("cities.csv", documents.CSV.encode()), ("wiki.html", documents.HTML.encode()), bot_id="b1"
+    )
+    assert response.status_code == 201, response.content
+    body = response.json()
+    assert [(d["name"], d["duplicate_of"], d["bot_id"]) for d in body] == [
+        ("cities.csv", None, "b1"),
+        ("wiki.html", None, "b1"),
+    ]
+    again = post_files(manage_client, ("cities-again.csv", documents.CSV.encode()))
+    assert again.status_code == 200 and again.json()[0]["duplicate_of"] == body[0]["id"]
+
+    listed = manage_client.get("/api/v1/documents").json()
+    assert [d["name"] for d in listed] == ["cities.csv", "wiki.html"]
+    assert listed[0]["index_status"] in ("queued", "pending")
+
+    with django_capture_on_commit_callbacks(execute=False):
+        assert manage_client.delete(f"/api/v1/documents/{body[0]['id']}").status_code == 204
+    assert manage_client.delete(f"/api/v1/documents/{body[0]['id']}").status_code == 404
+    assert [d["name"] for d in manage_client.get("/api/v1/documents").json()] == ["wiki.html"]
+
+
+def test_the_api_refuses_an_unsupported_type_with_415_and_an_oversized_file_with_413(manage_client, settings):
+    unsupported = post_files(manage_client, ("setup.exe", b"MZ"))
+    assert unsupported.status_code == 415 and "setup.exe" in unsupported.json()["error"]
+    settings.RAG_EXTRACT_MAX_FILE_MB = 1
+    big = post_files(manage_client, ("big.txt", b"x" * (1024 * 1024 + 1)))
+    assert big.status_code == 413 and "RAG_EXTRACT_MAX_FILE_MB=1" in big.json()["error"]
+    assert not UploadedDocument.objects.exists()
+
+
+def test_the_api_refuses_uploads_without_the_manage_permission(key_client):
+    assert post_files(key_client, ("cities.csv", documents.CSV.encode())).status_code == 403
+    assert key_client.get("/api/v1/documents").status_code == 403
