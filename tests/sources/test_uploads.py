@@ -154,3 +154,52 @@ def test_the_api_refuses_an_unsupported_type_with_415_and_an_oversized_file_with
 def test_the_api_refuses_uploads_without_the_manage_permission(key_client):
     assert post_files(key_client, ("cities.csv", documents.CSV.encode())).status_code == 403
     assert key_client.get("/api/v1/documents").status_code == 403
+
+
+# The admin.
+
+
+def test_the_admin_uploads_several_files_at_once_with_one_scope(admin_client):
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    form = admin_client.get("/admin/sources/uploadeddocument/add/").content.decode()
+    assert 'type="file"' in form and "multiple" in form
+    response = admin_client.post(
+        "/admin/sources/uploadeddocument/add/",
+        {
+            "files": [
+                SimpleUploadedFile("cities.csv", documents.CSV.encode()),
+                SimpleUploadedFile("deck.pptx", documents.deck_pptx()),
+            ],
+            "enabled": "on",
+            "bot_id": "b1",
+            "client_id": "",
+            "channels": "ops",
+        },
+        follow=True,
+    )
+    assert response.status_code == 200
+    rows = list(UploadedDocument.objects.order_by("name").values_list("name", "bot_id", "channels", "index_status"))
+    assert rows == [("cities.csv", "b1", "ops", "queued"), ("deck.pptx", "b1", "ops", "queued")]
+    assert Source.objects.get(uploadeddocument__name="deck.pptx").channels == ["ops"]
+
+
+def test_the_admin_refuses_an_unsupported_file_and_keeps_none_of_the_batch(admin_client):
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    response = admin_client.post(
+        "/admin/sources/uploadeddocument/add/",
+        {"files": [SimpleUploadedFile("cities.csv", b"a,b\n1,2\n"), SimpleUploadedFile("setup.exe", b"MZ")]},
+    )
+    assert response.status_code == 200  # the form again, with the reason
+    assert "setup.exe: .exe cannot be indexed" in response.content.decode()
+    assert not UploadedDocument.objects.exists()
+
+
+def test_the_admin_shows_a_failed_document_with_its_reason(admin_client):
+    document = upload("locked.pdf", documents.encrypted_pdf()).document
+    uploads.document_index_failed(document_id=document.pk, reason="locked.pdf: encrypted PDF")
+    listing = admin_client.get("/admin/sources/uploadeddocument/").content.decode()
+    assert "Failed" in listing and "locked.pdf: encrypted PDF" in listing
+    page = admin_client.get(f"/admin/sources/uploadeddocument/{document.pk}/change/").content.decode()
+    assert "encrypted PDF" in page and document.file_sha256 in page
