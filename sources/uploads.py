@@ -12,6 +12,7 @@ import hashlib
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
+from django.core.exceptions import ValidationError
 from django.core.files.base import ContentFile
 from django.db import transaction
 
@@ -63,6 +64,17 @@ def upload_check(name: str, size: int, *, max_bytes: int) -> str:
     return clean[:255]
 
 
+def scope_check(*, bot_id: str, client_id: str, channels: str) -> None:
+    """InvalidInput naming the field when a bot, client or channel name cannot be stored (the model's validators)."""
+    try:
+        UploadedDocument(bot_id=bot_id, client_id=client_id, channels=channels).clean_fields(
+            exclude=["name", "file", "file_sha256", "source", "size"]
+        )
+    except ValidationError as exc:
+        field, problems = next(iter(exc.message_dict.items()))
+        raise InvalidInput(f"{field}: {' '.join(problems)}", details={"field": field}) from None
+
+
 def document_upload(
     upload: Upload,
     *,
@@ -78,6 +90,7 @@ def document_upload(
     are replaced at the next indexing). A duplicate (same bytes) of another document is not stored again.
     """
     name = upload_check(upload.name, len(upload.data), max_bytes=max_bytes)
+    scope_check(bot_id=bot_id, client_id=client_id, channels=channels)
     digest = hashlib.sha256(upload.data).hexdigest()
     duplicate = UploadedDocument.objects.filter(file_sha256=digest).exclude(pk=replace).order_by("pk").first()
     if duplicate is not None:
@@ -91,7 +104,6 @@ def document_upload(
         document, old_file = UploadedDocument(), ""
     document.name, document.size, document.file_sha256 = name, len(upload.data), digest
     document.bot_id, document.client_id, document.channels = bot_id, client_id, channels
-    document.full_clean(exclude=["file", "file_sha256", "source"])
     document.file.save(name, ContentFile(upload.data), save=False)
     try:
         document.save()  # post_save: the source's scope, then the indexing queued after commit

@@ -31,6 +31,7 @@ def documents_upload(
     none of the files is stored. A file the extractor refuses is stored and shows ``failed`` with its reason."""
     manage_required(request)
     max_bytes = document_max_bytes()
+    uploads.scope_check(bot_id=bot_id, client_id=client_id, channels=channels)
     for part in file:  # every file checked before any is stored: a refusal loses nothing and keeps nothing
         uploads.upload_check(part.name or "", part.size or 0, max_bytes=max_bytes)
     answers = []

@@ -148,6 +148,8 @@ def test_the_api_refuses_an_unsupported_type_with_415_and_an_oversized_file_with
     settings.RAG_EXTRACT_MAX_FILE_MB = 1
     big = post_files(manage_client, ("big.txt", b"x" * (1024 * 1024 + 1)))
     assert big.status_code == 413 and "RAG_EXTRACT_MAX_FILE_MB=1" in big.json()["error"]
+    bad_scope = post_files(manage_client, ("cities.csv", documents.CSV.encode()), bot_id="two words")
+    assert bad_scope.status_code == 422 and "bot_id" in bad_scope.json()["error"]
     assert not UploadedDocument.objects.exists()
 
 
@@ -203,3 +205,12 @@ def test_the_admin_shows_a_failed_document_with_its_reason(admin_client):
     assert "Failed" in listing and "locked.pdf: encrypted PDF" in listing
     page = admin_client.get(f"/admin/sources/uploadeddocument/{document.pk}/change/").content.decode()
     assert "encrypted PDF" in page and document.file_sha256 in page
+
+
+def test_the_api_takes_a_file_larger_than_the_json_body_limit(manage_client, settings):
+    """DATA_UPLOAD_MAX_MEMORY_SIZE (2.5 MB) bounds JSON bodies, not files: RAG_EXTRACT_MAX_FILE_MB does."""
+    big = b"# Notes\n\n" + b"The long ledger of the lighthouse keeper.\n" * 80_000  # about 3.4 MB
+    assert len(big) > settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+    response = post_files(manage_client, ("ledger.md", big))
+    assert response.status_code == 201, response.content
+    assert response.json()[0]["size"] == len(big)
