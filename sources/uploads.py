@@ -92,7 +92,10 @@ def document_upload(
     name = upload_check(upload.name, len(upload.data), max_bytes=max_bytes)
     scope_check(bot_id=bot_id, client_id=client_id, channels=channels)
     digest = hashlib.sha256(upload.data).hexdigest()
-    duplicate = UploadedDocument.objects.filter(file_sha256=digest).exclude(pk=replace).order_by("pk").first()
+    same = UploadedDocument.objects.filter(file_sha256=digest)
+    if replace is not None:
+        same = same.exclude(pk=replace)  # the document's own file again is a replacement, not a duplicate
+    duplicate = same.order_by("pk").first()
     if duplicate is not None:
         return UploadResult(document=duplicate, created=False)
     if replace is not None:

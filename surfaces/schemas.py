@@ -129,3 +129,7 @@ class DocumentOut(Schema):
     @staticmethod
     def resolve_channels(document) -> list[str]:
         return document.scope_fields["channels"]
+
+    @staticmethod
+    def resolve_duplicate_of(document) -> int | None:
+        return getattr(document, "duplicate_of", None)  # set by the upload route only

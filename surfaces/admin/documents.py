@@ -32,7 +32,8 @@ class MultipleFileField(forms.FileField):
 
 
 class DocumentForm(forms.ModelForm):
-    files = MultipleFileField(
+    # Not "files": a form's ``files`` is the request's uploaded files.
+    upload = MultipleFileField(
         required=False,
         label="Files",
         help_text=(
@@ -45,8 +46,8 @@ class DocumentForm(forms.ModelForm):
         model = UploadedDocument
         fields = ["enabled", "bot_id", "client_id", "channels"]
 
-    def clean_files(self) -> list:
-        files = self.cleaned_data["files"]
+    def clean_upload(self) -> list:
+        files = self.cleaned_data["upload"]
         if self.instance.pk is None and not files:
             raise forms.ValidationError("Choose at least one file.")
         if self.instance.pk is not None and len(files) > 1:
@@ -72,9 +73,9 @@ class UploadedDocumentAdmin(ScopedAdminMixin, BrokerWarningMixin, admin.ModelAdm
     actions = ["reindex"]
 
     def get_fieldsets(self, request, obj=None):
-        stored = [(None, {"fields": ["name", "size_label", "file_sha256", "enabled", "files"]})] if obj else []
+        stored = [(None, {"fields": ["name", "size_label", "file_sha256", "enabled", "upload"]})] if obj else []
         return [
-            *(stored or [(None, {"fields": ["files", "enabled"]})]),
+            *(stored or [(None, {"fields": ["upload", "enabled"]})]),
             (
                 "Who can see it",
                 {
@@ -90,7 +91,7 @@ class UploadedDocumentAdmin(ScopedAdminMixin, BrokerWarningMixin, admin.ModelAdm
         return super().get_queryset(request).select_related("source").annotate(chunk_total=Count("source__chunks"))
 
     def save_model(self, request, obj: UploadedDocument, form, change) -> None:
-        files = form.cleaned_data.get("files") or []
+        files = form.cleaned_data.get("upload") or []
         if change and not files:
             super().save_model(request, obj, form, change)  # scope or enabled only
             return

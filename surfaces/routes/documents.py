@@ -34,7 +34,7 @@ def documents_upload(
     uploads.scope_check(bot_id=bot_id, client_id=client_id, channels=channels)
     for part in file:  # every file checked before any is stored: a refusal loses nothing and keeps nothing
         uploads.upload_check(part.name or "", part.size or 0, max_bytes=max_bytes)
-    answers = []
+    results = []
     with transaction.atomic():
         for part in file:
             result = uploads.document_upload(
@@ -45,9 +45,9 @@ def documents_upload(
                 max_bytes=max_bytes,
             )
             # Read by DocumentOut: which document these bytes already are (None: stored now).
-            result.document.duplicate_of = None if result.created else result.document.pk
-            answers.append(result.document)
-    return Status(201 if any(a.duplicate_of is None for a in answers) else 200, answers)
+            result.document.duplicate_of = None if result.created else result.document.pk  # type: ignore[attr-defined]
+            results.append(result)
+    return Status(201 if any(r.created for r in results) else 200, [r.document for r in results])
 
 
 @router.get("/documents", response={200: list[DocumentOut], **ERRORS}, auth=MANAGE_AUTH)

@@ -169,7 +169,7 @@ def test_the_admin_uploads_several_files_at_once_with_one_scope(admin_client):
     response = admin_client.post(
         "/admin/sources/uploadeddocument/add/",
         {
-            "files": [
+            "upload": [
                 SimpleUploadedFile("cities.csv", documents.CSV.encode()),
                 SimpleUploadedFile("deck.pptx", documents.deck_pptx()),
             ],
@@ -191,7 +191,7 @@ def test_the_admin_refuses_an_unsupported_file_and_keeps_none_of_the_batch(admin
 
     response = admin_client.post(
         "/admin/sources/uploadeddocument/add/",
-        {"files": [SimpleUploadedFile("cities.csv", b"a,b\n1,2\n"), SimpleUploadedFile("setup.exe", b"MZ")]},
+        {"upload": [SimpleUploadedFile("cities.csv", b"a,b\n1,2\n"), SimpleUploadedFile("setup.exe", b"MZ")]},
     )
     assert response.status_code == 200  # the form again, with the reason
     assert "setup.exe: .exe cannot be indexed" in response.content.decode()
@@ -214,3 +214,24 @@ def test_the_api_takes_a_file_larger_than_the_json_body_limit(manage_client, set
     response = post_files(manage_client, ("ledger.md", big))
     assert response.status_code == 201, response.content
     assert response.json()[0]["size"] == len(big)
+
+
+def test_a_file_chosen_on_a_documents_admin_page_replaces_its_file_and_keeps_its_row_and_scope(admin_client):
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    document = upload("notes.md", b"# Notes\n\nThe otter colony moved north.\n", bot_id="b1").document
+    response = admin_client.post(
+        f"/admin/sources/uploadeddocument/{document.pk}/change/",
+        {
+            "upload": [SimpleUploadedFile("notes-v2.md", b"# Notes\n\nThe badger sett flooded.\n")],
+            "enabled": "on",
+            "bot_id": "b1",
+            "client_id": "",
+            "channels": "",
+        },
+    )
+    assert response.status_code == 302, response.content.decode()[-2000:]
+    document.refresh_from_db()
+    assert (document.name, document.bot_id, UploadedDocument.objects.count()) == ("notes-v2.md", "b1", 1)
+    index(document)
+    assert "badger" in Chunk.objects.get(source__uploadeddocument=document).content
