@@ -111,14 +111,19 @@ def jobs_reap_task() -> dict[str, list[int]]:
 
 @shared_task(acks_late=True)
 def skills_reverify_task() -> int:
-    """Queue every skill and tool; unchanged ones are skipped by fingerprint without embedding. Returns how many."""
+    """Queue every skill, tool and uploaded document; unchanged ones are skipped by fingerprint without embedding.
+    Returns how many."""
     skill_ids = list(Skill.objects.values_list("pk", flat=True))
     for skill_id in skill_ids:
         skill_enqueue(skill_id=skill_id)
     tool_ids = list(Tool.objects.values_list("pk", flat=True))
     for tool_id in tool_ids:
         tool_enqueue(tool_id=tool_id)
-    return len(skill_ids) + len(tool_ids)
+    # Uploaded documents too: an upgraded extractor changes their fingerprint (checked without reading the file).
+    document_ids = list(UploadedDocument.objects.values_list("pk", flat=True))
+    for document_id in document_ids:
+        document_enqueue(document_id=document_id)
+    return len(skill_ids) + len(tool_ids) + len(document_ids)
 
 
 # What each kind of queued row is sent to (the recovery sweep sends rows again by kind).

@@ -76,6 +76,17 @@ def test_a_replaced_file_replaces_the_chunks_of_the_same_document():
     assert "badger" in text and "otter" not in text
 
 
+def test_an_unchanged_document_is_skipped_and_an_upgraded_extractor_re_extracts_it(monkeypatch):
+    from sources.extract import EXTRACTORS, Extractor
+
+    document = upload("report.pdf", documents.report_pdf()).document
+    index(document)
+    assert index(document).skipped  # the re-verify's pass: fingerprint equal, the file is not even read
+    monkeypatch.setitem(EXTRACTORS, ".pdf", Extractor("pdf", "pypdf", 99))  # as if pypdf were upgraded
+    outcome = index(document)
+    assert not outcome.skipped and outcome.chunks_embedded == 3 and outcome.chunks_deleted == 3
+
+
 def test_deleting_a_document_removes_its_chunks_and_its_stored_file(django_capture_on_commit_callbacks):
     document = upload("cities.csv", documents.CSV.encode()).document
     index(document)
