@@ -47,6 +47,14 @@ class Forbidden(ApplicationError):
     """Valid credentials that may not do this (403)."""
 
 
+class TooLarge(ApplicationError):
+    """The request carries more than a limit allows, e.g. an upload over RAG_EXTRACT_MAX_FILE_MB (413)."""
+
+
+class UnsupportedType(ApplicationError):
+    """A file of a type this service does not read, e.g. an upload with an unknown suffix (415)."""
+
+
 # How each kind of service error is said in HTTP (the API and /mcp); the most specific class first.
 HTTP_STATUSES = (
     (InvalidInput, 422),
@@ -56,6 +64,8 @@ HTTP_STATUSES = (
     (Unavailable, 503),
     (Unauthenticated, 401),
     (Forbidden, 403),
+    (TooLarge, 413),
+    (UnsupportedType, 415),
     (ApplicationError, 400),
 )
 

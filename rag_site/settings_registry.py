@@ -539,7 +539,7 @@ DECLARED: tuple[Setting, ...] = (
         maximum=4096,
         doc=(
             "Largest document file read for extraction (a root's own size limit still applies to text files, "
-            "and to documents when it is larger)."
+            "and to documents when it is larger), and the largest upload accepted (413 above it)."
         ),
     ),
     FloatSetting(

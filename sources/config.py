@@ -94,7 +94,7 @@ def indexing_config() -> IndexingConfig:
         contextual=contextual_config(),
         max_skill_bytes=settings.RAG_MAX_SKILL_BYTES,
         extract=extract_limits(),
-        max_document_bytes=settings.RAG_EXTRACT_MAX_FILE_MB * 1024 * 1024,
+        max_document_bytes=document_max_bytes(),
     )
 
 
@@ -106,6 +106,11 @@ def extract_limits() -> Limits:
         timeout_seconds=settings.RAG_EXTRACT_TIMEOUT_SECONDS,
         max_memory_mb=settings.RAG_EXTRACT_MAX_MEMORY_MB,
     )
+
+
+def document_max_bytes() -> int:
+    """RAG_EXTRACT_MAX_FILE_MB in bytes: the largest document a root reads or an upload accepts."""
+    return settings.RAG_EXTRACT_MAX_FILE_MB * 1024 * 1024
 
 
 def jobs_config() -> JobsConfig:

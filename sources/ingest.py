@@ -37,7 +37,20 @@ from sources.chunking import CHUNKING_VERSION, ChunkResult
 from sources.config import EmbeddingConfig, IndexingConfig, IngestSettings
 from sources.contextual import ContextualConfig, DescriptionRequest, descriptions_get
 from sources.embedding import EmbeddingError, embedder_for, model_reference
-from sources.models import DESCRIPTION_KEY, Chunk, EmbeddingModel, IndexedFile, IndexStatus, Skill, Source, Tool
+from sources.models import (
+    DESCRIPTION_KEY,
+    Chunk,
+    EmbeddingModel,
+    IndexedFile,
+    IndexStatus,
+    Skill,
+    Source,
+    Tool,
+    UploadedDocument,
+)
+
+# What has one source and its index state on its own row (sources.models.Indexed).
+ItemModel = type[Skill] | type[Tool] | type[UploadedDocument]
 
 
 class IndexingError(ApplicationError):
@@ -338,23 +351,21 @@ class Batch:
         self.pending, self.pending_chunks = [], 0
 
 
-def item_unchanged(item_model: type[Skill] | type[Tool], pk: int) -> None:
+def item_unchanged(item_model: ItemModel, pk: int) -> None:
     """A skill or tool whose fingerprint matches: nothing to embed, and no old error to show."""
     item_model.objects.filter(pk=pk).update(index_status=IndexStatus.INDEXED, last_error="")
 
 
-def item_running(item_model: type[Skill] | type[Tool], pk: int) -> None:
+def item_running(item_model: ItemModel, pk: int) -> None:
     item_model.objects.filter(pk=pk).update(index_status=IndexStatus.RUNNING)
 
 
-def item_failed(item_model: type[Skill] | type[Tool], pk: int, reason: str) -> None:
+def item_failed(item_model: ItemModel, pk: int, reason: str) -> None:
     """The skill or tool keeps its previous chunks; the reason shows in the admin and the API."""
     item_model.objects.filter(pk=pk).update(index_status=IndexStatus.FAILED, last_error=reason[:2000])
 
 
-def item_store(
-    item_model: type[Skill] | type[Tool], pk: int, document: Document, *, config: IndexingConfig, **fields
-) -> int | None:
+def item_store(item_model: ItemModel, pk: int, document: Document, *, config: IndexingConfig, **fields) -> int | None:
     """Embed and store a skill's or tool's document, and record it indexed with ``fields``.
 
     Returns the chunks deleted, or None when the item was deleted meanwhile.

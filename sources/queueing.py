@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 from django.db.models import Case, F, TextField, Value, When
 
-from sources.models import IndexJob, IndexStatus, JobStatus, Skill, Tool
+from sources.models import IndexJob, IndexStatus, JobStatus, Skill, Tool, UploadedDocument
 
 BROKER_WAIT = "waiting for the broker"
 
@@ -19,6 +19,7 @@ BROKER_WAIT = "waiting for the broker"
 RESENDABLE = (
     ("skill", Skill, "last_error", {"index_status": IndexStatus.QUEUED}),
     ("tool", Tool, "last_error", {"index_status": IndexStatus.QUEUED}),
+    ("document", UploadedDocument, "last_error", {"index_status": IndexStatus.QUEUED}),
     ("indexjob", IndexJob, "message", {"status": JobStatus.QUEUED}),
 )
 
@@ -27,7 +28,11 @@ def broker_wait_reason(error: Exception) -> str:
     return f"{BROKER_WAIT}: could not queue it ({error}); it is sent again when the broker is back"
 
 
-def queued_mark(model: type[Skill] | type[Tool], object_id: int) -> None:
+# What has its own index status (sources.models.Indexed).
+ItemModel = type[Skill] | type[Tool] | type[UploadedDocument]
+
+
+def queued_mark(model: ItemModel, object_id: int) -> None:
     """A skill or tool is queued; a note that it waited for the broker goes, a real indexing error stays until the next
     success."""
     model.objects.filter(pk=object_id).update(
@@ -38,7 +43,9 @@ def queued_mark(model: type[Skill] | type[Tool], object_id: int) -> None:
     )
 
 
-def queued_note(model: type[Skill] | type[Tool] | type[IndexJob], object_id: int, reason: str) -> None:
+def queued_note(
+    model: type[Skill] | type[Tool] | type[UploadedDocument] | type[IndexJob], object_id: int, reason: str
+) -> None:
     """The skill or tool (``model``) or job (IndexJob) could not be sent: it stays queued with the reason."""
     if issubclass(model, IndexJob):
         IndexJob.objects.filter(pk=object_id, status=JobStatus.QUEUED).update(message=reason)

@@ -3,8 +3,8 @@
 from django.db.models.signals import post_delete, post_save, pre_delete
 from django.dispatch import receiver
 
-from sources import services, tasks, tools
-from sources.models import Segment, Skill, Source, Tool, WorkspaceRoot
+from sources import services, tasks, tools, uploads
+from sources.models import Segment, Skill, Source, Tool, UploadedDocument, WorkspaceRoot
 from sources.roots import root_sources_sync
 from sources.schedules import root_schedule_delete, root_schedule_sync
 
@@ -31,6 +31,19 @@ def tool_saved(sender, instance: Tool, raw: bool = False, **kwargs) -> None:
 @receiver(pre_delete, sender=Tool, dispatch_uid="tool_deleted_source")
 def tool_deleting(sender, instance: Tool, **kwargs) -> None:
     Source.objects.filter(tool__pk=instance.pk).delete()
+
+
+@receiver(post_save, sender=UploadedDocument, dispatch_uid="document_saved_index")
+def document_saved(sender, instance: UploadedDocument, raw: bool = False, **kwargs) -> None:
+    if not raw:
+        uploads.document_source_sync(instance)  # scope and enabled apply at once
+        tasks.document_enqueue(document_id=instance.pk)
+
+
+@receiver(pre_delete, sender=UploadedDocument, dispatch_uid="document_deleted_source")
+def document_deleting(sender, instance: UploadedDocument, **kwargs) -> None:
+    uploads.document_delete_source(document_id=instance.pk)
+    uploads.document_delete_file(instance)
 
 
 @receiver(post_save, sender=WorkspaceRoot, dispatch_uid="root_saved")

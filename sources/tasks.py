@@ -16,9 +16,9 @@ from django.db import DatabaseError, transaction
 
 from kernel import heartbeats
 from kernel.errors import ApplicationError
-from sources import jobs, queueing, roots, services, tools
+from sources import jobs, queueing, roots, services, tools, uploads
 from sources.config import indexing_config, jobs_config
-from sources.models import IndexJob, Skill, Tool
+from sources.models import IndexJob, Skill, Tool, UploadedDocument
 
 log = logging.getLogger(__name__)
 
@@ -72,6 +72,17 @@ def tool_index_task(self, tool_id: int) -> dict | None:
     )
 
 
+@shared_task(**_ITEM_TASK)
+def document_index_task(self, document_id: int, force: bool = False) -> dict | None:
+    return _item_run(
+        self,
+        "document",
+        document_id,
+        lambda: uploads.document_index(document_id=document_id, force=force, config=indexing_config()),
+        lambda pk, reason: uploads.document_index_failed(document_id=pk, reason=reason),
+    )
+
+
 @shared_task(acks_late=True, reject_on_worker_lost=True)
 def root_index_task(job_id: int) -> str | None:
     """Run an index job; a message for a finished job, or one a live worker runs, does nothing."""
@@ -100,20 +111,26 @@ def jobs_reap_task() -> dict[str, list[int]]:
 
 @shared_task(acks_late=True)
 def skills_reverify_task() -> int:
-    """Queue every skill and tool; unchanged ones are skipped by fingerprint without embedding. Returns how many."""
+    """Queue every skill, tool and uploaded document; unchanged ones are skipped by fingerprint without embedding.
+    Returns how many."""
     skill_ids = list(Skill.objects.values_list("pk", flat=True))
     for skill_id in skill_ids:
         skill_enqueue(skill_id=skill_id)
     tool_ids = list(Tool.objects.values_list("pk", flat=True))
     for tool_id in tool_ids:
         tool_enqueue(tool_id=tool_id)
-    return len(skill_ids) + len(tool_ids)
+    # Uploaded documents too: an upgraded extractor changes their fingerprint (checked without reading the file).
+    document_ids = list(UploadedDocument.objects.values_list("pk", flat=True))
+    for document_id in document_ids:
+        document_enqueue(document_id=document_id)
+    return len(skill_ids) + len(tool_ids) + len(document_ids)
 
 
 # What each kind of queued row is sent to (the recovery sweep sends rows again by kind).
-_TASKS: dict[str, tuple[type[Skill] | type[Tool] | type[IndexJob], Any]] = {
+_TASKS: dict[str, tuple[type[Skill] | type[Tool] | type[UploadedDocument] | type[IndexJob], Any]] = {
     "skill": (Skill, skill_index_task),
     "tool": (Tool, tool_index_task),
+    "document": (UploadedDocument, document_index_task),
     "indexjob": (IndexJob, root_index_task),
 }
 
@@ -131,6 +148,12 @@ def skill_enqueue(*, skill_id: int, force: bool = False) -> None:
 def tool_enqueue(*, tool_id: int) -> None:
     queueing.queued_mark(Tool, tool_id)
     _send_on_commit("tool", tool_id)
+
+
+def document_enqueue(*, document_id: int) -> None:
+    """Queue an uploaded document's indexing after commit (a replaced file has a new fingerprint: it is re-embedded)."""
+    queueing.queued_mark(UploadedDocument, document_id)
+    _send_on_commit("document", document_id)
 
 
 def root_reindex_request(**request) -> tuple[IndexJob, bool]:

@@ -6,12 +6,14 @@ from ninja import NinjaAPI
 from ninja.errors import AuthenticationError, HttpError, ValidationError
 
 from kernel.errors import ApplicationError, error_headers, http_status
+from surfaces.routes.documents import router as documents_router
 from surfaces.routes.retrieval import router as retrieval_router
 from surfaces.routes.sources import router as sources_router
 
 api = NinjaAPI(title="rag-site API", version="1", docs_url="/docs", urls_namespace="api")
 api.add_router("/v1", retrieval_router)
 api.add_router("/v1", sources_router)
+api.add_router("/v1", documents_router)
 
 
 _LOCATIONS = {"body", "query", "path", "header", "cookie", "form", "file"}

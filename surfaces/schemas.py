@@ -101,3 +101,35 @@ class CheckOut(Schema):
 class HealthOut(Schema):
     status: Literal["ok", "degraded"]
     checks: dict[str, CheckOut]
+
+
+class DocumentOut(Schema):
+    """An uploaded document (sources.models.UploadedDocument) with its indexing status and, when it failed, why."""
+
+    id: int
+    name: str
+    size: int
+    sha256: str = Field(..., description="SHA-256 of the uploaded bytes.")
+    bot_id: str
+    client_id: str
+    channels: list[str]
+    enabled: bool
+    index_status: str
+    indexed_at: datetime | None
+    last_error: str
+    created_at: datetime
+    duplicate_of: int | None = Field(
+        None, description="On upload: the existing document with the same bytes (nothing new was stored)."
+    )
+
+    @staticmethod
+    def resolve_sha256(document) -> str:
+        return document.file_sha256
+
+    @staticmethod
+    def resolve_channels(document) -> list[str]:
+        return document.scope_fields["channels"]
+
+    @staticmethod
+    def resolve_duplicate_of(document) -> int | None:
+        return getattr(document, "duplicate_of", None)  # set by the upload route only

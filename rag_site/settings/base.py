@@ -156,6 +156,17 @@ STATICFILES_DIRS = [
 # collectstatic has run (whitenoise's documented development mode).
 WHITENOISE_USE_FINDERS = True
 
+# Django's defaults, plus where uploaded documents are kept (sources.models.documents): any Django storage
+# backend can replace "documents" here; its files are never served from a public URL.
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+    "documents": {
+        "BACKEND": "django.core.files.storage.FileSystemStorage",
+        "OPTIONS": {"location": str(VAR_DIR / "documents"), "base_url": None},
+    },
+}
+
 LOGGING: dict[str, Any] = {
     "version": 1,
     "disable_existing_loggers": False,

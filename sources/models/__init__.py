@@ -5,6 +5,7 @@ One module per kind of record; everything is importable from here.
 
 from sources.models.base import SCOPE_NAME, EmbeddingModel, Indexed, IndexStatus, Scoped, Source, words
 from sources.models.chunks import DESCRIPTION_KEY, IDENTIFIER_CAMEL, IDENTIFIER_SEPARATORS, Chunk, ChunkDescription
+from sources.models.documents import UploadedDocument
 from sources.models.keys import source_key
 from sources.models.roots import (
     ACTIVE_JOB_STATUSES,
@@ -40,6 +41,7 @@ __all__ = [
     "Skill",
     "Source",
     "Tool",
+    "UploadedDocument",
     "WorkspaceRoot",
     "source_key",
     "words",

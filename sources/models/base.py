@@ -54,11 +54,15 @@ class Source(models.Model):
         FILE = "file", "Workspace files"
         TOOL = "tool", "Tool"
         DATASET = "dataset", "Evaluation dataset"
+        DOCUMENT = "document", "Uploaded document"
 
     kind = models.CharField(max_length=16, choices=Kind.choices)
     # A label for admin lists, logs and citations, written by sources.models.keys.source_key only: code finds a
-    # source's owner by the keys (Skill.source, Tool.source, Segment.source, WorkspaceRoot.source, root), never by it.
-    key = models.CharField(max_length=512, unique=True, help_text="skill:<slug>, tool:<key>, root:<id>[:segment:<id>]")
+    # source's owner by the keys (Skill.source, Tool.source, Segment.source, WorkspaceRoot.source, root,
+    # UploadedDocument.source), never by it.
+    key = models.CharField(
+        max_length=512, unique=True, help_text="skill:<slug>, tool:<key>, root:<id>[:segment:<id>], document:<id>"
+    )
     title = models.CharField(max_length=255, blank=True)
     bot_id = models.CharField(max_length=128, blank=True, default="")
     client_id = models.CharField(max_length=128, blank=True, default="")

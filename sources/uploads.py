@@ -1,0 +1,216 @@
+"""Uploaded documents: receive, store, index, replace and delete files of the managed library.
+
+The edges (admin, API) call ``document_upload``; the worker calls
+``document_index``. A file is stored once under its content hash
+(STORAGES["documents"]); indexing reads it back, runs the extraction stage
+(sources/extract/, in a child process under its limits) and stores the chunks
+through sources/ingest.py like a skill's. A file the extractor refuses is
+recorded failed with its reason; nothing else is lost.
+"""
+
+import hashlib
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+
+from django.core.exceptions import ValidationError
+from django.core.files.base import ContentFile
+from django.db import transaction
+
+from kernel.errors import InvalidInput, NotFound, TooLarge, UnsupportedType
+from sources import ingest
+from sources.chunking import chunk_text
+from sources.config import IndexingConfig, indexing_config
+from sources.extract import EXTRACTORS, ExtractionRefused, extractor_for
+from sources.extract.chunks import document_chunks
+from sources.extract.sandbox import extract
+from sources.ingest import IndexingError, IndexOutcome, embedding_model_for, fingerprint
+from sources.models import Source, UploadedDocument, source_key
+
+# Documents go through the extraction stage; these text formats go straight to chunking.
+TEXT_SUFFIXES = (".md", ".markdown", ".txt", ".rst")
+SUPPORTED_SUFFIXES = tuple(sorted(EXTRACTORS)) + TEXT_SUFFIXES
+
+
+@dataclass(frozen=True, slots=True)
+class Upload:
+    """One file as it arrived: its name (no directories) and its bytes."""
+
+    name: str
+    data: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class UploadResult:
+    document: UploadedDocument
+    created: bool  # False: the same bytes are already in the library (``document`` is that one)
+    replaced: bool = False  # True: ``replace`` got the new file
+
+
+def upload_check(name: str, size: int, *, max_bytes: int) -> str:
+    """The file's clean name, or the error that refuses it before anything is stored."""
+    clean = PurePosixPath(name.replace("\\", "/")).name.strip()
+    if not clean or clean in (".", "..") or "\x00" in clean:
+        raise InvalidInput(f"the file name {name!r} is not usable")
+    suffix = PurePosixPath(clean).suffix.lower()
+    if suffix not in SUPPORTED_SUFFIXES:
+        raise UnsupportedType(
+            f"{clean}: {suffix or 'files without a suffix'} cannot be indexed; "
+            f"supported: {' '.join(SUPPORTED_SUFFIXES)}"
+        )
+    if size > max_bytes:
+        raise TooLarge(
+            f"{clean} is {size:,} bytes; the limit is RAG_EXTRACT_MAX_FILE_MB={max_bytes // (1024 * 1024)} MB"
+        )
+    return clean[:255]
+
+
+def scope_check(*, bot_id: str, client_id: str, channels: str) -> None:
+    """InvalidInput naming the field when a bot, client or channel name cannot be stored (the model's validators)."""
+    try:
+        UploadedDocument(bot_id=bot_id, client_id=client_id, channels=channels).clean_fields(
+            exclude=["name", "file", "file_sha256", "source", "size"]
+        )
+    except ValidationError as exc:
+        field, problems = next(iter(exc.message_dict.items()))
+        raise InvalidInput(f"{field}: {' '.join(problems)}", details={"field": field}) from None
+
+
+def document_upload(
+    upload: Upload,
+    *,
+    bot_id: str = "",
+    client_id: str = "",
+    channels: str = "",
+    replace: int | None = None,
+    max_bytes: int,
+) -> UploadResult:
+    """Store one file and its scope, or recognise it as a duplicate; the caller queues indexing (a saved row does).
+
+    ``replace``: the id of a document whose file this one replaces (same row, same scope unless given; its chunks
+    are replaced at the next indexing). A duplicate (same bytes) of another document is not stored again.
+    """
+    name = upload_check(upload.name, len(upload.data), max_bytes=max_bytes)
+    scope_check(bot_id=bot_id, client_id=client_id, channels=channels)
+    digest = hashlib.sha256(upload.data).hexdigest()
+    same = UploadedDocument.objects.filter(file_sha256=digest)
+    if replace is not None:
+        same = same.exclude(pk=replace)  # the document's own file again is a replacement, not a duplicate
+    duplicate = same.order_by("pk").first()
+    if duplicate is not None:
+        return UploadResult(document=duplicate, created=False)
+    if replace is not None:
+        document = UploadedDocument.objects.filter(pk=replace).first()
+        if document is None:
+            raise NotFound(f"no uploaded document {replace}")
+        old_file = document.file.name
+    else:
+        document, old_file = UploadedDocument(), ""
+    document.name, document.size, document.file_sha256 = name, len(upload.data), digest
+    document.bot_id, document.client_id, document.channels = bot_id, client_id, channels
+    document.file.save(name, ContentFile(upload.data), save=False)
+    try:
+        document.save()  # post_save: the source's scope, then the indexing queued after commit
+    except Exception:
+        document.file.delete(save=False)  # a row that was not written leaves no file behind
+        raise
+    if old_file and old_file != document.file.name:
+        storage = document.file.storage
+        transaction.on_commit(lambda: storage.delete(old_file))
+    return UploadResult(document=document, created=replace is None, replaced=replace is not None)
+
+
+def document_source_sync(document: UploadedDocument, *, title: str | None = None) -> Source:
+    """The document's Source row, created when it is saved; enabled and scope follow the document at once."""
+    source = document.source
+    if source is None:
+        source, _ = Source.objects.get_or_create(key=source_key(document), defaults={"kind": Source.Kind.DOCUMENT})
+        UploadedDocument.objects.filter(pk=document.pk).update(source=source)
+        document.source = source
+    changes = {"enabled": document.enabled, "key": source_key(document), "title": title or document.name}
+    changes.update(document.scope_fields)
+    Source.objects.filter(pk=source.pk).update(**changes)
+    for field, value in changes.items():
+        setattr(source, field, value)
+    return source
+
+
+def document_index(
+    *, document_id: int, force: bool = False, config: IndexingConfig | None = None
+) -> IndexOutcome | None:
+    """Extract, chunk, embed and store one uploaded document; a no-op when its fingerprint is unchanged.
+
+    None when the document was deleted after queueing. A file the extractor
+    refuses (encrypted, no text layer, a zip bomb, too many pages) raises
+    IndexingError with that reason, and the document keeps its previous chunks.
+    """
+    config = config or indexing_config()
+    document = UploadedDocument.objects.filter(pk=document_id).first()
+    if document is None:
+        return None
+    extractor = extractor_for(document.name)
+    model = embedding_model_for(config=config.embedding)
+    digest = document.file_sha256
+    print_ = fingerprint(
+        content=digest,
+        model=model.spec.identity,
+        config=config.ingest,
+        extractor=extractor.identity if extractor else "",
+    )
+    if not force and print_ == document.fingerprint:
+        ingest.item_unchanged(UploadedDocument, document_id)
+        return IndexOutcome(skipped=True)
+    ingest.item_running(UploadedDocument, document_id)
+    try:
+        with document.file.open("rb") as handle:
+            raw = handle.read()
+    except OSError as exc:
+        raise IndexingError(f"{document.name}: the stored file cannot be read ({exc.strerror or exc})") from exc
+    if hashlib.sha256(raw).hexdigest() != digest:
+        raise IndexingError(f"{document.name}: the stored file is not the one uploaded (its SHA-256 differs)")
+    max_chars, overlap = config.ingest.max_chars, config.ingest.overlap
+    if extractor is None:
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise IndexingError(f"{document.name}: not UTF-8 text (byte {exc.start})") from exc
+        chunks = chunk_text(text, document.name, max_chars=max_chars, overlap=overlap)
+    else:
+        try:
+            extracted = extract(extractor.kind, raw, config.extract)
+        except ExtractionRefused as refused:
+            raise IndexingError(f"{document.name}: {refused.reason}") from refused
+        text = extracted.text
+        chunks = document_chunks(extracted, document.name, max_chars=max_chars, overlap=overlap)
+    if not chunks:
+        raise IndexingError(f"{document.name}: no text to index")
+    source = document_source_sync(document)
+    stored = ingest.Document(
+        source=source,
+        generation=source.active_generation,
+        path=document.name,
+        chunks=chunks,
+        model=model,
+        content_hash=digest,
+        fingerprint=print_,
+        text=text if config.ingest.contextual else "",
+    )
+    deleted = ingest.item_store(UploadedDocument, document_id, stored, config=config)
+    if deleted is None:
+        return None
+    return IndexOutcome(skipped=False, chunks_embedded=len(chunks), chunks_deleted=deleted)
+
+
+def document_index_failed(*, document_id: int, reason: str) -> None:
+    ingest.item_failed(UploadedDocument, document_id, reason)
+
+
+def document_delete_source(*, document_id: int) -> None:
+    """Its source and, by cascade, its chunks; read from the database (the caller's copy may predate indexing)."""
+    Source.objects.filter(uploadeddocument__pk=document_id).delete()
+
+
+def document_delete_file(document: UploadedDocument) -> None:
+    """The stored original goes once the row's deletion is committed (a rolled-back delete keeps it)."""
+    if document.file.name:
+        storage, name = document.file.storage, document.file.name
+        transaction.on_commit(lambda: storage.delete(name))
