@@ -21,7 +21,8 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 
-from kernel.llm import LLMConfig, LLMError, llm_client
+from kernel.config import LLMConfig
+from kernel.llm import LLMError, llm_client
 from sources.models import ChunkDescription
 
 log = logging.getLogger(__name__)

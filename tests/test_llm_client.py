@@ -407,7 +407,8 @@ CROSS_PROCESS = """
 import json, sys
 import django
 django.setup()
-from kernel.llm import LLMClient, LLMConfig
+from kernel.config import LLMConfig
+from kernel.llm import LLMClient
 base_url, primary, backup = sys.argv[1:4]
 client = LLMClient(LLMConfig(base_url=base_url, model=primary, fallback_models=(backup,), max_retries=0),
                    sleep=lambda seconds: None)
