@@ -11,6 +11,7 @@ from django.core.cache import cache
 from django.db.models import Count, Q
 from django.shortcuts import render
 from django.urls import reverse
+from django.utils.cache import add_never_cache_headers, patch_vary_headers
 from django_htmx.http import HttpResponseClientRedirect
 
 from access.identity import identity_for_user, scope_for
@@ -91,7 +92,13 @@ def search_page(request):
         if request.htmx
         else "retrieval/search.html"
     )
-    return render(request, template, context)
+    response = render(request, template, context)
+    # One URL answers both the page and the fragment: without these, Back (after the viewer, or after a search that
+    # pushed this URL) got the fragment from the browser's cache and showed it alone, unstyled, with no search box.
+    patch_vary_headers(response, ("HX-Request",))
+    if request.htmx:
+        add_never_cache_headers(response)
+    return response
 
 
 def _results(filters: Filters, scope, roots: list[WorkspaceRoot]) -> dict:

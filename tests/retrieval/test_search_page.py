@@ -32,6 +32,15 @@ def test_htmx_requests_get_only_the_results_partial(client, person):
     assert 'id="results"' in partial
 
 
+def test_caches_tell_the_page_from_its_fragment(client, person):
+    full = client.get("/", {"q": "rollback"})
+    partial = client.get("/", {"q": "rollback"}, headers={"HX-Request": "true"})
+    for response in (full, partial):
+        assert "HX-Request" in response["Vary"]
+    assert "no-store" in partial["Cache-Control"]  # Back never finds the fragment in the browser's cache
+    assert "no-store" not in full.get("Cache-Control", "")
+
+
 def test_no_match_explains_itself(client, person):
     partial = client.get("/", {"q": "zzzqqq"}, headers={"HX-Request": "true"}).content.decode()
     assert "No results" in partial and "Nothing matches “zzzqqq”" in partial

@@ -128,3 +128,29 @@ def test_the_search_page_and_the_viewer_fit_a_phone_and_pass_axe(live_server, co
             assert axe_violations(page) == [], scheme
             assert page.evaluate("document.documentElement.scrollWidth") <= 390
             assert blocked == [], scheme
+
+
+def test_back_from_the_viewer_shows_the_whole_search_page(live_server, corpus):
+    """The search URL answers both the page and the HTMX fragment: Back must never get the fragment from the cache."""
+    from urllib.parse import parse_qs, urlsplit
+
+    from playwright.sync_api import expect
+
+    from tests.browser import sign_in
+
+    with chromium() as browser:
+        page = browser.new_page()
+        blocked = csp_violations(page)
+        sign_in(page, live_server.url, "reader", PASSWORD)
+        for query in ("refund_step_30", "refunds paid back"):
+            page.fill("#q", query)
+            page.press("#q", "Enter")  # a settled search: HTMX fetches the fragment and pushes the URL
+            page.wait_for_url(lambda url, query=query: parse_qs(urlsplit(url).query).get("q") == [query])
+            expect(page.locator("#results .hit").first).to_be_visible()
+            page.locator("#results .hit .open").first.click()
+            page.wait_for_url("**/view/file/**")
+            page.go_back()
+            expect(page.locator("#q")).to_have_value(query)  # the search box is there: the whole page came back
+            expect(page.locator("#results .hit").first).to_be_visible()
+            assert page.evaluate("getComputedStyle(document.body).fontFamily") != "Times New Roman"  # styled
+    assert blocked == []
