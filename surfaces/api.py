@@ -1,5 +1,7 @@
 """The one NinjaAPI: /api/v1/..., OpenAPI docs at /api/docs."""
 
+import json
+
 from django.db import InterfaceError, OperationalError
 from django.http import Http404
 from ninja import NinjaAPI
@@ -8,12 +10,57 @@ from ninja.errors import AuthenticationError, HttpError, ValidationError
 from kernel.errors import ApplicationError, error_headers, http_status
 from surfaces.routes.documents import router as documents_router
 from surfaces.routes.retrieval import router as retrieval_router
+from surfaces.routes.sources import health
 from surfaces.routes.sources import router as sources_router
 
-api = NinjaAPI(title="rag-site API", version="1", docs_url="/docs", urls_namespace="api")
+DESCRIPTION = """Hybrid search (vector and lexical, fused), tool retrieval and LLM-ready context with citations
+over the skills, files, documents and tools this instance indexes.
+
+Send `Authorization: Bearer <API key>` (an admin makes one with `manage.py rag_apikey create`); every answer is
+limited to what the key may see. Start with `POST /api/v1/search` or `POST /api/v1/context`; `GET /api/v1/health`
+answers without a key."""
+
+
+class Api(NinjaAPI):
+    def get_openapi_schema(self, *, path_prefix: str | None = None, path_params: dict | None = None):
+        schema = super().get_openapi_schema(path_prefix=path_prefix, path_params=path_params)
+        # An operation anyone may call lists the empty requirement too: OpenAPI's way to say "credentials optional".
+        for operations in schema["paths"].values():
+            for operation in operations.values():
+                view = operation.get("operationId", "")
+                if view in _OPEN_TO_ANYONE and {} not in operation.setdefault("security", []):
+                    operation["security"].append({})
+        return schema
+
+
+def _schema_with_server(view):
+    """The schema names the server it was fetched from: importers (GPT Actions and the like) need an absolute base
+    URL, and only the request knows it (the host as Django accepts it, behind the front's forwarded headers)."""
+
+    def wrapped(request, *args, **kwargs):
+        response = view(request, *args, **kwargs)
+        if response.get("Content-Type", "").startswith("application/json"):
+            schema = json.loads(response.content)
+            schema["servers"] = [{"url": request.build_absolute_uri("/").rstrip("/")}]
+            response.content = json.dumps(schema)
+        return response
+
+    return wrapped
+
+
+api = Api(
+    title="rag-site API",
+    version="1",
+    description=DESCRIPTION,
+    docs_url="/docs",
+    urls_namespace="api",
+    docs_decorator=_schema_with_server,
+)
 api.add_router("/v1", retrieval_router)
 api.add_router("/v1", sources_router)
 api.add_router("/v1", documents_router)
+# Operation ids (NinjaAPI.get_openapi_operation_id's form) of what answers without credentials (HEALTH_AUTH).
+_OPEN_TO_ANYONE = {f"{view.__module__}_{view.__name__}".replace(".", "_") for view in (health,)}
 
 
 _LOCATIONS = {"body", "query", "path", "header", "cookie", "form", "file"}

@@ -69,6 +69,15 @@ def test_every_operation_declares_every_refusal_it_can_give(client):
                 assert "413" in codes, (method, path, codes)
 
 
+def test_the_schema_names_its_server_and_says_what_the_api_is(client):
+    """Importers (GPT Actions and the like) need an absolute base URL and a description; /health needs no key."""
+    schema = client.get("/api/openapi.json").json()
+    assert schema["servers"] == [{"url": "http://testserver"}]  # where the schema was fetched from
+    assert "Bearer" in schema["info"]["description"] and "/api/v1/search" in schema["info"]["description"]
+    assert {} in schema["paths"]["/api/v1/health"]["get"]["security"]  # callable without credentials
+    assert {} not in schema["paths"]["/api/v1/roots"]["get"]["security"]
+
+
 @pytest.mark.parametrize("url", ["/api/v1/health?x=%00", "/api/v1/read?root=repo&path=a%01b"])
 def test_a_control_character_is_refused_with_a_documented_400(key_client, url):
     response = key_client.get(url)
