@@ -154,3 +154,28 @@ def test_back_from_the_viewer_shows_the_whole_search_page(live_server, corpus):
             expect(page.locator("#results .hit").first).to_be_visible()
             assert page.evaluate("getComputedStyle(document.body).fontFamily") != "Times New Roman"  # styled
     assert blocked == []
+
+
+def test_four_digit_line_numbers_show_whole_on_a_phone(live_server, tmp_path, settings, django_user_model):
+    from playwright.sync_api import expect
+
+    from sources.models import WorkspaceRoot
+    from tests.browser import sign_in
+    from tests.conftest import index_root
+
+    django_user_model.objects.create_user("reader", password=PASSWORD)
+    settings.RAG_ROOT_BASE_DIRS = [str(tmp_path)]
+    long_line = "    total = " + " + ".join(f"invoice.line_{n}.amount" for n in range(12)) + "\n"
+    lines = ["# filler\n"] * 1150 + ["def settle_ledger_quarterly(invoice):\n", long_line] * 3 + ["    return total\n"]
+    (tmp_path / "ledger.py").write_text("".join(lines))
+    index_root(WorkspaceRoot.objects.create(name="repo", path=str(tmp_path)))
+    with chromium(viewport={"width": 390, "height": 844}) as browser:
+        page = browser.new_page()
+        blocked = csp_violations(page)
+        sign_in(page, live_server.url, "reader", PASSWORD)
+        page.locator("#q").press_sequentially("settle ledger quarterly", delay=10)
+        gutter = page.locator("#results .hit .snippet .linenos").first
+        expect(gutter).to_contain_text("115")  # lines 1151 to 1157 hold the function
+        # The gutter is as wide as its widest number: the code beside it scrolls, the numbers are never cut.
+        assert gutter.evaluate("el => el.scrollWidth <= el.clientWidth")
+    assert blocked == []
