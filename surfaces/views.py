@@ -83,7 +83,8 @@ def search_page(request):
     if filters.query:
         context.update(_results(filters, scope, context["roots"]))
     else:
-        context.update(_landing(scope))
+        context.update(_landing(scope), examples=_examples(scope))
+        context["add_root_url"] = reverse("admin:sources_workspaceroot_add") if _may_add_root(request.user) else ""
     more = request.htmx and request.GET.get("more") == "1"
     template = (
         "retrieval/search.html#more"
@@ -207,3 +208,26 @@ def _landing(scope) -> dict:
     files = IndexedFile.objects.filter(source__in=scope.source_ids_sql(), source__kind=Source.Kind.FILE)
     tools = Tool.objects.filter(source__in=scope.source_ids_sql(), index_status=IndexStatus.INDEXED)
     return {**states, "files": files.count(), "tools": tools.count()}
+
+
+EXAMPLES = 4
+
+
+def _examples(scope) -> list[str]:
+    """First searches to offer on the empty page: section headings of the skills in scope, so each finds something."""
+    headings = (
+        Chunk.objects.filter(source__in=scope.source_ids_sql(), source__kind=Source.Kind.SKILL)
+        .filter(metadata__has_key="heading")
+        .order_by("source_id", "chunk_index")
+        .values_list("metadata__heading", "source__skill__title")[: EXAMPLES * 10]
+    )
+    examples: list[str] = []
+    for heading, title in headings:
+        text = str(heading).lstrip("#").strip()
+        if text and text != title and text not in examples:  # the title alone is too broad a first search
+            examples.append(text)
+    return examples[:EXAMPLES]
+
+
+def _may_add_root(user) -> bool:
+    return user.is_staff and user.has_perm("sources.add_workspaceroot")

@@ -88,3 +88,20 @@ def test_every_docs_page_is_linked_from_the_index():
     linked = {(index.parent / target.partition("#")[0]).resolve() for target in links(index)}
     unlinked = [str(page.relative_to(ROOT)) for page in DOCS.rglob("*.md") if page != index and page not in linked]
     assert not unlinked, f"docs/index.md links to none of {unlinked}"
+
+
+def test_the_demo_skills_call_the_api_with_a_key_and_name_the_default_fusion():
+    """The demo skills are the first thing a new user searches: their examples must work as written."""
+    from rag_site.settings_registry import SETTINGS
+
+    demo = ROOT / "rag_site" / "demo_skills"
+    calls = [
+        block
+        for skill in demo.glob("*.md")
+        for block in re.findall(r"```.*?```", skill.read_text(), flags=re.DOTALL)
+        if "curl" in block and "/api/v1/" in block
+    ]
+    assert calls and all("Authorization: Bearer" in call for call in calls)  # every call needs a key
+    searching = (demo / "searching.md").read_text()
+    assert SETTINGS["RAG_FUSION"].default == "convex" and "weighted fusion" in searching
+    assert "Reciprocal Rank Fusion merges" not in searching

@@ -21,6 +21,22 @@ def test_the_empty_page_says_what_to_do(client, person):
     assert "vendor/htmx/htmx.min.js" in page
 
 
+def test_the_landing_page_offers_first_searches_that_find_something(client, person):
+    body = "# Deploy\n\n## Rollback\n\nRevert the release tag.\n\n## Canary releases\n\nShip to one host first.\n"
+    services.skill_index(skill_id=SkillFactory(slug="deploy", body=body).pk)
+    page = client.get("/").content.decode()
+    assert 'Try: <a href="?q=Rollback">Rollback</a> · <a href="?q=Canary%20releases">Canary releases</a>' in page
+    found = client.get("/", {"q": "Canary releases"}, headers={"HX-Request": "true"}).content.decode()
+    assert "Ship to one host first" in found
+    assert "add a workspace root" not in page  # the hint is for those who may add one
+
+
+def test_an_admin_with_no_files_is_shown_where_to_add_a_root(client, django_user_model):
+    client.force_login(django_user_model.objects.create_superuser("boss", password="a-long-test-password"))
+    page = client.get("/").content.decode()
+    assert '<a href="/admin/sources/workspaceroot/add/">add a workspace root</a>' in page
+
+
 def test_htmx_requests_get_only_the_results_partial(client, person):
     services.skill_index(
         skill_id=SkillFactory(slug="deploy", body="# Deploy\n\n## Rollback\n\nRevert the release tag.\n").pk
