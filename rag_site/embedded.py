@@ -196,6 +196,35 @@ def run_lock_acquire(directory: Path) -> None:
     _run_lock = lock_file
 
 
+# Commands whose writes are meant for the instance `make run` serves: with another RAG_VAR_DIR they would land in
+# another embedded database, silently (a key that never works, an admin who cannot sign in).
+WRITES_FOR_THE_RUNNING_INSTANCE = frozenset({"rag_apikey", "createsuperuser", "changepassword", "loaddata"})
+
+
+def run_lock_held(directory: Path) -> bool:
+    """Whether a `make run` holds ``directory``'s run lock now (a probe: the lock is let go at once)."""
+    try:
+        with open(directory / "run.lock", "a+") as lock_file:
+            try:
+                fcntl.flock(lock_file, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return True
+            fcntl.flock(lock_file, fcntl.LOCK_UN)
+    except OSError:
+        return False
+    return False
+
+
+def database_note(directory: Path, command: str) -> str:
+    """What to tell a person whose command writes into an embedded database no `make run` is serving, else ""."""
+    if command not in WRITES_FOR_THE_RUNNING_INSTANCE or run_lock_held(directory):
+        return ""
+    return (
+        f"note: no `make run` is running from {directory}; {command} writes to the embedded database there. "
+        "If `make run` runs elsewhere, set RAG_VAR_DIR to its directory (or DATABASE_URL to its database).\n"
+    )
+
+
 def services_prepare(*, command: str) -> None:
     """Fill DATABASE_URL and REDIS_URL from embedded services when unset.
 
@@ -207,6 +236,7 @@ def services_prepare(*, command: str) -> None:
         run_lock_acquire(root)
     try:
         if not os.environ.get("DATABASE_URL"):
+            sys.stderr.write(database_note(root, command))
             os.environ["DATABASE_URL"] = postgres_start(root / "postgres")
         if not os.environ.get("REDIS_URL"):
             if command == "rag_run":
