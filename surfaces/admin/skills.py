@@ -1,5 +1,7 @@
 """Admin pages of skills, chunks, sources and embedding models."""
 
+import json
+
 from django import forms
 from django.conf import settings
 from django.contrib import admin, messages
@@ -99,11 +101,9 @@ class SkillAdmin(ScopedAdminMixin, BrokerWarningMixin, admin.ModelAdmin):
         if not (self.has_add_permission(request) or self.has_change_permission(request)):
             raise PermissionDenied
         body = request.POST.get("body", "").replace("\r\n", "\n").replace("\r", "\n")
-        return HttpResponse(
-            render_to_string(
-                "admin/sources/skill_preview.html", skill_preview(body, config=indexing_config()), request=request
-            )
-        )
+        preview = skill_preview(body, config=indexing_config())
+        preview["front_matter"] = [(name, _shown(value)) for name, value in (preview.get("metadata") or {}).items()]
+        return HttpResponse(render_to_string("admin/sources/skill_preview.html", preview, request=request))
 
     @admin.display(description="Title")
     def display_title(self, skill: Skill) -> str:
@@ -173,3 +173,12 @@ class EmbeddingModelAdmin(admin.ModelAdmin):
 
     def has_add_permission(self, request) -> bool:
         return False  # rows are created from RAG_EMBEDDING_MODEL when first used
+
+
+def _shown(value: object) -> str:
+    """A front-matter value as a person wrote it: a list as its items, a mapping as JSON, anything else as text."""
+    if isinstance(value, list | tuple):
+        return ", ".join(str(item) for item in value)
+    if isinstance(value, dict):
+        return json.dumps(value, ensure_ascii=False, default=str)
+    return str(value)

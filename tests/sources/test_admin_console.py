@@ -141,6 +141,11 @@ def test_the_chunking_preview_shows_sections_and_lines_before_saving(admin_clien
         and "<td>5-7</td><td># Deploy &gt; ## Roll back</td>" in html
     )
     assert not Skill.objects.exists()  # nothing saved
+    front = admin_client.post(url, {"body": "---\nname: Deploy\ntags: [ops, release]\n---\n# Deploy\n\nShip.\n"})
+    html = front.content.decode()
+    # The front matter as the fields it sets, not a Python dict inside the (upper-cased) caption.
+    assert "<dt>name</dt><dd>Deploy</dd>" in html and "<dt>tags</dt><dd>ops, release</dd>" in html
+    assert "{&#x27;name&#x27;" not in html and "front matter:" not in html
     broken = admin_client.post(url, {"body": "---\nname: [unclosed\n---\n# X\n"}).content.decode()
     assert 'class="errornote"' in broken
 
