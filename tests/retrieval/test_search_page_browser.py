@@ -156,7 +156,7 @@ def test_back_from_the_viewer_shows_the_whole_search_page(live_server, corpus):
     assert blocked == []
 
 
-def test_four_digit_line_numbers_show_whole_on_a_phone(live_server, tmp_path, settings, django_user_model):
+def test_four_digit_line_numbers_and_long_queries_fit_a_phone(live_server, tmp_path, settings, django_user_model):
     from playwright.sync_api import expect
 
     from sources.models import WorkspaceRoot
@@ -178,4 +178,9 @@ def test_four_digit_line_numbers_show_whole_on_a_phone(live_server, tmp_path, se
         expect(gutter).to_contain_text("115")  # lines 1151 to 1157 hold the function
         # The gutter is as wide as its widest number: the code beside it scrolls, the numbers are never cut.
         assert gutter.evaluate("el => el.scrollWidth <= el.clientWidth")
+        # A long unbroken query wraps where the page repeats it: nothing scrolls sideways.
+        page.fill("#q", "x" * 300)
+        page.press("#q", "Enter")
+        expect(page.locator("#results")).to_contain_text("Nothing matches")
+        assert page.evaluate("document.documentElement.scrollWidth") <= 390
     assert blocked == []
