@@ -1,4 +1,4 @@
-"""Health checks for docker-compose.yml: ``python -m rag_site.healthcheck web|beat``.
+"""Health checks for docker-compose.yml: ``python -m rag_site.healthcheck web|beat|watcher``.
 
 No Django here: a check runs every few seconds in a running container and
 must cost little.
@@ -9,6 +9,8 @@ must cost little.
 - ``beat``: Celery beat touched its heartbeat file recently (rag_site/beat.py
   touches it after every scheduler tick, at least every few seconds); a beat
   that is stuck, or whose ticks fail, stops touching it.
+- ``watcher``: the same for the watcher of workspace roots (sources/watch.py),
+  which touches its file every time it wakes (every second or two).
 """
 
 import argparse
@@ -24,8 +26,17 @@ BEAT_HEARTBEAT_NAME = "beat-heartbeat"
 BEAT_MAX_AGE_SECONDS = 60.0
 
 
+WATCH_HEARTBEAT_NAME = "watch-heartbeat"
+# The watcher wakes every second, even with nothing to watch (sources/watch.py RETRY_MS, RELOAD_SECONDS).
+WATCH_MAX_AGE_SECONDS = 60.0
+
+
 def beat_heartbeat_path(var_dir: Path) -> Path:
     return var_dir / BEAT_HEARTBEAT_NAME
+
+
+def watch_heartbeat_path(var_dir: Path) -> Path:
+    return var_dir / WATCH_HEARTBEAT_NAME
 
 
 def _var_dir() -> Path:
@@ -64,12 +75,20 @@ class _NoRedirect(urllib.request.HTTPRedirectHandler):
 
 def beat_check(*, var_dir: Path, max_age: float = BEAT_MAX_AGE_SECONDS) -> str | None:
     """None when beat's heartbeat file is younger than ``max_age`` seconds, else why not."""
-    path = beat_heartbeat_path(var_dir)
+    return _heartbeat_check("beat", beat_heartbeat_path(var_dir), max_age)
+
+
+def watch_check(*, var_dir: Path, max_age: float = WATCH_MAX_AGE_SECONDS) -> str | None:
+    """None when the watcher's heartbeat file is younger than ``max_age`` seconds, else why not."""
+    return _heartbeat_check("watcher", watch_heartbeat_path(var_dir), max_age)
+
+
+def _heartbeat_check(name: str, path: Path, max_age: float) -> str | None:
     try:
         age = time.time() - path.stat().st_mtime
     except OSError as exc:
-        return f"no beat heartbeat: {exc}"
-    return None if age <= max_age else f"beat heartbeat {path} is {age:.0f} s old"
+        return f"no {name} heartbeat: {exc}"
+    return None if age <= max_age else f"{name} heartbeat {path} is {age:.0f} s old"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -78,8 +97,14 @@ def main(argv: list[str] | None = None) -> int:
     web = checks.add_parser("web", help="the URL answers 200")
     web.add_argument("url")
     checks.add_parser("beat", help="Celery beat's heartbeat file is fresh")
+    checks.add_parser("watcher", help="the watcher's heartbeat file is fresh (manage.py rag_watch)")
     options = parser.parse_args(argv)
-    problem = web_check(options.url) if options.check == "web" else beat_check(var_dir=_var_dir())
+    if options.check == "web":
+        problem = web_check(options.url)
+    elif options.check == "watcher":
+        problem = watch_check(var_dir=_var_dir())
+    else:
+        problem = beat_check(var_dir=_var_dir())
     if problem:
         print(problem, file=sys.stderr)
         return 1

@@ -387,6 +387,16 @@ DECLARED: tuple[Setting, ...] = (
         minimum=1,
         doc="Celery worker processes under `make run` (each loads the model once).",
     ),
+    BoolSetting(
+        name="RAG_WATCH",
+        topic=RUNTIME,
+        default=True,
+        doc=(
+            "Run the watcher (`manage.py rag_watch`, started by `make run`, its own service under compose): a "
+            'file changed in a root whose "watch" box is ticked is re-indexed within seconds by a job for just '
+            "the changed paths. Off: roots change in search at their periodic re-verify only."
+        ),
+    ),
     # --- indexing ---
     StrSetting(
         name="RAG_EMBEDDING_MODEL",

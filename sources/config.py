@@ -125,3 +125,8 @@ def root_base_dirs() -> tuple[str, ...]:
 def skill_reverify_minutes() -> int:
     """RAG_SKILL_REVERIFY_MINUTES: the interval of the skills' re-verify schedule (0: off)."""
     return settings.RAG_SKILL_REVERIFY_MINUTES
+
+
+def watch_enabled() -> bool:
+    """RAG_WATCH: whether the watcher queues jobs for changed files (off: it idles; roots change at re-verify)."""
+    return settings.RAG_WATCH

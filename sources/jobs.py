@@ -10,8 +10,10 @@ the new run resumes where the old one stopped (content hashes decide).
 
 import logging
 import os
+import posixpath
 import socket
 import time
+from collections.abc import Sequence
 from datetime import timedelta
 
 from django.db import DatabaseError, IntegrityError, transaction
@@ -27,12 +29,17 @@ log = logging.getLogger(__name__)
 MAX_ERRORS_KEPT = 100
 
 
+# A targeted job about more paths than this reads the root in full instead: walking is then the cheaper way.
+MAX_TARGETED_PATHS = 1000
+
+
 def root_job_request(
     *,
     root_id: int,
     force: bool = False,
     trigger: str = "admin",
     ignore_cooldown: bool = False,
+    paths: Sequence[str] | None = None,
 ) -> tuple[IndexJob, bool]:
     """Create a queued job for the root, or return the one already queued or running.
 
@@ -40,16 +47,30 @@ def root_job_request(
     job to a worker. A ``force`` job re-chunks and re-embeds
     every file, unchanged or not. Without ``force`` or ``ignore_cooldown``
     a root verified less than its cooldown ago is refused with the time left.
+
+    ``paths`` (root-relative) asks for a targeted job that reads only those
+    files (a directory: the files below it) and knows no cooldown. It joins a
+    queued targeted job (their paths merge) and is absorbed by a queued full
+    one; a full request widens a queued targeted job to the whole root. A
+    running job is returned as is: the caller asks again once it has ended
+    (``job.status`` says which happened).
     """
+    wanted = paths_clean(paths) if paths is not None else None
     root = WorkspaceRoot.objects.filter(pk=root_id).first()
     if root is None:
         raise NotFound(f"workspace root {root_id} does not exist")
     if not root.enabled:
         raise Conflict(f"workspace root {root.name!r} is disabled; enable it first")
-    active = IndexJob.objects.filter(root=root, status__in=ACTIVE_JOB_STATUSES).first()
-    if active is not None:
-        return active, False
-    if not (force or ignore_cooldown) and root.last_verified_at is not None:
+    with transaction.atomic():
+        # Locked: the worker's claim locks the job too, so paths merged here are the paths it reads.
+        active = IndexJob.objects.select_for_update().filter(root=root, status__in=ACTIVE_JOB_STATUSES).first()
+        if active is not None:
+            if active.status == JobStatus.QUEUED and active.paths:
+                merged = sorted({*active.paths, *wanted}) if wanted else []
+                active.paths = merged if len(merged) <= MAX_TARGETED_PATHS else []
+                active.save(update_fields=["paths"])
+            return active, False
+    if wanted is None and not (force or ignore_cooldown) and root.last_verified_at is not None:
         elapsed = (timezone.now() - root.last_verified_at).total_seconds()
         if elapsed < root.cooldown_seconds:
             raise Cooldown(
@@ -59,11 +80,41 @@ def root_job_request(
             )
     try:
         with transaction.atomic():
-            job = IndexJob.objects.create(root=root, force=force, trigger=trigger)
+            job = IndexJob.objects.create(
+                root=root,
+                force=force,
+                trigger=trigger,
+                paths=wanted if wanted and len(wanted) <= MAX_TARGETED_PATHS else [],
+            )
     except IntegrityError:
         # Another request won the race; the partial unique index says so.
         return IndexJob.objects.get(root=root, status__in=ACTIVE_JOB_STATUSES), False
     return job, True
+
+
+def paths_clean(paths: Sequence[str]) -> list[str]:
+    """The root-relative paths of a targeted job, sorted and unique, or a clear error naming the first bad one.
+
+    Lexical only: whether a path leads through a symlink is decided when the
+    job reads it (sources/walk.py never follows one).
+    """
+    clean = set()
+    for path in paths:
+        if (
+            not isinstance(path, str)
+            or path in ("", ".")
+            or len(path) > 1024
+            or "\x00" in path
+            or posixpath.isabs(path)
+            or posixpath.normpath(path) != path
+            or path.split("/")[0] == ".."
+        ):
+            raise ApplicationError(
+                f"{path!r} is not a root-relative path (like src/app.py: no leading /, no .., no empty parts)",
+                details={"path": str(path)},
+            )
+        clean.add(path)
+    return sorted(clean)
 
 
 def worker_name() -> str:

@@ -18,6 +18,7 @@ from typing import Protocol
 
 import pathspec
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from kernel.errors import ApplicationError, Conflict
@@ -42,7 +43,17 @@ from sources.models import (
     words,
 )
 from sources.sensitive import secret_found
-from sources.walk import REPLACED, Candidate, Skipped, WalkRules, read_bytes, root_open, text_decode, walk
+from sources.walk import (
+    REPLACED,
+    Candidate,
+    Skipped,
+    WalkRules,
+    read_bytes,
+    root_open,
+    text_decode,
+    walk,
+    walk_paths,
+)
 
 log = logging.getLogger(__name__)
 
@@ -441,10 +452,6 @@ class _Run:
     def _index(self) -> None:
         root = self.root
         plans = _plans(root, self.embedding)
-        states = {
-            (s.source_id, s.generation, s.path): s
-            for s in IndexedFile.objects.filter(source__in=[p.source for p in plans])
-        }
         self.rules = WalkRules(
             include=tuple(words(root.include_globs)),
             exclude_dirs=frozenset(words(root.exclude_dirs)),
@@ -455,7 +462,19 @@ class _Run:
             hard_links_inside=root.hard_links_inside,
             max_document_bytes=self.max_document_bytes,
         )
-        entries = list(walk(self.root_fd, self.rules, self.left_out))
+        targeted = self._targeted(plans)
+        files = IndexedFile.objects.filter(source__in=[p.source for p in plans])
+        if targeted:
+            # Only what the job is about: a path, or (a directory, perhaps gone) the files below it.
+            about = Q(path__in=targeted)
+            for path in targeted:
+                about |= Q(path__startswith=path + "/")
+            files = files.filter(about)
+        states = {(s.source_id, s.generation, s.path): s for s in files}
+        if targeted:
+            entries = list(walk_paths(self.root_fd, self.rules, targeted, self.left_out))
+        else:
+            entries = list(walk(self.root_fd, self.rules, self.left_out))
         self.job.files_total = len(entries)
         self._beat(force=True)
         kept: set[tuple[int, int, str]] = set()
@@ -471,9 +490,12 @@ class _Run:
         self._flush()
         self._delete_missing(plans, states, kept)
         self._flip(plans)
-        WorkspaceRoot.objects.filter(pk=root.pk).update(last_verified_at=timezone.now())
+        if not targeted:
+            # A targeted job vouches for its paths only: the re-verify's schedule and cooldown go on as they were.
+            WorkspaceRoot.objects.filter(pk=root.pk).update(last_verified_at=timezone.now())
         job = self.job
-        summary = (
+        summary = f"targeted at {len(targeted)} path(s): " if targeted else ""
+        summary += (
             f"{job.files_changed} changed, {job.files_unchanged} unchanged, {job.files_skipped} skipped, "
             f"{job.files_failed} failed, {job.files_deleted} removed; {job.chunks_embedded} chunks embedded"
         )
@@ -485,6 +507,17 @@ class _Run:
                 "the next run tries again)"
             )
         jobs.job_finish(job_id=job.pk, status=JobStatus.SUCCEEDED, message=summary, job=job)
+
+    def _targeted(self, plans: list[SegmentPlan]) -> list[str]:
+        """The paths a targeted job reads; empty when the job (or what it must do) needs the whole root."""
+        assert self.rules is not None
+        if not self.job.paths:
+            return []
+        if any(plan.rebuilding for plan in plans):
+            return []  # a new model is written beside the old and flipped only once every file is in it
+        if self.rules.hard_links_inside:
+            return []  # whether every link of a file is inside the root is known only after the whole walk
+        return list(self.job.paths)
 
     def _fingerprint(self, digest: str, plan: SegmentPlan, path: str) -> str:
         extractor = extractor_for(path)

@@ -148,8 +148,130 @@ def walk(root_fd: int, rules: WalkRules, left_out: Counter | None = None) -> Ite
         yield entry
 
 
-def _listing(root_fd: int, rules: WalkRules, left_out: Counter | None) -> Iterator[Candidate | Skipped]:
-    pending: list[tuple[str, list[tuple[str, pathspec.PathSpec]]]] = [("", [])]  # (directory prefix, ignores)
+def walk_paths(
+    root_fd: int, rules: WalkRules, paths: list[str], left_out: Counter | None = None
+) -> Iterator[Candidate | Skipped]:
+    """What ``walk`` yields for just ``paths`` (root-relative; a directory stands for the files below it).
+
+    Each path is reached from the root one component at a time, and every
+    component is judged as the walk judges it (excluded directories, each
+    level's .gitignore, patterns, hidden and secret-bearing names, symlinks),
+    so a path yields exactly what the full walk would yield for it. A path
+    that is gone or no longer matches yields nothing. Hard-linked files are
+    skipped as ``walk`` skips them when hard links are not allowed: counting
+    a file's links inside the root takes the whole walk.
+    """
+    spec = _gitignore(root_fd)
+    ignores = [("", spec)] if spec is not None else []
+    seen: set[str] = set()
+    for path in paths:
+        for entry in _path_entries(root_fd, rules, path, ignores, left_out):
+            if entry.path in seen:
+                continue
+            seen.add(entry.path)
+            if isinstance(entry, Candidate) and entry.links > 1:
+                entry = Skipped(entry.path, f"{HARD_LINK} ({entry.links} links; hard links are not indexed)")
+            yield entry
+
+
+def _path_entries(
+    root_fd: int, rules: WalkRules, path: str, ignores: list[tuple[str, pathspec.PathSpec]], left_out: Counter | None
+) -> Iterator[Candidate | Skipped]:
+    parts = path.split("/")
+    if any(part in ("", ".", "..") for part in parts):
+        yield Skipped(path, f"unsafe path {path!r}")
+        return
+    dir_fd, prefix = root_fd, ""
+    try:
+        for index, name in enumerate(parts):
+            relative, last = prefix + name, index == len(parts) - 1
+            try:
+                info = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+            except (FileNotFoundError, NotADirectoryError):
+                return  # gone: what is stored for it goes
+            except OSError as exc:
+                yield Skipped(relative, f"cannot stat: {exc.strerror or exc}")
+                return
+            directory, symlink = stat.S_ISDIR(info.st_mode), stat.S_ISLNK(info.st_mode)
+            decision = _decide(
+                name,
+                relative,
+                directory=directory,
+                symlink=symlink,
+                ignores=ignores,
+                rules=rules,
+                left_out=left_out if last else None,
+            )
+            if decision is None:
+                return  # left out, as the walk would leave it out
+            if isinstance(decision, Skipped):
+                yield decision
+                return
+            if directory and last:
+                yield from _listing(root_fd, rules, left_out, start=(relative + "/", ignores))
+                return
+            if last:
+                yield _candidate_of(info, relative, rules)
+                return
+            if symlink:
+                yield Skipped(path, f"parent directory {relative} is a symlink (not followed)")
+                return
+            if not directory:
+                return  # a file where the path needs a directory: the path is gone
+            try:
+                following = os.open(name, _LIST, dir_fd=dir_fd)
+            except OSError as exc:
+                yield Skipped(path, f"parent directory {relative} changed while it was read: {exc.strerror or exc}")
+                return
+            if dir_fd != root_fd:
+                os.close(dir_fd)
+            dir_fd, prefix = following, relative + "/"
+            if (spec := _gitignore(dir_fd)) is not None:
+                ignores = [*ignores, (prefix, spec)]
+    finally:
+        if dir_fd != root_fd:
+            os.close(dir_fd)
+
+
+def _decide(
+    name: str,
+    relative: str,
+    *,
+    directory: bool,
+    symlink: bool,
+    ignores: list[tuple[str, pathspec.PathSpec]],
+    rules: WalkRules,
+    left_out: Counter | None,
+) -> Skipped | bool | None:
+    """How the walk treats one name: None left out (counted), a Skipped line, or True (enter it, or consider it)."""
+    if directory or symlink:
+        # A symlink is listed whatever its name: it may stand for a
+        # directory, and the admin should see why that one is missing.
+        if name in rules.exclude_dirs or _ignored(ignores, relative + ("/" if directory else "")):
+            return None
+    elif not rules.included(name, relative):
+        if left_out is not None:
+            left_out[NOT_INCLUDED] += 1
+        return None
+    elif _ignored(ignores, relative):
+        if left_out is not None:
+            left_out[GITIGNORED] += 1
+        return None
+    if _CONTROL_CHARACTER.search(name):
+        # A newline in a cited path would start a line of its own in a model's prompt.
+        return Skipped(_CONTROL_CHARACTER.sub(lambda m: f"\\x{ord(m.group()):02x}", relative), CONTROL_NAME)
+    if reason := rules.refused(name, relative, directory=directory):
+        return Skipped(relative, reason)
+    return True
+
+
+def _listing(
+    root_fd: int,
+    rules: WalkRules,
+    left_out: Counter | None,
+    start: tuple[str, list[tuple[str, pathspec.PathSpec]]] = ("", []),
+) -> Iterator[Candidate | Skipped]:
+    pending: list[tuple[str, list[tuple[str, pathspec.PathSpec]]]] = [start]  # (directory prefix, ignores)
     while pending:
         prefix, ignores = pending.pop()
         try:
@@ -170,24 +292,19 @@ def _listing(root_fd: int, rules: WalkRules, left_out: Counter | None) -> Iterat
             for entry in entries:  # inside the try: entry.stat() reads through dir_fd
                 relative = prefix + entry.name
                 directory = entry.is_dir(follow_symlinks=False)
-                if directory or entry.is_symlink():
-                    # A symlink is listed whatever its name: it may stand for a
-                    # directory, and the admin should see why that one is missing.
-                    if entry.name in rules.exclude_dirs or _ignored(ignores, relative + ("/" if directory else "")):
-                        continue
-                elif not rules.included(entry.name, relative):
-                    if left_out is not None:
-                        left_out[NOT_INCLUDED] += 1
+                decision = _decide(
+                    entry.name,
+                    relative,
+                    directory=directory,
+                    symlink=entry.is_symlink(),
+                    ignores=ignores,
+                    rules=rules,
+                    left_out=left_out,
+                )
+                if decision is None:
                     continue
-                elif _ignored(ignores, relative):
-                    if left_out is not None:
-                        left_out[GITIGNORED] += 1
-                    continue
-                if _CONTROL_CHARACTER.search(entry.name):
-                    # A newline in a cited path would start a line of its own in a model's prompt.
-                    yield Skipped(_CONTROL_CHARACTER.sub(lambda m: f"\\x{ord(m.group()):02x}", relative), CONTROL_NAME)
-                elif reason := rules.refused(entry.name, relative, directory=directory):
-                    yield Skipped(relative, reason)
+                if isinstance(decision, Skipped):
+                    yield decision
                 elif directory:
                     subdirectories.append((relative + "/", ignores))
                 else:
@@ -202,6 +319,10 @@ def _candidate(entry: os.DirEntry, relative: str, rules: WalkRules) -> Candidate
         info = entry.stat(follow_symlinks=False)
     except OSError as exc:
         return Skipped(relative, f"cannot stat: {exc.strerror or exc}")
+    return _candidate_of(info, relative, rules)
+
+
+def _candidate_of(info: os.stat_result, relative: str, rules: WalkRules) -> Candidate | Skipped:
     if stat.S_ISLNK(info.st_mode):
         return Skipped(relative, SYMLINK)
     if not stat.S_ISREG(info.st_mode):

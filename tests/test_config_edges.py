@@ -52,6 +52,7 @@ ALLOWED: dict[str, str] = {
     # Measurement.
     "measure.bench_accuracy": _MEASURE,
     "measure.bench_corpus": _MEASURE,
+    "measure.bench_freshness": _MEASURE,
     "measure.bench_index": _MEASURE,
     "measure.bench_login_flood": _MEASURE,
     "measure.bench_search": _MEASURE,

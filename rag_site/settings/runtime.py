@@ -1,7 +1,7 @@
 """How the processes run: Redis and Celery, and the processes `make run` starts (rag_site/rag_run)."""
 
 from rag_site.settings.base import TIME_ZONE
-from rag_site.settings_registry import read_int, read_str, read_url
+from rag_site.settings_registry import read_bool, read_int, read_str, read_url
 
 # --- Celery -----------------------------------------------------------------
 REDIS_URL = read_url("REDIS_URL")
@@ -27,3 +27,4 @@ RAG_BIND = read_str("RAG_BIND")
 RAG_WEB_WORKERS = read_int("RAG_WEB_WORKERS")
 RAG_WEB_THREADS = read_int("RAG_WEB_THREADS")
 RAG_WORKER_CONCURRENCY = read_int("RAG_WORKER_CONCURRENCY")
+RAG_WATCH = read_bool("RAG_WATCH")

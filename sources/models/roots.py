@@ -69,6 +69,11 @@ class WorkspaceRoot(Scoped):
         default=300, help_text="Minimum time between full re-verifies (force bypasses it)."
     )
     reverify_minutes = models.PositiveIntegerField(default=30, help_text="Periodic re-verify interval; 0 = off.")
+    watch = models.BooleanField(
+        default=True,
+        help_text="Index a changed file within seconds: the watcher (RAG_WATCH) queues a job for just the changed "
+        "paths. The periodic re-verify still catches what it misses.",
+    )
     source = models.OneToOneField(
         Source,
         null=True,
@@ -169,6 +174,8 @@ class IndexJob(models.Model):
     status = models.CharField(max_length=16, choices=JobStatus.choices, default=JobStatus.QUEUED)
     force = models.BooleanField(default=False)
     trigger = models.CharField(max_length=32, default="admin")
+    # Root-relative paths: a targeted job reads only these (a directory: what is below it), never walks the root.
+    paths = models.JSONField(default=list, blank=True, help_text="Empty: the whole root.")
     attempt = models.PositiveIntegerField(default=1)
     message = models.TextField(blank=True)
     files_total = models.PositiveIntegerField(default=0)

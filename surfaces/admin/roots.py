@@ -129,7 +129,7 @@ class WorkspaceRootAdmin(ScopedAdminMixin, BrokerWarningMixin, admin.ModelAdmin)
                 "description": "Empty = shared. Changes apply to search as soon as you save; nothing is re-embedded.",
             },
         ),
-        ("Schedule", {"fields": ["cooldown_seconds", "reverify_minutes", "last_verified_at"]}),
+        ("Schedule", {"fields": ["watch", "cooldown_seconds", "reverify_minutes", "last_verified_at"]}),
         ("What is indexed", {"fields": ["last_job", "jobs_link", "files_table"]}),
     ]
 

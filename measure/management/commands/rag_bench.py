@@ -17,13 +17,15 @@ class Command(BaseCommand):
         "`search --chunks N`: latency, throughput and accuracy of the search API over HTTP on an N-chunk corpus. "
         "`login-flood`: search latency alone and beside clients posting wrong passwords to the login pages. "
         "`slowloris --url URL`: health probes beside connections trickling headers or a body. "
-        "`extract PATH`: every document under PATH through the extraction sandbox; PDF pages/s, peak memory."
+        "`extract PATH`: every document under PATH through the extraction sandbox; PDF pages/s, peak memory. "
+        "`freshness`: seconds from a change in a watched root to search (edit, create, rename, delete), idle and "
+        "beside a bulk job, and a skill saved meanwhile."
     )
 
     def add_arguments(self, parser) -> None:
         parser.add_argument(
             "what",
-            choices=["chunk", "index", "search", "login-flood", "slowloris", "extract"],
+            choices=["chunk", "index", "search", "login-flood", "slowloris", "extract", "freshness"],
             help="What to measure.",
         )
         parser.add_argument("path", type=Path, nargs="?", help="chunk, index, extract: the source tree.")
@@ -63,6 +65,14 @@ class Command(BaseCommand):
         flood.add_argument("--flooders", type=int, default=16, help="Clients posting wrong passwords (default 16).")
         flood.add_argument("--searchers", type=int, default=1, help="Clients searching meanwhile (default 1).")
         slowloris_arguments(parser)
+        fresh = parser.add_argument_group("freshness")
+        fresh.add_argument("--rounds", type=int, default=20, help="Changes of each kind per phase (default 20).")
+        fresh.add_argument(
+            "--bulk-files", type=int, default=3000, help="Files of the bulk root indexed beside (default 3000)."
+        )
+        fresh.add_argument(
+            "--concurrency", type=int, help="Worker processes (default RAG_WORKER_CONCURRENCY, as make run)."
+        )
 
     def handle(self, *args, what: str, path: Path | None, json: bool = False, **options) -> None:
         if what == "search":
@@ -70,6 +80,9 @@ class Command(BaseCommand):
             return
         if what == "slowloris":
             slowloris_command(self, as_json=json, **options)
+            return
+        if what == "freshness":
+            self._freshness(as_json=json, **options)
             return
         if what == "login-flood":
             from measure.bench_login_flood import login_flood_command
@@ -98,6 +111,37 @@ class Command(BaseCommand):
         self.stdout.write(f"  {'language':<12} {'files':>7} {'chunks':>8}")
         for language, chunks in result.by_language.most_common():
             self.stdout.write(f"  {language:<12} {result.files_by_language[language]:>7} {chunks:>8}")
+
+    def _freshness(
+        self, *, as_json: bool, rounds: int, bulk_files: int, concurrency: int | None, yes: bool, **_
+    ) -> None:
+        from django.conf import settings
+        from django.core.management import call_command
+
+        from measure.bench_freshness import FreshnessOptions, freshness_bench, freshness_table
+        from measure.bench_search import database_is_embedded
+
+        if not yes and not database_is_embedded():
+            raise CommandError(
+                "this database is not this checkout's embedded one (var/postgres): the bench adds and removes "
+                "roots and skills named bench-freshness. Pass --yes to go ahead."
+            )
+        call_command("migrate", interactive=False, verbosity=0)
+        options = FreshnessOptions(
+            rounds=rounds, bulk_files=bulk_files, concurrency=concurrency or settings.RAG_WORKER_CONCURRENCY
+        )
+        try:
+            report = freshness_bench(options, log=lambda line: self.stderr.write(line))
+        except ApplicationError as exc:
+            raise CommandError(exc.message) from None
+        if as_json:
+            self.stdout.write(_json(report))
+            return
+        self.stdout.write(
+            f"seconds from a change on disk until search agrees ({options.concurrency} worker process(es), "
+            f"{rounds} rounds; target: edit and delete p95 <= 5 s)"
+        )
+        self.stdout.write("\n".join(freshness_table(report)))
 
     def _extract(self, path: Path, *, as_json: bool) -> None:
         from django.conf import settings

@@ -3,7 +3,8 @@
 manage.py has already started (or joined) the embedded PostgreSQL and
 started the embedded Redis when no URLs are configured. This command
 migrates, creates the first admin, loads the demo skills, then runs a Celery
-worker, Celery beat, gunicorn and the front (Caddy on RAG_BIND, buffering
+worker, Celery beat, the watcher of workspace roots (RAG_WATCH: sources/watch.py),
+gunicorn and the front (Caddy on RAG_BIND, buffering
 slow clients before gunicorn's unix socket: rag_site/front.py) as child
 processes until Ctrl-C, restarting any of them that exits
 (rag_site/supervisor.py).
@@ -97,6 +98,9 @@ class Command(BaseCommand):
                 f"--schedule={settings.VAR_DIR / 'celerybeat-schedule'}",
             ],
         )
+        if settings.RAG_WATCH:
+            # Watched roots (sources/watch.py): a changed file is queued for indexing within seconds.
+            supervisor.start("watcher", [python, str(settings.BASE_DIR / "manage.py"), "rag_watch"])
         supervisor.start("web", web_command(python=python, bind=front.web_bind), env=web_env())
         supervisor.start("front", front.argv, env=front.env)
         self._banner(password, supervisor.log_dir)
