@@ -6,7 +6,7 @@ know about Celery. Tasks take an id and call one service; they are safe to
 rerun (fingerprints decide what is embedded). Tasks are edges too: each
 builds the config its service takes (sources/config.py) from the settings.
 Which queue each send goes to is decided in sources/queues.py (interactive
-or bulk); ``_send`` asks it, nothing else here names a queue.
+or bulk); only a re-verify of everything asks for bulk by name.
 """
 
 import logging

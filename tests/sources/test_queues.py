@@ -8,6 +8,7 @@ import pytest
 from django.conf import settings
 from django.db import connection
 
+from kernel.heartbeats import queue_lengths
 from sources import jobs, queues, tasks
 from sources.models import IndexJob, JobStatus, Skill, WorkspaceRoot
 from tests.conftest import api_client, running_worker, wait_for
@@ -92,6 +93,24 @@ def test_the_api_says_where_a_queued_job_waits_and_started_only_once_it_runs(tmp
     assert (running["queued_behind"], running["state"]) == (None, "started")
     listed = {root["name"]: root["last_job"] for root in manage_client.get("/api/v1/roots").json()}
     assert listed["b"]["state"] == "queued behind 1 job on the bulk queue"
+
+
+def broker_lengths() -> dict[str, int]:
+    lengths = queue_lengths(queues.QUEUES)
+    assert lengths is not None
+    return lengths
+
+
+@pytest.mark.django_db(transaction=True)
+def test_messages_land_on_the_queue_the_table_names(tmp_path, settings):
+    (root,) = _roots(tmp_path, settings, ["a"])
+    before = broker_lengths()
+    Skill.objects.create(slug="heron", body="# Heron\n\nA grey bird.\n")  # a save: interactive
+    tasks.root_reindex_request(root_id=root.pk, trigger="test")  # a full walk: bulk
+    tasks.skills_reverify_task()  # everything again (after a model swap, every one re-embedded): bulk
+    after = broker_lengths()
+    assert after["interactive"] - before["interactive"] == 1
+    assert after["bulk"] - before["bulk"] == 2
 
 
 @contextlib.contextmanager
