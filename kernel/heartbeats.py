@@ -9,6 +9,7 @@ then reports the broker down, which is the failure that matters.
 
 import logging
 import threading
+from collections.abc import Iterable
 
 import redis
 
@@ -45,10 +46,17 @@ def broker_ping() -> str:
     return ""
 
 
-def queue_length() -> int | None:
-    """Tasks waiting in Celery's default queue (a Redis list named "celery"); None when the broker cannot be read."""
+def queue_lengths(queues: Iterable[str]) -> dict[str, int] | None:
+    """Tasks waiting in each Celery queue (a Redis list named after it); None when the broker cannot be read.
+
+    Messages a worker has taken but not yet acknowledged are not in the list: a running task is not counted.
+    """
+    names = list(queues)
     try:
-        return int(redis_client().llen("celery"))
+        with redis_client().pipeline(transaction=False) as pipe:
+            for name in names:
+                pipe.llen(name)
+            return dict(zip(names, map(int, pipe.execute()), strict=True))
     except redis.RedisError:
         return None
 

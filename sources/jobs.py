@@ -13,7 +13,7 @@ import os
 import posixpath
 import socket
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from datetime import timedelta
 
 from django.db import DatabaseError, IntegrityError, transaction
@@ -23,6 +23,7 @@ from kernel.errors import ApplicationError, Conflict, Cooldown, NotFound
 from sources import locks
 from sources.config import JobsConfig, jobs_config
 from sources.models import ACTIVE_JOB_STATUSES, IndexJob, JobStatus, WorkspaceRoot
+from sources.queues import job_queue
 
 log = logging.getLogger(__name__)
 
@@ -115,6 +116,44 @@ def paths_clean(paths: Sequence[str]) -> list[str]:
             )
         clean.add(path)
     return sorted(clean)
+def jobs_ahead(jobs: Iterable[IndexJob]) -> dict[int, int]:
+    """For each queued job of ``jobs``, how many jobs are ahead of it on its own queue (sources/queues.py).
+
+    Ahead: those running on that queue, and those queued on it before it. Read
+    from the database, not from the broker: the rows say what waits, whatever
+    Redis holds. One query for any number of jobs (active jobs are at most one
+    per root). Jobs not queued get no entry.
+    """
+    queued = [job for job in jobs if job.status == JobStatus.QUEUED]
+    if not queued:
+        return {}
+    active = list(IndexJob.objects.filter(status__in=ACTIVE_JOB_STATUSES))
+    return {
+        job.pk: sum(
+            1
+            for other in active
+            if other.pk != job.pk
+            and job_queue(other) == job_queue(job)
+            and (other.status == JobStatus.RUNNING or (other.created_at, other.pk) < (job.created_at, job.pk))
+        )
+        for job in queued
+    }
+
+
+def job_state(job: IndexJob, ahead: int | None) -> str:
+    """What a person is told about a job's place: "queued behind 2 jobs on the bulk queue", "started", ...
+
+    ``ahead``: the job's entry of ``jobs_ahead`` (None when it is not queued).
+    A queued job is never said to have started: it may wait minutes behind a big one.
+    """
+    if job.status == JobStatus.QUEUED:
+        queue = job_queue(job)
+        if not ahead:
+            return f"queued, next on the {queue} queue"
+        return f"queued behind {ahead} job{'s' if ahead != 1 else ''} on the {queue} queue"
+    if job.status == JobStatus.RUNNING:
+        return "started"
+    return job.get_status_display().lower()
 
 
 def worker_name() -> str:

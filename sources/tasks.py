@@ -5,6 +5,8 @@ and ``root_reindex_request`` functions here; services and storage never
 know about Celery. Tasks take an id and call one service; they are safe to
 rerun (fingerprints decide what is embedded). Tasks are edges too: each
 builds the config its service takes (sources/config.py) from the settings.
+Which queue each send goes to is decided in sources/queues.py (interactive
+or bulk); only a re-verify of everything asks for bulk by name.
 """
 
 import logging
@@ -18,7 +20,8 @@ from kernel import heartbeats
 from kernel.errors import ApplicationError
 from sources import jobs, queueing, roots, services, tools, uploads
 from sources.config import indexing_config, jobs_config
-from sources.models import IndexJob, Skill, Tool, UploadedDocument
+from sources.models import IndexJob, JobStatus, Skill, Tool, UploadedDocument
+from sources.queues import BULK, job_queue
 
 log = logging.getLogger(__name__)
 
@@ -83,9 +86,17 @@ def document_index_task(self, document_id: int, force: bool = False) -> dict | N
     )
 
 
-@shared_task(acks_late=True, reject_on_worker_lost=True)
-def root_index_task(job_id: int) -> str | None:
+@shared_task(bind=True, acks_late=True, reject_on_worker_lost=True)
+def root_index_task(self, job_id: int) -> str | None:
     """Run an index job; a message for a finished job, or one a live worker runs, does nothing."""
+    arrived_on = (self.request.delivery_info or {}).get("routing_key")
+    job = IndexJob.objects.filter(pk=job_id, status=JobStatus.QUEUED).first()
+    if job is not None and arrived_on and arrived_on != job_queue(job):
+        # Sent as a targeted job, then widened to the whole root while it waited (jobs.root_job_request): a full
+        # walk belongs on the bulk worker, where it cannot hold up saves.
+        if reason := _send("indexjob", job_id):
+            queueing.queued_note(IndexJob, job_id, reason)
+        return None
     job = jobs.job_start(job_id=job_id, config=jobs_config())
     if job is None:
         return None
@@ -112,17 +123,21 @@ def jobs_reap_task() -> dict[str, list[int]]:
 @shared_task(acks_late=True)
 def skills_reverify_task() -> int:
     """Queue every skill, tool and uploaded document; unchanged ones are skipped by fingerprint without embedding.
-    Returns how many."""
+    Returns how many.
+
+    On the bulk queue: after a model swap every one of them is re-embedded, and
+    a skill saved meanwhile must not wait behind them on the interactive queue.
+    """
     skill_ids = list(Skill.objects.values_list("pk", flat=True))
     for skill_id in skill_ids:
-        skill_enqueue(skill_id=skill_id)
+        skill_enqueue(skill_id=skill_id, bulk=True)
     tool_ids = list(Tool.objects.values_list("pk", flat=True))
     for tool_id in tool_ids:
-        tool_enqueue(tool_id=tool_id)
+        tool_enqueue(tool_id=tool_id, bulk=True)
     # Uploaded documents too: an upgraded extractor changes their fingerprint (checked without reading the file).
     document_ids = list(UploadedDocument.objects.values_list("pk", flat=True))
     for document_id in document_ids:
-        document_enqueue(document_id=document_id)
+        document_enqueue(document_id=document_id, bulk=True)
     return len(skill_ids) + len(tool_ids) + len(document_ids)
 
 
@@ -135,32 +150,35 @@ _TASKS: dict[str, tuple[type[Skill] | type[Tool] | type[UploadedDocument] | type
 }
 
 
-def skill_enqueue(*, skill_id: int, force: bool = False) -> None:
-    """Queue the skill's indexing after commit; ``force`` re-embeds it even if unchanged."""
+def skill_enqueue(*, skill_id: int, force: bool = False, bulk: bool = False) -> None:
+    """Queue the skill's indexing after commit; ``force`` re-embeds it even if unchanged.
+
+    ``bulk``: on the bulk queue (a re-verify of everything), not the interactive one a save uses.
+    """
     if force:
         # A task re-sent after a broker outage goes without its options: with no
         # fingerprint stored, the plain task re-embeds the skill too.
         services.skill_fingerprint_forget(skill_id=skill_id)
     queueing.queued_mark(Skill, skill_id)
-    _send_on_commit("skill", skill_id, force=force)
+    _send_on_commit("skill", skill_id, queue=BULK if bulk else None, force=force)
 
 
-def tool_enqueue(*, tool_id: int) -> None:
+def tool_enqueue(*, tool_id: int, bulk: bool = False) -> None:
     queueing.queued_mark(Tool, tool_id)
-    _send_on_commit("tool", tool_id)
+    _send_on_commit("tool", tool_id, queue=BULK if bulk else None)
 
 
-def document_enqueue(*, document_id: int) -> None:
+def document_enqueue(*, document_id: int, bulk: bool = False) -> None:
     """Queue an uploaded document's indexing after commit (a replaced file has a new fingerprint: it is re-embedded)."""
     queueing.queued_mark(UploadedDocument, document_id)
-    _send_on_commit("document", document_id)
+    _send_on_commit("document", document_id, queue=BULK if bulk else None)
 
 
 def root_reindex_request(**request) -> tuple[IndexJob, bool]:
     """``jobs.root_job_request`` (same arguments and errors), and the new job sent after commit."""
     job, created = jobs.root_job_request(**request)
     if created:
-        _send_on_commit("indexjob", job.pk)
+        _send_on_commit("indexjob", job.pk, queue=job_queue(job))
     return job, created
 
 
@@ -181,11 +199,19 @@ def recovery_sweep() -> dict[str, list[int]]:
     return done
 
 
-def _send(kind: str, object_id: int, **options: object) -> str:
-    """Send the task now; "" when sent, else the reason to record (it starts with BROKER_WAIT)."""
+def _send(kind: str, object_id: int, *, queue: str | None = None, **options: object) -> str:
+    """Send the task now; "" when sent, else the reason to record (it starts with BROKER_WAIT).
+
+    ``queue``: None sends an item to its task's queue (CELERY_TASK_ROUTES, from sources/queues.py) and a job to
+    the queue its row calls for (``queues.job_queue``).
+    """
     task = _TASKS[kind][1]
+    if queue is None and kind == "indexjob":
+        job = IndexJob.objects.filter(pk=object_id).first()
+        queue = job_queue(job) if job is not None else BULK
+    route = {"queue": queue} if queue else {}
     try:
-        task.delay(object_id, **options)
+        task.apply_async((object_id,), options, **route)
     except Exception as exc:  # noqa: BLE001 - whatever the broker client raises, the outcome is the same
         log.warning(
             "could not queue %s(%s), the broker is unreachable; it is sent again when it is back: %s",
@@ -197,11 +223,11 @@ def _send(kind: str, object_id: int, **options: object) -> str:
     return ""
 
 
-def _send_on_commit(kind: str, object_id: int, **options: object) -> None:
+def _send_on_commit(kind: str, object_id: int, *, queue: str | None = None, **options: object) -> None:
     """Send once the transaction commits; a broker that cannot be reached leaves a note the sweep reads."""
 
     def send() -> None:
-        if reason := _send(kind, object_id, **options):
+        if reason := _send(kind, object_id, queue=queue, **options):
             queueing.queued_note(_TASKS[kind][0], object_id, reason)
 
     transaction.on_commit(send)

@@ -5,6 +5,8 @@ from ninja import Field, Schema
 from pydantic import ConfigDict
 
 from retrieval.schemas import BodyIn, Flag
+from sources.jobs import job_state, jobs_ahead
+from sources.queues import job_queue
 
 
 class SkillOut(Schema):
@@ -69,10 +71,34 @@ class JobOut(Schema):
     created_at: datetime
     started_at: datetime | None
     finished_at: datetime | None
+    queue: str = Field(..., description="The queue it runs on: bulk (a full walk) or interactive (a few given paths).")
+    queued_behind: int | None = Field(
+        ..., description="While queued: how many jobs are ahead of it on its queue (running or queued before it)."
+    )
+    state: str = Field(
+        ..., description='In words: "queued behind 2 jobs on the bulk queue", "started" once it runs, or its outcome.'
+    )
 
     @staticmethod
     def resolve_root(job) -> str:
         return job.root.name
+
+    @staticmethod
+    def resolve_queue(job) -> str:
+        return job_queue(job)
+
+    @staticmethod
+    def resolve_queued_behind(job) -> int | None:
+        if job.status != "queued":
+            return None
+        if getattr(job, "queued_behind", None) is None:
+            # One query for this job; a list of jobs gets its counts at once (selectors.roots_with_latest_job).
+            job.queued_behind = jobs_ahead([job])[job.pk]
+        return job.queued_behind
+
+    @staticmethod
+    def resolve_state(job) -> str:
+        return job_state(job, JobOut.resolve_queued_behind(job))
 
 
 class ReindexOut(Schema):

@@ -12,9 +12,10 @@ from access.scope import Scope
 from kernel.breaker import RECENT_MINUTES
 from kernel.config import llm_config
 from kernel.errors import NotFound
-from kernel.heartbeats import queue_length
+from kernel.heartbeats import queue_lengths
 from sources.config import embedding_config
 from sources.health import Health, health_check
+from sources.jobs import jobs_ahead
 from sources.models import (
     ACTIVE_JOB_STATUSES,
     Chunk,
@@ -28,6 +29,7 @@ from sources.models import (
     Tool,
     WorkspaceRoot,
 )
+from sources.queues import QUEUES
 from sources.roots import root_sources
 from surfaces.schemas import SkillDetailOut
 
@@ -67,6 +69,9 @@ def roots_with_latest_job() -> list[WorkspaceRoot]:
         job.root_id: job
         for job in IndexJob.objects.select_related("root").order_by("root_id", "-created_at").distinct("root_id")
     }
+    ahead = jobs_ahead(latest.values())  # one more query, and only when one of them is queued
+    for job in latest.values():
+        job.queued_behind = ahead.get(job.pk)  # type: ignore[attr-defined]  # for JobOut, like an annotation
     roots = list(WorkspaceRoot.objects.all())
     for root in roots:
         root.latest_job = latest.get(root.pk)  # type: ignore[attr-defined]  # for RootOut, like an annotation
@@ -175,7 +180,7 @@ def index_overview(*, scope: Scope) -> dict:
         "failed_jobs": failed_jobs,
         "running": running,
         "health": health,
-        "queue": queue_length(),
+        "queue": queue_lengths(QUEUES),
         "llm": _llm_models(health),
         "llm_recent_minutes": RECENT_MINUTES,
     }

@@ -15,10 +15,11 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 @contextlib.contextmanager
-def running_worker(name: str = "test-worker", *, pool: str = "solo", **env: str):
+def running_worker(name: str = "test-worker", *, pool: str = "solo", queues: str = "interactive,bulk", **env: str):
     """A real Celery worker process on the test database and the embedded Redis.
 
-    ``pool="prefork"`` runs the task in a child process (one), as `make run` does.
+    ``pool="prefork"`` runs the task in a child process (one), as `make run` does. ``queues``: what it consumes
+    (sources/queues.py); by default both, so one worker runs everything; `make run` starts one per queue.
     """
     from django.conf import settings
     from django.db import connection
@@ -47,6 +48,7 @@ def running_worker(name: str = "test-worker", *, pool: str = "solo", **env: str)
                 "--without-gossip",
                 "--without-mingle",
                 f"--hostname={name}@%h",
+                f"--queues={queues}",
             ],
             cwd=ROOT,
             env={**os.environ, "DATABASE_URL": url, **env},

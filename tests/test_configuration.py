@@ -248,6 +248,18 @@ def test_compose_runs_the_whole_topology():
     assert "noeviction" in COMPOSE["services"]["redis"]["command"]
 
 
+def test_compose_runs_a_worker_for_each_queue():
+    from sources.queues import QUEUES
+
+    consumed = [
+        arg.removeprefix("--queues=")
+        for service in COMPOSE["services"].values()
+        for arg in service.get("command", [])
+        if isinstance(arg, str) and arg.startswith("--queues=")
+    ]
+    assert sorted(consumed) == sorted(QUEUES)  # each queue once, by a worker of its own
+
+
 @pytest.mark.parametrize("service", APP_SERVICES)
 def test_every_compose_command_names_a_real_entry_point(service):
     import importlib

@@ -80,14 +80,18 @@ def ours(var_dir: Path) -> list[psutil.Process]:
 
 
 def supervised(run_pid: int, program: str) -> psutil.Process | None:
-    """The child of `make run` running ``program``: "worker" or "beat" (Celery), or "gunicorn"."""
+    """The child of `make run` running ``program``: "worker" (bulk), "interactive" or "beat" (Celery), or "gunicorn".
+
+    The two Celery workers differ by their node name (rag_run.worker_command).
+    """
     for child in psutil.Process(run_pid).children():
         try:
             argv = child.cmdline()
         except (psutil.NoSuchProcess, psutil.ZombieProcess):
             continue
         if (argv[1:3] == ["-m", "gunicorn"] and program == "gunicorn") or (
-            argv[1:3] == ["-m", "celery"] and argv[5] == program
+            argv[1:3] == ["-m", "celery"]
+            and (argv[5] == program if program == "beat" else f"--hostname={program}@%h" in argv)
         ):
             return child
     return None
@@ -194,20 +198,23 @@ def test_make_run_serves_logs_in_and_stops_everything(tmp_path):
         assert status == 414 and content_type == "application/json", (status, content_type, body)
         assert json.loads(body)["error"]
 
-        # A killed worker is restarted, its pool process does not linger, and web keeps serving.
-        worker = supervised(run.pid, "worker")
+        # Both queues have their worker (sources/queues.py).
+        assert "--queues=bulk" in supervised(run.pid, "worker").cmdline()
+        # A killed worker (the one saves go to) is restarted, its pool process does not linger, web keeps serving.
+        worker = supervised(run.pid, "interactive")
+        assert "--queues=interactive" in worker.cmdline()
         pool = worker.children()
         assert pool  # prefork: the process that runs the tasks
         worker.send_signal(signal.SIGKILL)
         wait_for(
             lambda: re.search(
-                r"^worker exited with code -9; restarting in 1 s \(restart 1\)", output.read_text(), re.MULTILINE
+                r"^interactive exited with code -9; restarting in 1 s \(restart 1\)", output.read_text(), re.MULTILINE
             ),
             timeout=30,
             what="the supervisor to report the worker's exit",
         )
         new_worker = wait_for(
-            lambda: (found := supervised(run.pid, "worker")) and found.pid != worker.pid and found,
+            lambda: (found := supervised(run.pid, "interactive")) and found.pid != worker.pid and found,
             timeout=30,
             what="a new worker process",
         )
@@ -221,7 +228,7 @@ def test_make_run_serves_logs_in_and_stops_everything(tmp_path):
 
         # The new worker answers docker-compose's ping (through the broker) and indexes a new skill.
         broker = json.loads((var_dir / "valkey" / "server.json").read_text())["url"]
-        ping = f"celery -A rag_site inspect ping --destination worker@{socket.gethostname()} --timeout 10"
+        ping = f"celery -A rag_site inspect ping --destination interactive@{socket.gethostname()} --timeout 10"
         celery_env = {**environment, "REDIS_URL": broker, "DATABASE_URL": "postgres://unused@localhost/unused"}
         wait_for(
             lambda: healthcheck(sys.executable, "-m", *ping.split(), env=celery_env),
@@ -262,5 +269,5 @@ def test_make_run_serves_logs_in_and_stops_everything(tmp_path):
     finally:
         run.send_signal(signal.SIGINT)
         run.wait(timeout=90)
-    assert "stopped front, web, worker and beat" in output.read_text()
+    assert "stopped front, web, workers and beat" in output.read_text()
     wait_for(lambda: not ours(var_dir), timeout=30, what="every child process to exit")

@@ -2,6 +2,7 @@
 
 from rag_site.settings.base import TIME_ZONE
 from rag_site.settings_registry import read_bool, read_int, read_str, read_url
+from sources.queues import BULK, task_routes
 
 # --- Celery -----------------------------------------------------------------
 REDIS_URL = read_url("REDIS_URL")
@@ -17,6 +18,10 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": CELERY_TASK_TIME_LIMIT * 2}
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_TASK_IGNORE_RESULT = True
+# Two queues, each with its own worker, so a save never waits behind a full index job (sources/queues.py
+# decides; job messages name their queue when sent). Anything unnamed is bulk.
+CELERY_TASK_ROUTES = task_routes()
+CELERY_TASK_DEFAULT_QUEUE = BULK
 # django-celery-beat's DatabaseScheduler, touching a file on every tick for the health check.
 CELERY_BEAT_SCHEDULER = "rag_site.beat:HeartbeatScheduler"
 CELERY_TIMEZONE = TIME_ZONE
@@ -28,3 +33,4 @@ RAG_WEB_WORKERS = read_int("RAG_WEB_WORKERS")
 RAG_WEB_THREADS = read_int("RAG_WEB_THREADS")
 RAG_WORKER_CONCURRENCY = read_int("RAG_WORKER_CONCURRENCY")
 RAG_WATCH = read_bool("RAG_WATCH")
+RAG_INTERACTIVE_CONCURRENCY = read_int("RAG_INTERACTIVE_CONCURRENCY")

@@ -22,6 +22,9 @@ def job_badge(job: IndexJob | None) -> str:
     if job is None:
         return "never indexed"
     label = job.get_status_display()
+    if job.status == JobStatus.QUEUED:
+        # Only queued rows cost a query (one each): at most one per root is ever queued.
+        label = jobs.job_state(job, jobs.jobs_ahead([job])[job.pk]).capitalize()
     if job.status == JobStatus.RUNNING and job.files_total:
         label += (
             f" {job.progress:.0%} ({job.chunks_embedded:,} chunks embedded, "
@@ -205,9 +208,11 @@ class WorkspaceRootAdmin(ScopedAdminMixin, BrokerWarningMixin, admin.ModelAdmin)
         except ApplicationError as exc:
             self.message_user(request, f"{root.name}: {exc.message}", messages.WARNING)
             return
-        verb = "indexing started as" if created else "already queued or running as"
+        # Never "started" while it waits: behind a big job it may wait minutes (sources/queues.py).
+        state = jobs.job_state(job, jobs.jobs_ahead([job]).get(job.pk))
+        already = "" if created else " (it was already there)"
         link = format_html('<a href="{}">job {}</a>', reverse("admin:sources_indexjob_change", args=[job.pk]), job.pk)
-        self.message_user(request, format_html("{}: {} {}.", root.name, verb, link), messages.SUCCESS)
+        self.message_user(request, format_html("{}: index {}{} {}.", root.name, link, already, state), messages.SUCCESS)
 
     @admin.action(description="Re-index selected roots (respects the cooldown)")
     def reindex(self, request, queryset) -> None:

@@ -48,15 +48,28 @@ def root_form(repo: Path, **changes) -> dict:
     return {**fields, **changes}
 
 
-def test_a_root_saved_in_the_admin_is_queued_for_its_first_index_at_once(admin_client, repo):
+def test_a_root_saved_in_the_admin_is_queued_for_its_first_index_at_once_and_says_what_it_waits_behind(
+    admin_client, repo
+):
+    (repo.parent / "big").mkdir()
+    big = WorkspaceRoot.objects.create(name="big", path=str(repo.parent / "big"))
+    running, _ = jobs.root_job_request(root_id=big.pk, trigger="test")
+    IndexJob.objects.filter(pk=running.pk).update(status=JobStatus.RUNNING)
+
     response = admin_client.post("/admin/sources/workspaceroot/add/", root_form(repo), follow=True)
     root = WorkspaceRoot.objects.get(name="repo")
     (job,) = IndexJob.objects.filter(root=root)
     assert (job.status, job.trigger) == (JobStatus.QUEUED, "admin")
-    assert (
-        f'epo: indexing started as <a href="/admin/sources/indexjob/{job.pk}/change/">job {job.pk}</a>'
-        in response.content.decode()
-    )
+    page = response.content.decode()
+    link = f'<a href="/admin/sources/indexjob/{job.pk}/change/">job {job.pk}</a>'
+    assert f"epo: index {link} queued behind 1 job on the bulk queue." in page
+    assert "started" not in page  # it only waits
+    listing = admin_client.get("/admin/sources/indexjob/").content.decode()
+    assert "Queued behind 1 job on the bulk queue" in listing
+
+    IndexJob.objects.filter(pk=running.pk).update(status=JobStatus.SUCCEEDED)
+    again = admin_client.post(reverse("admin:sources_workspaceroot_reindex", args=[root.pk]), follow=True)
+    assert f"epo: index {link} (it was already there) queued, next on the bulk queue." in again.content.decode()
 
 
 def test_each_root_row_has_a_re_index_button_that_posts(admin_client, repo):

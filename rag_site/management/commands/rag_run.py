@@ -2,9 +2,10 @@
 
 manage.py has already started (or joined) the embedded PostgreSQL and
 started the embedded Redis when no URLs are configured. This command
-migrates, creates the first admin, loads the demo skills, then runs a Celery
-worker, Celery beat, the watcher of workspace roots (RAG_WATCH: sources/watch.py),
-gunicorn and the front (Caddy on RAG_BIND, buffering
+migrates, creates the first admin, loads the demo skills, then runs two Celery
+workers (``worker`` for the bulk queue, ``interactive`` for saves:
+sources/queues.py), Celery beat, the watcher of workspace roots (RAG_WATCH:
+sources/watch.py), gunicorn and the front (Caddy on RAG_BIND, buffering
 slow clients before gunicorn's unix socket: rag_site/front.py) as child
 processes until Ctrl-C, restarting any of them that exits
 (rag_site/supervisor.py).
@@ -25,6 +26,7 @@ from django.core.management.base import BaseCommand, CommandError
 from rag_site.demo import demo_skills_load
 from rag_site.front import front_plan, web_env
 from rag_site.supervisor import Supervisor
+from sources.queues import BULK, INTERACTIVE
 
 ADMIN_USERNAME = "admin"
 
@@ -47,8 +49,25 @@ def web_command(*, python: str, bind: str) -> list[str]:
     ]
 
 
+def worker_command(*, python: str, queue: str, concurrency: int) -> list[str]:
+    """A Celery worker consuming one queue; its node name is ``worker@host`` for bulk, ``interactive@host``."""
+    node = "worker" if queue == BULK else queue
+    return [
+        python,
+        "-m",
+        "celery",
+        "-A",
+        "rag_site",
+        "worker",
+        "--loglevel=INFO",
+        f"--queues={queue}",
+        f"--concurrency={concurrency}",
+        f"--hostname={node}@%h",
+    ]
+
+
 class Command(BaseCommand):
-    help = "Start rag-site: migrations, admin user, demo content, Celery worker and beat, web server."
+    help = "Start rag-site: migrations, admin user, demo content, Celery workers (bulk and interactive), beat, web."
 
     def add_arguments(self, parser) -> None:
         parser.add_argument("--no-demo", action="store_true", help="Do not load the demo skills.")
@@ -71,19 +90,13 @@ class Command(BaseCommand):
         settings.STATIC_ROOT.mkdir(parents=True, exist_ok=True)  # whitenoise warns when it is missing
         python = sys.executable
         supervisor = Supervisor(log_dir=settings.VAR_DIR / "log")
+        # One worker per queue: a full index job holds the bulk worker for minutes, never the one saves go to.
         supervisor.start(
-            "worker",
-            [
-                python,
-                "-m",
-                "celery",
-                "-A",
-                "rag_site",
-                "worker",
-                "--loglevel=INFO",
-                f"--concurrency={settings.RAG_WORKER_CONCURRENCY}",
-                "--hostname=worker@%h",
-            ],
+            "worker", worker_command(python=python, queue=BULK, concurrency=settings.RAG_WORKER_CONCURRENCY)
+        )
+        supervisor.start(
+            "interactive",
+            worker_command(python=python, queue=INTERACTIVE, concurrency=settings.RAG_INTERACTIVE_CONCURRENCY),
         )
         supervisor.start(
             "beat",
@@ -118,7 +131,7 @@ class Command(BaseCommand):
             self.stdout.write("\nstopping ...")
         finally:
             supervisor.stop_all()
-            self.stdout.write("stopped front, web, worker and beat")
+            self.stdout.write("stopped front, web, workers and beat")
 
     def _admin_ensure(self) -> str | None:
         """Create the first admin with a generated password, shown only now."""

@@ -1,0 +1,52 @@
+"""Which Celery queue each piece of work goes to: the one table, and the one rule for index jobs.
+
+Two queues, each with its own worker process (`make run` and compose start
+both): ``interactive`` for what a person waits for (a skill, tool or document
+saved, a job that touches a few given paths, the recovery sweep) and
+``bulk`` for what takes minutes (a root's full walk, forced rebuilds, model
+swaps, the periodic re-verify of every skill). A save never waits behind a
+big job, and a big job never starves for a stream of saves.
+
+Nothing here imports Django or Celery: the settings build CELERY_TASK_ROUTES
+from ``TASK_QUEUES`` before the apps load (rag_site/settings/runtime.py).
+"""
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from sources.models import IndexJob
+
+INTERACTIVE = "interactive"
+BULK = "bulk"
+QUEUES = (INTERACTIVE, BULK)
+
+# task name -> queue. A task not named here goes to BULK (CELERY_TASK_DEFAULT_QUEUE): unknown work is
+# assumed big, so it can only ever slow the bulk worker, never a save.
+TASK_QUEUES: dict[str, str] = {
+    "sources.tasks.skill_index_task": INTERACTIVE,
+    "sources.tasks.tool_index_task": INTERACTIVE,
+    "sources.tasks.document_index_task": INTERACTIVE,
+    # The sweep and the scheduled re-verify only look at rows and queue work: quick, and the sweep must run
+    # while a bulk job holds the bulk worker (it is what hands on a job whose worker died).
+    "sources.tasks.jobs_reap_task": INTERACTIVE,
+    "sources.tasks.root_reverify_task": INTERACTIVE,
+    # Queues every skill, tool and document: after a model swap, each is re-embedded (sent with BULK below).
+    "sources.tasks.skills_reverify_task": BULK,
+    # Per job, by job_queue(): this is only where a message sent without one would go.
+    "sources.tasks.root_index_task": BULK,
+}
+
+
+def task_routes() -> dict[str, dict[str, str]]:
+    """CELERY_TASK_ROUTES: ``TASK_QUEUES`` in Celery's shape."""
+    return {name: {"queue": queue} for name, queue in TASK_QUEUES.items()}
+
+
+def job_targeted(job: "IndexJob") -> bool:
+    """Whether the job reads only the paths it names (``IndexJob.paths``: a watched change), not the whole root."""
+    return bool(job.paths)
+
+
+def job_queue(job: "IndexJob") -> str:
+    """The queue of an index job: a targeted job is interactive; a full walk (forced or not) is bulk."""
+    return INTERACTIVE if job_targeted(job) else BULK
