@@ -116,6 +116,8 @@ def paths_clean(paths: Sequence[str]) -> list[str]:
             )
         clean.add(path)
     return sorted(clean)
+
+
 def jobs_ahead(jobs: Iterable[IndexJob]) -> dict[int, int]:
     """For each queued job of ``jobs``, how many jobs are ahead of it on its own queue (sources/queues.py).
 
