@@ -1,6 +1,6 @@
 """`rag_bench freshness`: how long a change to a watched root takes to reach search (issue 25 item 5).
 
-Starts what `make run` starts for it (a Celery worker, the watcher) as
+Starts what `make run` starts for it (a worker per queue, the watcher) as
 supervised children on this checkout's database, indexes a small watched
 root, then edits, creates, renames and deletes its files one at a time and
 times each from the change on disk until search reads it (the chunk is in the
@@ -25,9 +25,11 @@ from django.db.models import F
 from kernel.errors import ApplicationError
 from rag_site.celery import app
 from rag_site.embedded import Broker
+from rag_site.management.commands.rag_run import worker_command
 from rag_site.supervisor import Supervisor
 from sources import jobs, tasks
 from sources.models import ACTIVE_JOB_STATUSES, Chunk, IndexJob, JobStatus, Skill, WorkspaceRoot
+from sources.queues import BULK, INTERACTIVE
 
 PREFIX = "bench-freshness"
 # Files of the watched root: small, so its own first index is quick.
@@ -56,7 +58,7 @@ TOPICS = ["billing", "search", "auth", "storage", "email", "payments", "analytic
 class FreshnessOptions:
     rounds: int = 20  # changes of each kind per phase
     bulk_files: int = 3000  # the bulk root's files: about 9,000 chunks, the issue's "10k-chunk root"
-    concurrency: int = 1  # Celery worker processes (make run: RAG_WORKER_CONCURRENCY)
+    concurrency: int = 1  # the bulk worker's processes (make run: RAG_WORKER_CONCURRENCY); interactive has one
     timeout: float = 180.0  # one change's longest wait; past it the change counts as a timeout
 
 
@@ -84,15 +86,19 @@ def freshness_bench(options: FreshnessOptions, *, log: Callable[[str], None] = p
     hostname = f"{PREFIX}-{uuid.uuid4().hex[:6]}"
     report: dict = {"options": _fields(options)}
     try:
-        supervisor.start(
-            "worker",
-            [python, "-m", "celery", "-A", "rag_site", "worker", "--loglevel=INFO", "--without-gossip",
-             "--without-mingle", f"--concurrency={options.concurrency}", f"--hostname={hostname}@%h"],
-            env=env,
-        )  # fmt: skip
+        # One worker per queue, as make run starts them: saves and watched changes never wait behind the bulk job.
+        for queue, concurrency in ((BULK, options.concurrency), (INTERACTIVE, 1)):
+            command = worker_command(python=python, queue=queue, concurrency=concurrency)
+            command = [arg for arg in command if not arg.startswith("--hostname=")]
+            command += ["--without-gossip", "--without-mingle", f"--hostname={hostname}-{queue}@%h"]
+            supervisor.start(f"worker-{queue}", command, env=env)
         supervisor.start("watcher", [python, str(Path(settings.BASE_DIR) / "manage.py"), "rag_watch"], env=env)
-        _wait(lambda: _worker_up(hostname, supervisor), 180, "the worker to answer")
-        log(f"worker up ({options.concurrency} process(es)); indexing the watched root ({WATCHED_FILES} files) ...")
+        for queue in (BULK, INTERACTIVE):
+            _wait(lambda queue=queue: _worker_up(f"{hostname}-{queue}", supervisor), 180, f"the {queue} worker")
+        log(
+            f"workers up (bulk: {options.concurrency} process(es), interactive: 1); "
+            f"indexing the watched root ({WATCHED_FILES} files) ..."
+        )
         _job_done(_job_request(watched.pk), options.timeout * 2)
         watcher_log = supervisor.log_path("watcher")
         _wait(lambda: str(watched_dir.resolve()) in _text(watcher_log), 60, "the watcher to watch the root")
