@@ -13,6 +13,7 @@ document (sources/uploads.py) opens the same way at ``/view/document/<id>``
 and downloads at ``/download/document/<id>``.
 """
 
+import json
 from collections.abc import Sequence
 from pathlib import PurePosixPath
 
@@ -172,6 +173,8 @@ def _page(
             "stale": stale,
             "highlight_css": highlight_css(),
             "download": download,
+            # What "Copy citation" needs to cite a range by its pages, as every surface does (static/js/viewer.js).
+            "pages": json.dumps([[a.label, a.start_line, a.end_line] for a in pages]) if pages else "",
         },
     )
 
