@@ -1,5 +1,6 @@
 """A corpus of documents the tests make themselves: good ones of every format, and hostile ones."""
 
+import functools
 import io
 import zipfile
 from pathlib import Path
@@ -77,6 +78,7 @@ def encrypted_pdf() -> bytes:
     return out.getvalue()
 
 
+@functools.cache  # python-docx, -pptx and openpyxl stamp the time: one bytes per run, so a copy is a duplicate
 def spec_docx() -> bytes:
     import docx
 
@@ -95,6 +97,7 @@ def spec_docx() -> bytes:
     return out.getvalue()
 
 
+@functools.cache  # stamped with the time, like spec_docx
 def deck_pptx() -> bytes:
     import pptx
 
@@ -108,6 +111,7 @@ def deck_pptx() -> bytes:
     return out.getvalue()
 
 
+@functools.cache  # stamped with the time, like spec_docx
 def budget_xlsx() -> bytes:
     import openpyxl
 
