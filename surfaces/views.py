@@ -32,7 +32,13 @@ from sources.models import (
 from sources.roots import root_sources
 
 PAGE_SIZE = 10
-KINDS = (("", "Everything"), (Source.Kind.SKILL, "Skills"), (Source.Kind.FILE, "Files"), (Source.Kind.TOOL, "Tools"))
+KINDS = (
+    ("", "Everything"),
+    (Source.Kind.SKILL, "Skills"),
+    (Source.Kind.FILE, "Files"),
+    (Source.Kind.DOCUMENT, "Uploaded documents"),
+    (Source.Kind.TOOL, "Tools"),
+)
 MODES = (("hybrid", "Hybrid"), ("lexical", "Words"), ("vector", "Meaning"))
 
 
@@ -217,4 +223,5 @@ def _landing(scope) -> dict:
     )
     files = IndexedFile.objects.filter(source__in=scope.source_ids_sql(), source__kind=Source.Kind.FILE)
     tools = Tool.objects.filter(source__in=scope.source_ids_sql(), index_status=IndexStatus.INDEXED)
-    return {**states, "files": files.count(), "tools": tools.count()}
+    uploaded = UploadedDocument.objects.filter(source__in=scope.source_ids_sql(), index_status=IndexStatus.INDEXED)
+    return {**states, "files": files.count(), "documents": uploaded.count(), "tools": tools.count()}

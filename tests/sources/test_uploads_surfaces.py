@@ -150,3 +150,14 @@ def test_a_disabled_upload_is_not_found_in_the_viewer(alpha_person, client, repo
 def test_the_document_viewer_and_download_need_a_signed_in_person(client, report):
     assert client.get(f"/view/document/{report.pk}").status_code == 302
     assert client.get(f"/download/document/{report.pk}").status_code == 302
+
+
+def test_the_landing_counts_uploaded_documents_and_the_kind_filter_narrows_to_them(alpha_person, client, report, beta):
+    landing = client.get("/").content.decode()
+    assert "Nothing is indexed yet" not in landing
+    assert "Searchable now: 0 skills, 0 files, 1 uploaded document and 0 tools." in landing  # not beta's
+    only = client.get("/", {"q": documents.PAGE_THREE_PHRASE, "kind": "document"}).content.decode()
+    assert f"report.pdf p. 3 (lines {PAGE_THREE_LINE}-{PHRASE_LINE})" in only
+    assert 'value="document" selected' in only
+    files = client.get("/", {"q": documents.PAGE_THREE_PHRASE, "kind": "file"}).content.decode()
+    assert "report.pdf" not in files
