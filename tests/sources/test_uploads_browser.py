@@ -15,7 +15,7 @@ pytestmark = [
     needs_chromium,
 ]
 PASSWORD = "a-long-test-password"
-CITATION = "report.pdf p. 3 (lines 9-10)"  # report.pdf's page 3 is lines 9-10 of its extracted text
+CITATION = "report.pdf p. 3 (lines 11-12)"  # report.pdf's page 3 is lines 11-12 of its extracted text
 
 
 @pytest.fixture
@@ -58,14 +58,14 @@ def test_a_pdf_uploaded_in_the_admin_is_found_on_the_page_and_opens_in_the_viewe
 
         # The viewer opens at page 3: the cited lines are marked and shown, under the page's marker.
         best.locator(".open").click()
-        page.wait_for_url("**/view/document/*#L9-L10")
+        page.wait_for_url("**/view/document/*#L11-L12")
         marked = page.locator(".viewer .marked")
         expect(marked).to_have_count(2)
         expect(marked.last).to_contain_text(documents.PAGE_THREE_PHRASE)
         expect(marked.first).to_be_in_viewport()
         expect(page.locator("#p-3")).to_have_text("p. 3")
         assert page.evaluate(
-            "document.getElementById('p-3').compareDocumentPosition(document.getElementById('L-9'))"
+            "document.getElementById('p-3').compareDocumentPosition(document.getElementById('L-11'))"
             " & Node.DOCUMENT_POSITION_FOLLOWING"
         )
         expect(page.locator(".page-marker")).to_have_count(3)
@@ -73,7 +73,7 @@ def test_a_pdf_uploaded_in_the_admin_is_found_on_the_page_and_opens_in_the_viewe
             "href", page.url.split("#")[0].replace("/view/", "/download/").removeprefix(live_server.url)
         )
 
-        # "Copy citation" copies the document's citation, by page first, not path:9-10.
+        # "Copy citation" copies the document's citation, by page first, not path:11-12.
         expect(page.locator("#citation")).to_have_text(CITATION)
         page.click("#copy-citation")
         expect(page.locator("#copied")).to_have_text("Copied.")

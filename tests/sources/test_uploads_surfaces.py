@@ -14,7 +14,7 @@ from tests.retrieval.test_mcp import tool_call
 
 pytestmark = pytest.mark.django_db
 
-PAGE_THREE_LINE, PHRASE_LINE = 9, 10  # report.pdf's extracted text, as tests/retrieval/test_document_reading.py
+PAGE_THREE_LINE, PHRASE_LINE = 11, 12  # report.pdf's extracted text, as tests/retrieval/test_document_reading.py
 BETA_PHRASE = "only beta knows the osprey ledger"
 
 
