@@ -24,6 +24,9 @@ from sources.models import IndexedFile, IndexStatus, Skill, Source, WorkspaceRoo
 
 # Kinds a caller may ask for, in the order their searches run.
 KINDS = (Source.Kind.SKILL, Source.Kind.FILE, Source.Kind.TOOL)
+# The sources each kind searches: an uploaded document is evidence cited by its lines like a root's file, so "file"
+# (its k, its place in ``sources``) covers both; a caller has no second knob to learn.
+_SEARCHED: dict[str, tuple[str, ...]] = {Source.Kind.FILE: (Source.Kind.FILE, Source.Kind.DOCUMENT)}
 _WORD = re.compile(r"[A-Za-z0-9_]{3,}")
 
 
@@ -57,7 +60,7 @@ def context_search(
         found = chunks_search(
             query=query,
             k=wanted,
-            scope=replace(scope, kinds=(kind,)),
+            scope=replace(scope, kinds=_SEARCHED.get(kind, (kind,))),
             group=kind in (Source.Kind.SKILL, Source.Kind.TOOL),
             config=config,
         )

@@ -180,7 +180,7 @@ class ContextK(BodyIn):
         default=8,
         ge=0,
         le=_LIMITS.max_k,
-        description="File chunks considered as evidence (before merging).",
+        description="File and uploaded-document chunks considered as evidence (before merging).",
     )
     tool: int = Field(default=5, ge=0, le=_LIMITS.max_k, description="Tool schemas returned beside the text.")
 
@@ -207,7 +207,9 @@ class ContextIn(ScopeIn):
 
 
 class ContextPartOut(Schema):
-    kind: str = Field(..., description="skill (an index entry) or file (evidence lines).")
+    kind: str = Field(
+        ..., description="skill (an index entry), file (evidence lines) or document (lines of an uploaded document)."
+    )
     citation: str = Field(..., description="path:start-end, or skill:<slug>:start-end.")
     score: float
     tokens: int = Field(..., description="Tokens the part's block takes in the text.")

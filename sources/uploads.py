@@ -6,14 +6,24 @@ The edges (admin, API) call ``document_upload``; the worker calls
 (sources/extract/, in a child process under its limits) and stores the chunks
 through sources/ingest.py like a skill's. A file the extractor refuses is
 recorded failed with its reason; nothing else is lost.
+
+The file is written before its row (the row records the name the storage
+chose), so a transaction that rolls back after the write would leave a
+file nothing points to. ``upload_batch`` is the transaction the edges open
+around their uploads: it deletes, when it rolls back, every file written
+inside it.
 """
 
 import hashlib
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
 from django.core.exceptions import ValidationError
 from django.core.files.base import ContentFile
+from django.core.files.storage import Storage
 from django.db import transaction
 
 from kernel.errors import InvalidInput, NotFound, TooLarge, UnsupportedType
@@ -44,6 +54,31 @@ class UploadResult:
     document: UploadedDocument
     created: bool  # False: the same bytes are already in the library (``document`` is that one)
     replaced: bool = False  # True: ``replace`` got the new file
+
+
+# The files written inside the innermost open ``upload_batch``: (storage, name) each; None outside one.
+_written: ContextVar[list[tuple[Storage, str]] | None] = ContextVar("uploads_written", default=None)
+
+
+@contextmanager
+def upload_batch() -> Iterator[None]:
+    """A transaction for one or more ``document_upload`` calls: when it rolls back, the files they stored go too.
+
+    Django runs callbacks on commit only, so the cleanup is this block's: open it as the request's outermost
+    transaction (the admin's changeform, the API's upload), where leaving it by an exception means the rows
+    were not committed.
+    """
+    written: list[tuple[Storage, str]] = []
+    token = _written.set(written)
+    try:
+        with transaction.atomic():
+            yield
+    except BaseException:
+        for storage, name in written:
+            storage.delete(name)
+        raise
+    finally:
+        _written.reset(token)
 
 
 def upload_check(name: str, size: int, *, max_bytes: int) -> str:
@@ -88,7 +123,18 @@ def document_upload(
 
     ``replace``: the id of a document whose file this one replaces (same row, same scope unless given; its chunks
     are replaced at the next indexing). A duplicate (same bytes) of another document is not stored again.
+    Outside an ``upload_batch`` it opens its own, so a row that is not written leaves no file either.
     """
+    if _written.get() is None:
+        with upload_batch():
+            return document_upload(
+                upload,
+                bot_id=bot_id,
+                client_id=client_id,
+                channels=channels,
+                replace=replace,
+                max_bytes=max_bytes,
+            )
     name = upload_check(upload.name, len(upload.data), max_bytes=max_bytes)
     scope_check(bot_id=bot_id, client_id=client_id, channels=channels)
     digest = hashlib.sha256(upload.data).hexdigest()
@@ -108,11 +154,10 @@ def document_upload(
     document.name, document.size, document.file_sha256 = name, len(upload.data), digest
     document.bot_id, document.client_id, document.channels = bot_id, client_id, channels
     document.file.save(name, ContentFile(upload.data), save=False)
-    try:
-        document.save()  # post_save: the source's scope, then the indexing queued after commit
-    except Exception:
-        document.file.delete(save=False)  # a row that was not written leaves no file behind
-        raise
+    written = _written.get()
+    assert written is not None  # inside the batch opened above
+    written.append((document.file.storage, str(document.file.name)))
+    document.save()  # post_save: the source's scope, then the indexing queued after commit
     if old_file and old_file != document.file.name:
         storage = document.file.storage
         transaction.on_commit(lambda: storage.delete(old_file))

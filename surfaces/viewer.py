@@ -8,14 +8,19 @@ that does not exist); files are read with indexing's own safety checks.
 A document (PDF, Office, CSV, an HTML page) shows its extracted text, the
 lines its chunks cite, with a marker heading each page, slide or sheet
 (``#p-3``); ``/download/file/<root>/<path>`` serves its original bytes
-under the same scope check, as an attachment no browser renders.
+under the same scope check, as an attachment no browser renders. An uploaded
+document (sources/uploads.py) opens the same way at ``/view/document/<id>``
+and downloads at ``/download/document/<id>``.
 """
 
+import json
+from collections.abc import Sequence
 from pathlib import PurePosixPath
 
 from django.contrib.auth.views import redirect_to_login
 from django.http import HttpResponse
 from django.shortcuts import render
+from django.urls import reverse
 from django.utils.html import escape
 from django.utils.http import content_disposition_header
 from django.utils.text import slugify
@@ -26,8 +31,10 @@ from pygments.lexers import MarkdownLexer
 from access.identity import identity_for_user
 from kernel.errors import ApplicationError, Conflict, InvalidInput, NotFound, Unavailable, http_status
 from retrieval.config import FilesLimits
-from retrieval.files import CurrentText, file_current, file_lines, file_original
+from retrieval.files import file_current, file_lines, file_original
 from retrieval.highlight import highlight_css, lexer_for
+from retrieval.uploaded import uploaded_original, uploaded_text
+from sources.extract import Anchor
 from sources.models import source_key
 from surfaces.selectors import skill_readable
 
@@ -79,8 +86,30 @@ def view_file(request, root: str, path: str):
         lexer=lexer,
         cite=path,
         stale=stale,
-        pages=current if current.document else None,
-        download=(file.root.id, path) if current.document else None,
+        pages=current.anchors if current.document else None,
+        download=reverse("download-file", args=[file.root.id, path]) if current.document else "",
+    )
+
+
+def view_document(request, document_id: int):
+    """An uploaded document as its extracted text, with its page markers and the download of its original."""
+    if not request.user.is_authenticated:
+        return redirect_to_login(request.get_full_path())
+    try:
+        shown = uploaded_text(identity_for_user(request.user), document_id, limits=FilesLimits.from_settings())
+    except ApplicationError as exc:
+        return _not_found(request, exc)
+    name = shown.document.name
+    return _page(
+        request,
+        title=name,
+        subtitle="uploaded document, extracted text" if shown.extracted else "uploaded document",
+        text=shown.text,
+        lexer=MarkdownLexer(stripnl=False) if shown.extracted else lexer_for(name),
+        cite=name,  # as its hits cite it: the document's name, then its page and lines
+        stale=shown.stale,
+        pages=shown.anchors if shown.extracted else None,
+        download=reverse("download-document", args=[document_id]),
     )
 
 
@@ -94,8 +123,23 @@ def download_file(request, root: str, path: str):
         )
     except ApplicationError as exc:
         return _not_found(request, exc)
-    response = HttpResponse(raw, content_type=_DOWNLOAD_TYPES.get(PurePosixPath(path).suffix.lower(), _OPAQUE))
-    response["Content-Disposition"] = content_disposition_header(as_attachment=True, filename=PurePosixPath(path).name)
+    return _attachment(raw, PurePosixPath(path).name)
+
+
+def download_document(request, document_id: int):
+    """The uploaded original, only to a person who may see the document; never rendered by the browser."""
+    if not request.user.is_authenticated:
+        return redirect_to_login(request.get_full_path())
+    try:
+        document, raw = uploaded_original(identity_for_user(request.user), document_id)
+    except ApplicationError as exc:
+        return _not_found(request, exc)
+    return _attachment(raw, document.name)
+
+
+def _attachment(raw: bytes, name: str) -> HttpResponse:
+    response = HttpResponse(raw, content_type=_DOWNLOAD_TYPES.get(PurePosixPath(name).suffix.lower(), _OPAQUE))
+    response["Content-Disposition"] = content_disposition_header(as_attachment=True, filename=name)
     response["X-Content-Type-Options"] = "nosniff"
     # The bytes are a person's document: no shared cache keeps them.
     response["Cache-Control"] = "private, no-store"
@@ -111,8 +155,8 @@ def _page(
     lexer,
     cite: str,
     stale: bool = False,
-    pages: CurrentText | None = None,
-    download: tuple[int, str] | None = None,
+    pages: Sequence[Anchor] | None = None,
+    download: str = "",
 ):
     code = highlight(text, lexer, HtmlFormatter(linenos="inline", linespans="L", wrapcode=True))
     if pages is not None:
@@ -129,14 +173,16 @@ def _page(
             "stale": stale,
             "highlight_css": highlight_css(),
             "download": download,
+            # What "Copy citation" needs to cite a range by its pages, as every surface does (static/js/viewer.js).
+            "pages": json.dumps([[a.label, a.start_line, a.end_line] for a in pages]) if pages else "",
         },
     )
 
 
-def _page_markers(code: str, current: CurrentText) -> str:
+def _page_markers(code: str, anchors: Sequence[Anchor]) -> str:
     """A marker line before the first line of each page, slide or sheet: not a numbered line, so every line keeps the
     number its citations give it; its id (``p-3``, ``slide-2``, ``sheet-sales``) is a link target."""
-    for anchor in current.anchors:
+    for anchor in anchors:
         line = f'<span id="L-{anchor.start_line}">'
         marker = (
             f'<span class="page-marker" id="{slugify(anchor.label)}" role="separator">{escape(anchor.label)}</span>'

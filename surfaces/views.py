@@ -19,11 +19,27 @@ from kernel.errors import ApplicationError
 from retrieval.config import SearchConfig
 from retrieval.highlight import highlight_css, matching_words, snippet
 from retrieval.search import Hit, Mode, chunks_search
-from sources.models import DESCRIPTION_KEY, Chunk, IndexedFile, IndexStatus, Skill, Source, Tool, WorkspaceRoot
+from sources.models import (
+    DESCRIPTION_KEY,
+    Chunk,
+    IndexedFile,
+    IndexStatus,
+    Skill,
+    Source,
+    Tool,
+    UploadedDocument,
+    WorkspaceRoot,
+)
 from sources.roots import root_sources
 
 PAGE_SIZE = 10
-KINDS = (("", "Everything"), (Source.Kind.SKILL, "Skills"), (Source.Kind.FILE, "Files"), (Source.Kind.TOOL, "Tools"))
+KINDS = (
+    ("", "Everything"),
+    (Source.Kind.SKILL, "Skills"),
+    (Source.Kind.FILE, "Files"),
+    (Source.Kind.DOCUMENT, "Uploaded documents"),
+    (Source.Kind.TOOL, "Tools"),
+)
 MODES = (("hybrid", "Hybrid"), ("lexical", "Words"), ("vector", "Meaning"))
 
 
@@ -131,11 +147,16 @@ def _results(filters: Filters, scope, roots: list[WorkspaceRoot]) -> dict:
             source_id__in={hit.chunk.source_id for hit in shown if hit.chunk.source.kind == Source.Kind.SKILL}
         ).values_list("source_id", "slug")
     )
+    uploaded = dict(
+        UploadedDocument.objects.filter(
+            source_id__in={hit.chunk.source_id for hit in shown if hit.chunk.source.kind == Source.Kind.DOCUMENT}
+        ).values_list("source_id", "pk")
+    )
     elapsed_ms = round((time.perf_counter() - started) * 1000)
     more = len(hits) > k or (len(found) == k and k < settings.RAG_SEARCH_MAX_K)
     return {
         "hits": [
-            _hit_view(hit, rank, words, slugs)
+            _hit_view(hit, rank, words, slugs, uploaded)
             for rank, hit in enumerate(shown, start=(filters.page - 1) * PAGE_SIZE + 1)
         ],
         "total": min(len(hits), k),
@@ -146,8 +167,9 @@ def _results(filters: Filters, scope, roots: list[WorkspaceRoot]) -> dict:
     }
 
 
-def _hit_view(hit: Hit, rank: int, words: set[str], slugs: dict[int, str]) -> dict:
-    """One hit as the page shows it; ``slugs``: each skill source's skill, to link to."""
+def _hit_view(hit: Hit, rank: int, words: set[str], slugs: dict[int, str], uploaded: dict[int, int]) -> dict:
+    """One hit as the page shows it; ``slugs``: each skill source's skill, ``uploaded``: each uploaded document's
+    source's document id, to link to."""
     chunk, source = hit.chunk, hit.chunk.source
     shown = snippet(content=chunk.content, kind=source.kind, path=chunk.path, first_line=chunk.start_line, words=words)
     anchor = f"#L{chunk.start_line}-L{chunk.end_line}"
@@ -155,6 +177,8 @@ def _hit_view(hit: Hit, rank: int, words: set[str], slugs: dict[int, str]) -> di
         url = reverse("view-skill", args=[slugs[source.pk]]) + anchor
     elif source.kind == Source.Kind.FILE and source.root_id is not None:
         url = reverse("view-file", args=[source.root_id, chunk.path]) + anchor
+    elif source.kind == Source.Kind.DOCUMENT and source.pk in uploaded:
+        url = reverse("view-document", args=[uploaded[source.pk]]) + anchor
     else:
         url = ""  # a tool is its schema, an evaluation document has no file: nothing more to open
     return {
@@ -207,7 +231,8 @@ def _landing(scope) -> dict:
     )
     files = IndexedFile.objects.filter(source__in=scope.source_ids_sql(), source__kind=Source.Kind.FILE)
     tools = Tool.objects.filter(source__in=scope.source_ids_sql(), index_status=IndexStatus.INDEXED)
-    return {**states, "files": files.count(), "tools": tools.count()}
+    uploaded = UploadedDocument.objects.filter(source__in=scope.source_ids_sql(), index_status=IndexStatus.INDEXED)
+    return {**states, "files": files.count(), "documents": uploaded.count(), "tools": tools.count()}
 
 
 EXAMPLES = 4

@@ -21,15 +21,17 @@ class Extractor:
     kind: str  # "pdf", "docx", ...: what the child process runs
     library: str  # the distribution whose version joins the fingerprint
     revision: int  # bumped when our conversion of that library's output changes
+    also: tuple[str, ...] = ()  # other distributions whose output it uses (their versions join the identity too)
 
     @property
     def identity(self) -> str:
         library = f"{self.library}-{_library_version(self.library)}" if self.library else "stdlib"
+        library += "".join(f"+{name}-{_library_version(name)}" for name in self.also)
         return f"{self.kind}:{library}:{self.revision}"
 
 
 EXTRACTORS = {
-    ".pdf": Extractor("pdf", "pypdf", 1),
+    ".pdf": Extractor("pdf", "pypdf", 2, also=("pdfplumber",)),  # 2: ruled tables as markdown tables
     ".docx": Extractor("docx", "python-docx", 1),
     ".pptx": Extractor("pptx", "python-pptx", 1),
     ".xlsx": Extractor("xlsx", "openpyxl", 1),

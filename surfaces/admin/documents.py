@@ -90,6 +90,12 @@ class UploadedDocumentAdmin(ScopedAdminMixin, BrokerWarningMixin, admin.ModelAdm
     def get_queryset(self, request):
         return super().get_queryset(request).select_related("source").annotate(chunk_total=Count("source__chunks"))
 
+    def changeform_view(self, request, object_id=None, form_url="", extra_context=None):
+        # The outermost transaction of the page: if anything after save_model fails (the log entry, the related
+        # objects), the rolled-back rows take the files they stored with them.
+        with uploads.upload_batch():
+            return super().changeform_view(request, object_id, form_url, extra_context)
+
     def save_model(self, request, obj: UploadedDocument, form, change) -> None:
         files = form.cleaned_data.get("upload") or []
         if change and not files:

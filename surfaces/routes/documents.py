@@ -1,6 +1,5 @@
 """The managed document library over the API: upload, list, delete (the manage permission)."""
 
-from django.db import transaction
 from ninja import File, Form, Router
 from ninja.files import UploadedFile
 from ninja.responses import Status
@@ -35,7 +34,7 @@ def documents_upload(
     for part in file:  # every file checked before any is stored: a refusal loses nothing and keeps nothing
         uploads.upload_check(part.name or "", part.size or 0, max_bytes=max_bytes)
     results = []
-    with transaction.atomic():
+    with uploads.upload_batch():  # one transaction: a failure keeps no row and no file of the batch
         for part in file:
             result = uploads.document_upload(
                 uploads.Upload(part.name or "", part.read()),

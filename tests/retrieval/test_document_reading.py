@@ -13,8 +13,8 @@ from tests.retrieval.test_mcp import tool_call
 
 pytestmark = pytest.mark.django_db
 
-PAGE_THREE_LINE = 9  # report.pdf's extracted text: page 3 starts at line 9 with its heading (see the first test)
-PHRASE_LINE = 10  # and the phrase is on the next line
+PAGE_THREE_LINE = 11  # report.pdf's extracted text: page 3 starts at line 11 with its heading (see the first test)
+PHRASE_LINE = 12  # and the phrase is on the next line
 
 
 @pytest.fixture
@@ -100,7 +100,7 @@ def test_the_mcp_read_range_and_grep_tools_serve_the_extracted_text_with_pages(l
     read = tool_call(key_client, "read_range", {"root": "library", "path": "report.pdf", "start": 1, "end": 20})
     assert "%PDF" not in read["content"][0]["text"]
     assert documents.PAGE_THREE_PHRASE in read["structuredContent"]["content"]
-    assert "p. 3 from line 9" in read["content"][0]["text"]
+    assert f"p. 3 from line {PAGE_THREE_LINE}" in read["content"][0]["text"]
     found = tool_call(key_client, "grep", {"pattern": documents.PAGE_THREE_PHRASE})
     assert f"report.pdf p. 3 (lines {PHRASE_LINE}-{PHRASE_LINE})" in found["content"][0]["text"]
 

@@ -23,7 +23,22 @@ def test_a_pdf_yields_the_text_of_each_page_anchored_by_page():
     lines = extracted.text.split("\n")
     page_three = extracted.anchors[2]
     assert documents.PAGE_THREE_PHRASE in "\n".join(lines[page_three.start_line - 1 : page_three.end_line])
-    assert "North 1200 40" in extracted.text  # the table's cells, row by row
+    page_two = lines[extracted.anchors[1].start_line - 1 : extracted.anchors[1].end_line]
+    # The ruled table comes out as a markdown table, in its place below the page's heading.
+    assert page_two == [
+        "Revenue by region",
+        "",
+        "| Region | Revenue | Units |",
+        "|---|---|---|",
+        "| North | 1200 | 40 |",
+        "| South | 900 | 31 |",
+    ]
+
+
+def test_a_pdf_page_without_ruled_lines_is_read_by_pypdf_alone():
+    pages = [["Plain text", "Region Revenue Units", "North 1200 40"]]
+    extracted = run("plain.pdf", documents.pdf_make(pages))
+    assert extracted.text == "Plain text\nRegion Revenue Units\nNorth 1200 40\n"
 
 
 def test_chunks_of_a_pdf_never_span_pages_and_cite_theirs():
