@@ -15,7 +15,7 @@ class EmbeddingModel(models.Model):
         API = "api", "OpenAI-compatible API (/embeddings)"
 
     provider = models.CharField(max_length=32, choices=Provider.choices, default=Provider.LOCAL)
-    name = models.CharField(max_length=255, help_text="Model name or local path; an API model: <model>[@<dimensions>].")
+    name = models.CharField(max_length=255, help_text="Model name or local path; an API model: MODEL or MODEL@DIMENSIONS.")
     dimensions = models.PositiveIntegerField()
     normalized = models.BooleanField(default=True)
     created_at = models.DateTimeField(auto_now_add=True)
@@ -61,7 +61,7 @@ class Source(models.Model):
     # source's owner by the keys (Skill.source, Tool.source, Segment.source, WorkspaceRoot.source, root,
     # UploadedDocument.source), never by it.
     key = models.CharField(
-        max_length=512, unique=True, help_text="skill:<slug>, tool:<key>, root:<id>[:segment:<id>], document:<id>"
+        max_length=512, unique=True, help_text="skill:SLUG, tool:KEY, root:ID, root:ID:segment:ID or document:ID"
     )
     title = models.CharField(max_length=255, blank=True)
     bot_id = models.CharField(max_length=128, blank=True, default="")

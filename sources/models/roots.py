@@ -56,7 +56,7 @@ class WorkspaceRoot(Scoped):
         max_length=255,
         blank=True,
         help_text="Empty: RAG_EMBEDDING_MODEL. A local model's name or path, or "
-        "api:<model>[@<dimensions>] for the OpenAI-compatible API at RAG_LLM_BASE_URL.",
+        "api:MODEL or api:MODEL@DIMENSIONS for the OpenAI-compatible API at RAG_LLM_BASE_URL.",
     )
     similarity_threshold = models.FloatField(
         null=True,

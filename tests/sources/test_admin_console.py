@@ -213,3 +213,9 @@ def test_a_skills_page_lists_its_stored_chunks(admin_client):
     page = admin_client.get(f"/admin/sources/skill/{skill.pk}/change/").content.decode()
     assert "2 chunk(s), as search reads them" in page
     assert "<td>1</td><td>5-7</td><td># Deploy &gt; ## Roll back</td>" in page and "all-MiniLM-L6-v2" in page
+
+
+def test_help_texts_show_their_placeholders_whole(admin_client):
+    # The admin renders help text as HTML: "api:<model>[@<dimensions>]" reached the page as "api:[@]".
+    page = admin_client.get("/admin/sources/workspaceroot/add/").content.decode()
+    assert "api:MODEL or api:MODEL@DIMENSIONS" in page and "api:[@]" not in page
