@@ -1,6 +1,5 @@
 """Issue 28 item 8: help texts name their placeholders in capitals (the admin renders help text as HTML)."""
 
-
 from django.db import migrations, models
 
 
