@@ -15,7 +15,9 @@ class EmbeddingModel(models.Model):
         API = "api", "OpenAI-compatible API (/embeddings)"
 
     provider = models.CharField(max_length=32, choices=Provider.choices, default=Provider.LOCAL)
-    name = models.CharField(max_length=255, help_text="Model name or local path; an API model: MODEL or MODEL@DIMENSIONS.")
+    name = models.CharField(
+        max_length=255, help_text="Model name or local path; an API model: MODEL or MODEL@DIMENSIONS."
+    )
     dimensions = models.PositiveIntegerField()
     normalized = models.BooleanField(default=True)
     created_at = models.DateTimeField(auto_now_add=True)
