@@ -43,6 +43,9 @@ class OnnxEncoder:
         options.intra_op_num_threads = onnx_threads()
         options.inter_op_num_threads = 1
         options.execution_mode = onnxruntime.ExecutionMode.ORT_SEQUENTIAL
+        # Idle pool threads sleep instead of spinning: the worker shares its
+        # cores with PostgreSQL and the web processes, which a spin would starve.
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         self.session = onnxruntime.InferenceSession(str(onnx_file), options, providers=["CPUExecutionProvider"])
         self.input_names = [i.name for i in self.session.get_inputs()]
         self.dimensions = int(self.session.get_outputs()[0].shape[-1])

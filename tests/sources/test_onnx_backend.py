@@ -19,7 +19,7 @@ def varied_texts() -> list[str]:
     """A few hundred texts: prose, code, one word, empty, padded, non-Latin, and many past 256 word pieces."""
     rng = random.Random(7)
     words = Path(__file__).read_text().split() + Path(np.__file__).read_text().split()
-    texts = [" ".join(rng.choice(words) for _ in range(rng.randint(1, 700))) for _ in range(280)]
+    texts = [" ".join(rng.choice(words) for _ in range(rng.randint(1, 350))) for _ in range(250)]
     code = "def handler(request, *args):\n    if not request.user.is_staff:\n        raise PermissionDenied\n"
     return [
         *texts,
