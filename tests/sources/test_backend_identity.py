@@ -1,6 +1,5 @@
 """Switching RAG_EMBEDDING_BACKEND re-embeds through the model switch; vectors of two backends never mix."""
 
-
 import pytest
 
 from retrieval.search import Mode, chunks_search
