@@ -16,6 +16,7 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -94,7 +95,7 @@ def freshness_bench(options: FreshnessOptions, *, log: Callable[[str], None] = p
             supervisor.start(f"worker-{queue}", command, env=env)
         supervisor.start("watcher", [python, str(Path(settings.BASE_DIR) / "manage.py"), "rag_watch"], env=env)
         for queue in (BULK, INTERACTIVE):
-            _wait(lambda queue=queue: _worker_up(f"{hostname}-{queue}", supervisor), 180, f"the {queue} worker")
+            _wait(partial(_worker_up, f"{hostname}-{queue}", supervisor), 180, f"the {queue} worker")
         log(
             f"workers up (bulk: {options.concurrency} process(es), interactive: 1); "
             f"indexing the watched root ({WATCHED_FILES} files) ..."
