@@ -102,12 +102,14 @@ def test_lines_between_two_cited_ranges_of_a_document_are_never_filled_from_its_
 
 
 def test_a_document_over_the_memory_limit_fails_alone_and_the_rest_is_indexed(library, settings):
-    settings.RAG_EXTRACT_MAX_MEMORY_MB = 64  # enough for every good document of the corpus (48 MB was measured)
+    # Enough for every good document of the corpus, with room: 64 MB held until ruled PDF tables went through
+    # pdfplumber, and then report.pdf passed it with pdfplumber 0.11.10 and pdfminer.six 20260107 (not 0.11.7).
+    settings.RAG_EXTRACT_MAX_MEMORY_MB = 192
     Path(library.path, "huge.csv").write_bytes(("a,b\n" + "x,y\n" * 5_000_000).encode())  # 20 MB of rows
     job = index_root(library)
     assert job.status == JobStatus.SUCCEEDED, job.message
     reasons = {error["path"]: error["reason"] for error in job.errors}
-    assert reasons["huge.csv"].startswith("extraction ran out of memory (limit 64 MB")
+    assert reasons["huge.csv"].startswith("extraction ran out of memory (limit 192 MB")
     assert set(IndexedFile.objects.values_list("path", flat=True)) == {*documents.GOOD, "notes.md"}
 
 
