@@ -161,7 +161,7 @@ def walk_paths(
     skipped as ``walk`` skips them when hard links are not allowed: counting
     a file's links inside the root takes the whole walk.
     """
-    spec = _gitignore(root_fd)
+    spec = gitignore_read(root_fd)
     ignores = [("", spec)] if spec is not None else []
     seen: set[str] = set()
     for path in paths:
@@ -226,7 +226,7 @@ def _path_entries(
             if dir_fd != root_fd:
                 os.close(dir_fd)
             dir_fd, prefix = following, relative + "/"
-            if (spec := _gitignore(dir_fd)) is not None:
+            if (spec := gitignore_read(dir_fd)) is not None:
                 ignores = [*ignores, (prefix, spec)]
     finally:
         if dir_fd != root_fd:
@@ -284,7 +284,7 @@ def _listing(
             continue
         subdirectories = []
         try:
-            spec = _gitignore(dir_fd)
+            spec = gitignore_read(dir_fd)
             if spec is not None:
                 ignores = [*ignores, (prefix, spec)]
             with os.scandir(dir_fd) as listing:
@@ -430,7 +430,7 @@ def _refusal(dir_fd: int, part: str, so_far: str, *, last: bool) -> str:
     return f"parent directory {so_far} is no longer a directory"
 
 
-def _gitignore(dir_fd: int) -> pathspec.PathSpec | None:
+def gitignore_read(dir_fd: int) -> pathspec.PathSpec | None:
     """The directory's .gitignore, read like any file: through the descriptor, never through a symlink."""
     try:
         fd = os.open(".gitignore", READ, dir_fd=dir_fd)

@@ -29,7 +29,7 @@ from django.db import DatabaseError, close_old_connections
 from kernel.errors import ApplicationError
 from sources import tasks
 from sources.models import JobStatus, WorkspaceRoot, words
-from sources.walk import GITIGNORE_MAX_BYTES
+from sources.walk import gitignore_read
 
 log = logging.getLogger(__name__)
 
@@ -100,14 +100,15 @@ def watched_roots() -> list[WatchedRoot]:
 
 
 def _gitignore(directory: str) -> pathspec.PathSpec | None:
+    """The root's top .gitignore, read as the walk reads it (through the directory, never through a symlink)."""
     try:
-        with open(os.path.join(directory, GITIGNORE), "rb") as handle:
-            raw = handle.read(GITIGNORE_MAX_BYTES + 1)
+        dir_fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
     except OSError:
         return None
-    if len(raw) > GITIGNORE_MAX_BYTES:
-        return None
-    return pathspec.GitIgnoreSpec.from_lines(raw.decode("utf-8", errors="replace").splitlines())
+    try:
+        return gitignore_read(dir_fd)
+    finally:
+        os.close(dir_fd)
 
 
 @dataclass

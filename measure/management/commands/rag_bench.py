@@ -144,20 +144,10 @@ class Command(BaseCommand):
         self.stdout.write("\n".join(freshness_table(report)))
 
     def _extract(self, path: Path, *, as_json: bool) -> None:
-        from django.conf import settings
-
         from measure.bench_extract import extract_bench
-        from sources.extract import Limits
+        from sources.config import extract_limits
 
-        report = extract_bench(
-            path,
-            Limits(
-                max_pages=settings.RAG_EXTRACT_MAX_PAGES,
-                max_unpacked_bytes=settings.RAG_EXTRACT_MAX_MEMORY_MB * 1024 * 1024,
-                timeout_seconds=settings.RAG_EXTRACT_TIMEOUT_SECONDS,
-                max_memory_mb=settings.RAG_EXTRACT_MAX_MEMORY_MB,
-            ),
-        )
+        report = extract_bench(path, extract_limits())
         if as_json:
             self.stdout.write(_json(report))
             return
