@@ -33,6 +33,7 @@ _TAG = re.compile(r"(<[^>]*>)")
 # Pygments' styles: light by default, dark when the system asks for it; both scoped to the code blocks.
 _STYLES = (("default", ""), ("monokai", "@media (prefers-color-scheme: dark) {"))
 # Raw HTML is escaped, images (a request to anywhere) are not rendered; links keep markdown-it's safe-scheme check.
+_HEADING = re.compile(r"^ {0,3}#{1,6}(\s|$)")
 _MARKDOWN = MarkdownIt("commonmark", {"html": False}).disable("image")
 
 
@@ -105,6 +106,9 @@ def lexer_for(path: str):
 def snippet(*, content: str, kind: str, path: str, first_line: int, words: set[str]) -> Snippet:
     """A window of whole lines of a chunk (around its first matching line), rendered and marked."""
     lines = content.split("\n")
+    skip = _leading_headings(lines) if kind == "skill" else 0
+    first_line += skip
+    lines = lines[skip:]
     first_match = next((n for n, line in enumerate(lines) if {w.lower() for w in word_parts(line)} & words), 0)
     start = max(0, min(first_match - 2, len(lines) - WINDOW_LINES))
     window = lines[start : start + WINDOW_LINES]
@@ -128,6 +132,15 @@ def snippet(*, content: str, kind: str, path: str, first_line: int, words: set[s
         end_line=first_line + start + len(window) - 1,
         cut=len(window) < len(lines),
     )
+
+
+def _leading_headings(lines: list[str]) -> int:
+    """How many lines a skill snippet leaves out at its top: the headings (and blank lines between them) that open
+    the chunk, which the hit's title and section trail already name. A chunk of headings only keeps them all."""
+    count = 0
+    while count < len(lines) and (_HEADING.match(lines[count]) or not lines[count].strip()):
+        count += 1
+    return count if count < len(lines) else 0
 
 
 @functools.cache

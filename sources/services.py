@@ -74,9 +74,12 @@ def _skill_title(skill: Skill, metadata: dict, chunks: list[ChunkResult]) -> str
     for key in ("title", "name"):
         if isinstance(metadata.get(key), str) and metadata[key].strip():
             return metadata[key].strip()
+    # The first chunk's heading path starts at the text's top heading: "# Deploy" followed at once by "## Rollback"
+    # is one chunk whose own heading is "Rollback", and the skill is "Deploy".
     for chunk in chunks:
-        if chunk.metadata.get("heading"):
-            return chunk.metadata["heading"]
+        top = chunk.context_prefix.split(" > ")[0].lstrip("#").strip()
+        if top or chunk.metadata.get("heading"):
+            return top or chunk.metadata["heading"]
     return skill.slug
 
 

@@ -2,6 +2,7 @@
 
 import dataclasses
 import hashlib
+import json
 import time
 from urllib.parse import urlencode
 
@@ -18,7 +19,7 @@ from access.identity import identity_for_user, scope_for
 from kernel.errors import ApplicationError
 from retrieval.config import SearchConfig
 from retrieval.highlight import highlight_css, matching_words, snippet
-from retrieval.search import Hit, Mode, chunks_search
+from retrieval.search import Hit, Mode, chunks_search, hits_tools
 from sources.models import (
     DESCRIPTION_KEY,
     Chunk,
@@ -152,11 +153,14 @@ def _results(filters: Filters, scope, roots: list[WorkspaceRoot]) -> dict:
             source_id__in={hit.chunk.source_id for hit in shown if hit.chunk.source.kind == Source.Kind.DOCUMENT}
         ).values_list("source_id", "pk")
     )
+    schemas = {source_id: json.dumps(tool.openai_schema, indent=2) for source_id, tool in hits_tools(shown).items()}
+    # Two roots may both hold README.md: a file hit names its root when the person sees more than one.
+    root_names = {root.pk: root.name for root in roots} if len(roots) > 1 else {}
     elapsed_ms = round((time.perf_counter() - started) * 1000)
     more = len(hits) > k or (len(found) == k and k < settings.RAG_SEARCH_MAX_K)
     return {
         "hits": [
-            _hit_view(hit, rank, words, slugs, uploaded)
+            _hit_view(hit, rank, words, Links(slugs, uploaded, schemas, root_names))
             for rank, hit in enumerate(shown, start=(filters.page - 1) * PAGE_SIZE + 1)
         ],
         "total": min(len(hits), k),
@@ -167,9 +171,29 @@ def _results(filters: Filters, scope, roots: list[WorkspaceRoot]) -> dict:
     }
 
 
-def _hit_view(hit: Hit, rank: int, words: set[str], slugs: dict[int, str], uploaded: dict[int, int]) -> dict:
-    """One hit as the page shows it; ``slugs``: each skill source's skill, ``uploaded``: each uploaded document's
-    source's document id, to link to."""
+@dataclasses.dataclass(frozen=True)
+class Links:
+    """What the page's hits point to, read for the whole page at once: each skill source's slug, each uploaded
+    document's id, each tool's schema (pretty JSON) and each root's name (only when several roots are visible)."""
+
+    slugs: dict[int, str]
+    uploaded: dict[int, int]
+    schemas: dict[int, str]
+    root_names: dict[int, str]
+
+
+def _trail(prefix: str, title: str) -> str:
+    """A chunk's section path as the page shows it: headings without their ``#`` marks, and without a first heading
+    that only repeats the hit's title (a skill's title is usually its top heading)."""
+    parts = [part.lstrip("#").strip() for part in prefix.split(" > ")] if prefix else []
+    if parts and parts[0].casefold() == title.casefold():
+        parts = parts[1:]
+    return " › ".join(part for part in parts if part)
+
+
+def _hit_view(hit: Hit, rank: int, words: set[str], links: Links) -> dict:
+    """One hit as the page shows it."""
+    slugs, uploaded = links.slugs, links.uploaded
     chunk, source = hit.chunk, hit.chunk.source
     shown = snippet(content=chunk.content, kind=source.kind, path=chunk.path, first_line=chunk.start_line, words=words)
     anchor = f"#L{chunk.start_line}-L{chunk.end_line}"
@@ -188,6 +212,9 @@ def _hit_view(hit: Hit, rank: int, words: set[str], slugs: dict[int, str], uploa
         "snippet": shown,
         "url": url,
         "description": (chunk.metadata or {}).get(DESCRIPTION_KEY, ""),
+        "trail": _trail(chunk.context_prefix, hit.title),
+        "schema": links.schemas.get(source.pk, ""),
+        "root_name": links.root_names.get(source.root_id, "") if source.root_id is not None else "",
     }
 
 

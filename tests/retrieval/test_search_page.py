@@ -44,8 +44,20 @@ def test_htmx_requests_get_only_the_results_partial(client, person):
     full = client.get("/", {"q": "rollback release"}).content.decode()
     partial = client.get("/", {"q": "rollback release"}, headers={"HX-Request": "true"}).content.decode()
     assert "<html" in full and "<html" not in partial
-    assert "# Deploy &gt; ## Rollback" in partial
     assert 'id="results"' in partial
+
+
+def test_a_skill_hit_names_its_heading_once(client, person):
+    """The title, then the section trail without `#` marks or the title again, then the text under the heading:
+    the hit used to repeat its heading three times (title, "# Deploy > ## Rollback", the rendered heading)."""
+    services.skill_index(
+        skill_id=SkillFactory(slug="deploy", body="# Deploy\n\n## Rollback\n\nRevert the release tag.\n").pk
+    )
+    partial = client.get("/", {"q": "rollback release"}, headers={"HX-Request": "true"}).content.decode()
+    assert '<p class="path">skill · Rollback</p>' in partial
+    assert "#" not in partial.split('<p class="path">')[1].split("</p>")[0]
+    assert "<h2><mark>Rollback</mark></h2>" not in partial and "<p>Revert the <mark>release</mark> tag.</p>" in partial
+    assert 'href="/view/skill/deploy#L1-L5"' in partial  # the link still opens the whole chunk, headings included
 
 
 def test_caches_tell_the_page_from_its_fragment(client, person):
@@ -136,11 +148,31 @@ def test_filters_live_in_the_url_and_only_offer_what_the_person_can_see(client, 
 
 def test_skills_render_as_safe_markdown_with_the_query_marked(client, person, mixed):
     partial = client.get("/", {"q": "make deploy", "kind": "skill"}, headers={"HX-Request": "true"}).content.decode()
-    assert "<h1><mark>Deploy</mark></h1>" in partial
+    assert "<h1><mark>Deploy</mark></h1>" not in partial  # the title above says it
     assert '<pre><code class="language-bash"><mark>make</mark> <mark>deploy</mark>' in partial
     assert "<script>" not in partial and "&lt;script&gt;" in partial  # raw HTML is shown, never run
     assert "<img" not in partial  # no image: nothing loads from elsewhere (the markdown stays a link)
     assert '<a class="open" href="/view/skill/deploy#L1-L7">' in partial
+
+
+def test_a_tool_hit_shows_its_schema_on_demand(client, person, mixed):
+    partial = client.get("/", {"q": "deploy release", "kind": "tool"}, headers={"HX-Request": "true"}).content.decode()
+    assert '<details class="schema"><summary>Schema</summary>' in partial
+    assert "&quot;name&quot;: &quot;deploy_release&quot;" in partial  # the schema a model would be given, escaped
+
+
+def test_file_hits_name_their_root_when_two_roots_hold_the_same_path(client, person, tmp_path, settings):
+    from sources.models import WorkspaceRoot
+    from tests.conftest import index_root
+
+    settings.RAG_ROOT_BASE_DIRS = [str(tmp_path)]
+    for name in ("billing", "shipping"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "README.md").write_text(f"# {name}\n\nHow the {name} service retries webhooks.\n")
+        index_root(WorkspaceRoot.objects.create(name=name, path=str(tmp_path / name)))
+    partial = client.get("/", {"q": "retries webhooks"}, headers={"HX-Request": "true"}).content.decode()
+    assert '<span class="root">billing /</span> README.md' in partial
+    assert '<span class="root">shipping /</span> README.md' in partial
 
 
 def test_show_more_returns_only_the_next_results_and_the_next_button(client, person, mixed, settings):
