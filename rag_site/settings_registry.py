@@ -845,6 +845,30 @@ DECLARED: tuple[Setting, ...] = (
             "`quicktok-v1` wheel). Pick your model's; `rag_eval` prints how far the others count from it."
         ),
     ),
+    FloatSetting(
+        name="RAG_CONTEXT_SKILL_SHARE",
+        topic=SEARCH,
+        default=0.4,
+        minimum=0.0,
+        maximum=1.0,
+        doc=(
+            "Share of a `/api/v1/context` budget that skills' best sections may take inline (best skill first); "
+            "a skill that does not fit is its index line (title, section, citation), which names `get_skill`. "
+            "0: index lines only."
+        ),
+    ),
+    FloatSetting(
+        name="RAG_CONTEXT_SKILL_MIN_SIMILARITY",
+        topic=SEARCH,
+        default=0.3,
+        minimum=-1.0,
+        maximum=1.0,
+        doc=(
+            "A skill goes into `/api/v1/context` only if its best chunk is at least this close in meaning to the "
+            "query (cosine, the skill's embedding model); a skill found by a shared word alone is left out and "
+            "listed in `dropped`. Searches do not use it."
+        ),
+    ),
     IntSetting(
         name="RAG_CONTEXT_MAX_BUDGET_TOKENS",
         topic=SEARCH,

@@ -31,7 +31,7 @@ MERGE_GAP_LINES = 5
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
-SKILLS_HEADING = "## Skills\nRelevant skills; get_skill(slug) returns the whole text.\n"
+SKILLS_HEADING = "## Skills\nRelevant skills, best sections inline; get_skill(slug) returns the whole text.\n"
 FILES_HEADING = "## Files\n"
 
 
@@ -46,6 +46,8 @@ class SkillEntry:
     indexed_at: datetime | None = None
     content_hash: str = ""
     stale: bool = False
+    content: str = ""  # the best section's text, shown inline; empty: the index line alone
+    language: str = "markdown"
 
 
 @dataclass(frozen=True, slots=True)
@@ -180,9 +182,15 @@ def _one_line(text: str) -> str:
 
 def skill_block(entry: SkillEntry) -> str:
     section = f', section "{_one_line(entry.section)}"' if entry.section else ""
-    return (
+    line = (
         f"- {_one_line(entry.title)} (`{entry.slug}`){section} [{_one_line(entry.citation)}]: {_one_line(entry.why)}\n"
     )
+    return line + (_fenced(entry.content, entry.language) if entry.content else "")
+
+
+def _fenced(content: str, language: str) -> str:
+    fence = "`" * max(3, _longest_backtick_run(content) + 1)  # a fence the content cannot close
+    return f"{fence}{_one_line(language)}\n{content}\n{fence}\n"
 
 
 def file_header(span: Span) -> str:
@@ -193,8 +201,7 @@ def file_header(span: Span) -> str:
 def span_block(span: Span) -> str:
     symbol = f" `{_one_line(span.symbol)}`" if span.symbol else ""
     stale = " (changed since indexed: read_range for the current lines)" if span.stale else ""
-    fence = "`" * max(3, _longest_backtick_run(span.content) + 1)  # a fence the content cannot close
-    return f"[{_one_line(span.citation)}]{symbol}{stale}\n{fence}{_one_line(span.language)}\n{span.content}\n{fence}\n"
+    return f"[{_one_line(span.citation)}]{symbol}{stale}\n" + _fenced(span.content, span.language)
 
 
 def _longest_backtick_run(text: str) -> int:
@@ -255,10 +262,20 @@ def render(skills: list[SkillEntry], spans: list[Span]) -> tuple[str, list[tuple
     return "".join(out), blocks
 
 
-def assemble(skills: list[SkillEntry], spans: list[Span], *, budget: int, count: Callable[[str], int]) -> Assembled:
+def assemble(
+    skills: list[SkillEntry],
+    spans: list[Span],
+    *,
+    budget: int,
+    count: Callable[[str], int],
+    skill_share: float = 0.0,
+) -> Assembled:
     """Skills (best first) and spans (best first, merged) in at most ``budget`` tokens as ``count`` counts them.
 
-    Greedy in order of value. Blocks are counted one by one (the text is the
+    Skills are curated: up to ``skill_share`` of the budget goes to their
+    best sections, inline, best skill first; a skill whose section does not
+    fit that share (or every skill, at share 0) is its index line alone, which
+    names get_skill. Greedy in order of value. Blocks are counted one by one (the text is the
     sum of its blocks and headings, each ending in a newline, give or take a
     token where the tokenizer joins across a boundary); the whole text is
     counted at the end, and while it is over, the weakest span goes.
@@ -272,8 +289,19 @@ def assemble(skills: list[SkillEntry], spans: list[Span], *, budget: int, count:
     def over(needed: int) -> str:
         return f"over budget: it needs {needed} tokens, {max(budget - used, 0)} of {budget} were left"
 
+    inline_room = int(budget * skill_share)
     for entry in skills:
-        needed = count(skill_block(entry)) + (0 if taken_skills else count(SKILLS_HEADING))
+        heading = 0 if taken_skills else count(SKILLS_HEADING)
+        pointer = replace(entry, content="")
+        if entry.content:
+            inline = count(skill_block(entry))
+            if inline - count(skill_block(pointer)) <= inline_room and used + heading + inline <= budget:
+                taken_skills.append(entry)
+                inline_room -= inline - count(skill_block(pointer))
+                used += heading + inline
+                continue
+            entry = pointer
+        needed = count(skill_block(entry)) + heading
         if used + needed <= budget:
             taken_skills.append(entry)
             used += needed

@@ -13,7 +13,7 @@ from typing import Any
 
 from access.identity import Identity, scope_for
 from access.scope import Scope
-from retrieval.assembly import Assembled, Part, SkillEntry, Span, assemble, spans_merge
+from retrieval.assembly import Assembled, Dropped, Part, SkillEntry, Span, assemble, spans_merge
 from retrieval.config import ContextConfig, SearchConfig
 from retrieval.files import file_lines, files_stat, files_text
 from retrieval.schemas import ContextIn, ContextOut, ContextPartOut, DroppedOut
@@ -45,7 +45,7 @@ def context_build(*, query: str, budget: int, scope: Scope, k: dict[str, int], c
     tool (schemas, outside the text).
     """
     hits, warnings = context_search(query=query, scope=scope, k=k, config=config.search)
-    return context_assemble(hits, query=query, budget=budget, encoding=config.tokenizer, warnings=warnings)
+    return context_assemble(hits, query=query, budget=budget, config=config, warnings=warnings)
 
 
 def context_search(
@@ -74,18 +74,46 @@ def context_assemble(
     *,
     query: str,
     budget: int,
-    encoding: str,
+    config: ContextConfig,
     warnings: list[str] | None = None,
 ) -> Context:
-    """``context_search``'s hits within ``budget`` tokens of ``encoding``."""
-    skills, spans = context_pieces(hits, query=query)
-    assembled = assemble(skills, spans, budget=budget, count=lambda text: token_count(text, encoding=encoding))
+    """``context_search``'s hits within ``budget`` tokens of ``config.tokenizer``; skills not close enough in
+    meaning are left out, and said so in ``dropped``."""
+    skill_hits = hits.get(Source.Kind.SKILL, [])
+    close = [hit for hit in skill_hits if _similarity(hit) >= config.skill_min_similarity]
+    skills, spans = context_pieces({**hits, Source.Kind.SKILL: close}, query=query)
+
+    def count(text: str) -> int:
+        return token_count(text, encoding=config.tokenizer)
+
+    assembled = assemble(skills, spans, budget=budget, count=count, skill_share=config.skill_share)
+    far = [
+        Dropped(
+            "skill",
+            hit.citation,
+            hit.score,
+            0,
+            f"below the relevance floor: {_similarity(hit):.2f} close in meaning, "
+            f"{config.skill_min_similarity:.2f} needed (RAG_CONTEXT_SKILL_MIN_SIMILARITY)",
+        )
+        for hit in skill_hits
+        if hit not in close
+    ]
+    if far:
+        assembled = replace(assembled, dropped=[*assembled.dropped, *far])
     return Context(assembled=assembled, tools=_tool_schemas(hits.get(Source.Kind.TOOL, [])), warnings=warnings or [])
 
 
+def _similarity(hit: Hit) -> float:
+    """The cosine of a hit's chunk to the query; a hit only words found (the vector channel did not rank it, or the
+    search ran on words alone) counts as fully close: nothing says it is far."""
+    vector = hit.channels.get("vector")
+    return vector.score if vector is not None else 1.0
+
+
 def context_pieces(hits: dict[str, list[Hit]], *, query: str) -> tuple[list[SkillEntry], list[Span]]:
-    """The skill entries and merged evidence spans of ``context_search``'s hits, ready for ``assemble``
-    (the evaluation assembles them at several budgets, loading them once)."""
+    """The skill entries (each with its best section's text) and merged evidence spans of ``context_search``'s
+    hits, ready for ``assemble`` (the evaluation assembles them at several budgets, loading them once)."""
     skills = _skill_entries(hits.get(Source.Kind.SKILL, []), query)
     spans, indexed = _spans(hits.get(Source.Kind.FILE, []) + hits.get(Source.Kind.DATASET, []))
     return skills, spans_merge(spans, gap_lines=_gap_reader(indexed))
@@ -139,6 +167,7 @@ def _skill_entries(hits: list[Hit], query: str) -> list[SkillEntry]:
                 indexed_at=skill.indexed_at,
                 content_hash=skill.content_hash,
                 stale=skill.index_status != IndexStatus.INDEXED,  # edited, re-index queued or failed
+                content=hit.chunk.content,
             )
         )
     return entries

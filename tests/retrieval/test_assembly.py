@@ -149,3 +149,37 @@ def test_the_weaker_chunks_of_a_split_range_wait_their_turn_behind_better_spans(
     result = assemble([], [*spans_merge(pieces), other], budget=600, count=count)
     assert any(p.item.path == "a.py" and p.item.start_line <= 41 <= p.item.end_line for p in result.parts)
     assert any(p.item.path == "b.py" for p in result.parts)  # it came before a.py's weak chunks
+
+
+def skill(slug: str, score: float, body: str) -> SkillEntry:
+    return SkillEntry(
+        slug=slug,
+        title=slug.title(),
+        section="Rollback",
+        citation=f"skill:{slug}:1-9",
+        why="matches rollback (lexical #1)",
+        score=score,
+        content=body,
+    )
+
+
+def test_skills_best_sections_are_inline_within_their_share_of_the_budget():
+    body = "## Rollback\n\nRevert the release tag, then redeploy.\n"
+    long_body = "## Canary\n\n" + "Ship to one host first and watch the error rate. " * 60
+    result = assemble(
+        [skill("deploy", 0.9, body), skill("canary", 0.8, long_body)],
+        [span("app.py", 1, 20, 0.7)],
+        budget=1000,
+        count=count,
+        skill_share=0.3,
+    )
+    assert "```markdown\n## Rollback\n\nRevert the release tag, then redeploy.\n\n```" in result.text
+    # The second skill's section is more than the share left: its index line alone, which names get_skill.
+    assert "- Canary (`canary`)" in result.text and "Ship to one host first" not in result.text
+    assert "get_skill(slug)" in result.text and "[app.py:1-20]" in result.text
+    assert result.tokens_used == count(result.text) <= 1000
+
+
+def test_a_share_of_zero_keeps_skills_to_their_index_lines():
+    result = assemble([skill("deploy", 0.9, "Revert the release tag.")], [], budget=1000, count=count)
+    assert "- Deploy (`deploy`)" in result.text and "Revert the release tag." not in result.text

@@ -116,7 +116,27 @@ def test_the_text_stays_within_the_budget_counted_by_the_same_tokenizer(corpus, 
         assert answer["tokens_used"] == token_count(answer["text"], encoding=answer["tokenizer"]) <= budget
         assert sum(part["tokens"] for part in answer["parts"]) <= answer["tokens_used"]
     small = context(key_client, budget_tokens=200)
-    assert small["dropped"] and all("over budget" in d["reason"] for d in small["dropped"])
+    assert small["dropped"] and all(
+        "over budget" in d["reason"] or "below the relevance floor" in d["reason"] for d in small["dropped"]
+    )
+    assert any("over budget" in d["reason"] for d in small["dropped"])
+
+
+def test_the_best_skill_gives_its_section_inline_and_far_skills_stay_out(corpus, key_client, settings):
+    """A bot that cannot call get_skill still reads the curated answer; a skill that shares a word with the query
+    but not its meaning is left out, and said so."""
+    answer = context(key_client, budget_tokens=4000)
+    best = next(part for part in answer["parts"] if part["kind"] == "skill")
+    assert best["slug"] == "indexing" and "When indexing fails" in best["section"]
+    assert "The chunks from the last\nsuccessful run stay searchable" in best["content"]
+    assert best["content"] in answer["text"]
+    far = [d for d in answer["dropped"] if d["kind"] == "skill"]
+    assert far and all("below the relevance floor" in d["reason"] for d in far)
+    assert not {d["citation"] for d in far} & {part["citation"] for part in answer["parts"]}
+    settings.RAG_CONTEXT_SKILL_SHARE = 0.0
+    pointers = context(key_client, budget_tokens=4000)
+    line = next(part for part in pointers["parts"] if part["kind"] == "skill")["content"]
+    assert line.startswith("- How indexing works (`indexing`)") and "successful run" not in line
 
 
 def test_a_file_edited_after_indexing_is_flagged_stale(corpus, key_client):
