@@ -1,5 +1,6 @@
 """Admin for API keys, and access grants on users and groups."""
 
+from django import forms
 from django.contrib import admin, messages
 from django.contrib.auth.admin import GroupAdmin, UserAdmin
 from django.contrib.auth.models import Group, User
@@ -8,10 +9,36 @@ from django.utils import timezone
 
 from access.keys import api_key_assign
 from access.models import AccessGrant, ApiKey
+from access.names import names_in_use, suggest_names, unused_names
+
+# A key or grant widens what its holder sees: the source forms' wording ("shared with every bot") says the opposite.
+_GRANT_HELP = {
+    "bot_id": "A bot whose sources this sees, besides shared ones. Empty: no bot's own sources.",
+    "client_id": "A client whose sources this sees, besides shared ones. Empty: no client's own sources.",
+    "channels": "Channels whose sources this sees, separated by spaces, besides those open to every channel.",
+}
+
+
+class ScopeNamesForm(forms.ModelForm):
+    """A key's or grant's bot, client and channels: the names in use are suggested, the help says what they grant."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        suggest_names(self, names_in_use())
+        for field, text in _GRANT_HELP.items():
+            if field in self.fields:
+                self.fields[field].help_text = text
+
+
+def warn_unused_names(request, values: dict[str, str]) -> None:
+    """After a save: a name no source uses yet grants nothing; say so, with the names that do."""
+    for sentence in unused_names(values, names_in_use()):
+        messages.warning(request, sentence)
 
 
 @admin.register(ApiKey)
 class ApiKeyAdmin(admin.ModelAdmin):
+    form = ScopeNamesForm
     list_display = ["name", "prefix", "scope", "can_manage", "state", "last_used_at", "created_at"]
     list_filter = ["can_manage", "revoked_at"]
     search_fields = ["name", "prefix", "bot_id", "client_id"]
@@ -45,6 +72,7 @@ class ApiKeyAdmin(admin.ModelAdmin):
             request._new_api_key = api_key_assign(obj)  # shown once by response_add, never stored
             obj.created_by = request.user
         super().save_model(request, obj, form, change)
+        warn_unused_names(request, {field: form.cleaned_data.get(field, "") for field in _GRANT_HELP})
 
     def response_add(self, request, obj: ApiKey, post_url_continue=None):
         # The key is on this page only: not in a message (messages live in a cookie), not in a log.
@@ -67,6 +95,7 @@ class ApiKeyAdmin(admin.ModelAdmin):
 
 class AccessGrantInline(admin.TabularInline):
     model = AccessGrant
+    form = ScopeNamesForm
     extra = 0
     fields = ["bot_id", "client_id", "channels"]
     verbose_name = "search access grant"
@@ -77,11 +106,24 @@ admin.site.unregister(User)
 admin.site.unregister(Group)
 
 
+class GrantsWarnMixin:
+    """Saving a user's or group's grants warns about names no source uses (see access/names.py)."""
+
+    def save_formset(self, request, form, formset, change) -> None:
+        super().save_formset(request, form, formset, change)  # type: ignore[misc]
+        if formset.model is AccessGrant:
+            for grant in formset.forms:
+                if grant.has_changed() and not grant.cleaned_data.get("DELETE"):
+                    warn_unused_names(request, {field: grant.cleaned_data.get(field, "") for field in _GRANT_HELP})
+
+
 @admin.register(User)
-class UserWithGrantsAdmin(UserAdmin):
+class UserWithGrantsAdmin(GrantsWarnMixin, UserAdmin):
+    # templates/admin/auth/user/change_form.html shows the grants right after the account's name and password,
+    # above the long permission lists, where they used to sit unseen at the bottom.
     inlines = [*UserAdmin.inlines, AccessGrantInline]
 
 
 @admin.register(Group)
-class GroupWithGrantsAdmin(GroupAdmin):
+class GroupWithGrantsAdmin(GrantsWarnMixin, GroupAdmin):
     inlines = [*GroupAdmin.inlines, AccessGrantInline]

@@ -188,3 +188,42 @@ def test_grants_are_edited_on_the_user_and_group_pages(client, django_user_model
     assert client.post(f"/admin/auth/group/{team.pk}/change/", form).status_code == 302
     identity = identity_for_user(person)
     assert (identity.client_ids, identity.channels, identity.can_manage) == ({"client-x"}, {"support", "ops"}, False)
+
+
+def test_grant_and_key_forms_suggest_the_names_in_use_and_warn_about_a_new_one(client, django_user_model):
+    """A typo in a grant ("alpah") used to grant nothing, silently."""
+    from sources import services
+    from tests.factories import SkillFactory
+
+    services.skill_index(skill_id=SkillFactory(slug="runbook", bot_id="alpha", channels="ops vip").pk)
+    client.force_login(django_user_model.objects.create_superuser("boss", password="a-long-test-password"))
+    person = django_user_model.objects.create_user("person", password="a-long-test-password")
+    page = client.get(f"/admin/auth/user/{person.pk}/change/").content.decode()
+    assert 'list="id_access_grants-__prefix__-bot_id-names"' in page  # the row "Add another" copies
+    assert '<datalist id="id_access_grants-__prefix__-bot_id-names"><option value="alpha"></datalist>' in page
+    assert '<option value="ops"><option value="vip">' in page
+    # The grants sit right after the account's name and password, above the permission lists.
+    assert page.index("Search access") < page.index("Permissions")
+    key_page = client.get("/admin/access/apikey/add/").content.decode()
+    assert 'list="id_bot_id-names"' in key_page and '<datalist id="id_bot_id-names"><option value="alpha">' in key_page
+    assert "shared with every bot" not in key_page  # the sources' wording says the opposite of what a key does
+
+    saved = client.post(
+        "/admin/access/apikey/add/", {"name": "typo bot", "bot_id": "alpah", "client_id": "", "channels": "ops"}
+    )
+    assert saved.status_code == 200 and ApiKey.objects.filter(name="typo bot", bot_id="alpah").exists()
+    shown = saved.content.decode()  # the page that shows the new key once shows the warning too
+    assert "No source is given to bot “alpah” yet" in shown and "Bots in use: alpha." in shown
+    form = {
+        "username": "person",
+        "date_joined_0": "2026-01-01",
+        "date_joined_1": "00:00:00",
+        "access_grants-TOTAL_FORMS": "1",
+        "access_grants-INITIAL_FORMS": "0",
+        "access_grants-0-bot_id": "alpha",
+        "access_grants-0-client_id": "",
+        "access_grants-0-channels": "ops",
+    }
+    response = client.post(f"/admin/auth/user/{person.pk}/change/", form, follow=True)
+    assert response.status_code == 200 and person.access_grants.filter(bot_id="alpha").exists()
+    assert not [m for m in response.context["messages"] if "No source is given" in str(m)]  # names in use: no warning
