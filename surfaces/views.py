@@ -20,6 +20,7 @@ from kernel.errors import ApplicationError
 from retrieval.config import SearchConfig
 from retrieval.highlight import highlight_css, matching_words, snippet
 from retrieval.search import Hit, Mode, chunks_search, hits_tools
+from retrieval.symbols import SYMBOL_NAME, symbol_hits
 from sources.models import (
     DESCRIPTION_KEY,
     Chunk,
@@ -32,6 +33,7 @@ from sources.models import (
     WorkspaceRoot,
 )
 from sources.roots import root_sources
+from surfaces.code_search import grep_results, query_form
 
 PAGE_SIZE = 10
 KINDS = (
@@ -89,7 +91,8 @@ def search_page(request):
         # An HTMX swap would follow a redirect and put the login page inside #results.
         return HttpResponseClientRedirect(login.url) if request.htmx else login
     filters = Filters.from_request(request)
-    scope = scope_for(identity_for_user(request.user))
+    identity = identity_for_user(request.user)
+    scope = scope_for(identity)
     context = {
         "filters": filters,
         "kinds": KINDS,
@@ -98,7 +101,17 @@ def search_page(request):
         **_filter_choices(scope),
     }
     if filters.query:
-        context.update(_results(filters, scope, context["roots"]))
+        form = query_form(filters.query)
+        if form.kind in ("regex", "exact"):
+            root_ids = {root.name: root.pk for root in context["roots"]}
+            context["grep"] = grep_results(identity, form, root_id=filters.root, root_ids=root_ids)
+        elif form.kind == "symbol":
+            context.update(_symbol_results(filters, scope, context["roots"], form.text))
+        else:
+            context.update(_results(filters, scope, context["roots"]))
+            if filters.page == 1 and not filters.kind and SYMBOL_NAME.fullmatch(filters.query):
+                # A bare identifier (``F``, ``orm``) is most often a name one wants the definition of.
+                context["definitions"] = _symbol_results(filters, scope, context["roots"], filters.query)["hits"][:3]
     else:
         context.update(_landing(scope), examples=_examples(scope))
         context["add_root_url"] = reverse("admin:sources_workspaceroot_add") if _may_add_root(request.user) else ""
@@ -119,13 +132,38 @@ def search_page(request):
     return response
 
 
-def _results(filters: Filters, scope, roots: list[WorkspaceRoot]) -> dict:
+_NO_HITS = {"hits": [], "total": 0, "more": False, "more_url": "", "elapsed_ms": 0, "warnings": []}
+
+
+def _narrowed(filters: Filters, scope, roots: list[WorkspaceRoot]):
     kind = (Source.Kind.FILE,) if filters.language else (filters.kind,) if filters.kind else scope.kinds
-    narrowed = dataclasses.replace(
+    return dataclasses.replace(
         scope, kinds=kind, source_ids=_root_source_ids(roots, filters.root, scope) if filters.root else scope.source_ids
     )
+
+
+def _symbol_results(filters: Filters, scope, roots: list[WorkspaceRoot], name: str) -> dict:
+    """``sym:NAME``: the code chunks that define ``name``, in the person's scope and the page's root filter."""
+    narrowed = _narrowed(filters, scope, roots)
     if filters.root and not narrowed.source_ids:
-        return {"hits": [], "total": 0, "more": False, "more_url": "", "elapsed_ms": 0, "warnings": []}
+        return _NO_HITS
+    started = time.perf_counter()
+    hits = symbol_hits(name=name, scope=narrowed, limit=PAGE_SIZE)
+    if filters.language:
+        hits = [hit for hit in hits if hit.chunk.language == filters.language]
+    words = matching_words(name, [hit.chunk.content for hit in hits])
+    return {
+        **_NO_HITS,
+        "hits": _hit_views(hits, words, roots, first_rank=1),
+        "total": len(hits),
+        "elapsed_ms": round((time.perf_counter() - started) * 1000),
+    }
+
+
+def _results(filters: Filters, scope, roots: list[WorkspaceRoot]) -> dict:
+    narrowed = _narrowed(filters, scope, roots)
+    if filters.root and not narrowed.source_ids:
+        return _NO_HITS
     k = filters.page * PAGE_SIZE
     config = SearchConfig.from_settings()
     started = time.perf_counter()
@@ -143,6 +181,20 @@ def _results(filters: Filters, scope, roots: list[WorkspaceRoot]) -> dict:
     hits = [hit for hit in found if hit.chunk.language == filters.language] if filters.language else list(found)
     shown = hits[(filters.page - 1) * PAGE_SIZE : k]
     words = matching_words(filters.query, [hit.chunk.content for hit in shown])
+    elapsed_ms = round((time.perf_counter() - started) * 1000)
+    more = len(hits) > k or (len(found) == k and k < settings.RAG_SEARCH_MAX_K)
+    return {
+        "hits": _hit_views(shown, words, roots, first_rank=(filters.page - 1) * PAGE_SIZE + 1),
+        "total": min(len(hits), k),
+        "more": more,
+        "more_url": filters.url(page=filters.page + 1) + "&more=1" if more else "",
+        "elapsed_ms": elapsed_ms,
+        "warnings": found.warnings,
+    }
+
+
+def _hit_views(shown: list[Hit], words: set[str], roots: list[WorkspaceRoot], *, first_rank: int) -> list[dict]:
+    """The page's view of ``shown``, numbered from ``first_rank``, with what they link to read in one query each."""
     slugs = dict(
         Skill.objects.filter(
             source_id__in={hit.chunk.source_id for hit in shown if hit.chunk.source.kind == Source.Kind.SKILL}
@@ -156,19 +208,8 @@ def _results(filters: Filters, scope, roots: list[WorkspaceRoot]) -> dict:
     schemas = {source_id: json.dumps(tool.openai_schema, indent=2) for source_id, tool in hits_tools(shown).items()}
     # Two roots may both hold README.md: a file hit names its root when the person sees more than one.
     root_names = {root.pk: root.name for root in roots} if len(roots) > 1 else {}
-    elapsed_ms = round((time.perf_counter() - started) * 1000)
-    more = len(hits) > k or (len(found) == k and k < settings.RAG_SEARCH_MAX_K)
-    return {
-        "hits": [
-            _hit_view(hit, rank, words, Links(slugs, uploaded, schemas, root_names))
-            for rank, hit in enumerate(shown, start=(filters.page - 1) * PAGE_SIZE + 1)
-        ],
-        "total": min(len(hits), k),
-        "more": more,
-        "more_url": filters.url(page=filters.page + 1) + "&more=1" if more else "",
-        "elapsed_ms": elapsed_ms,
-        "warnings": found.warnings,
-    }
+    links = Links(slugs, uploaded, schemas, root_names)
+    return [_hit_view(hit, rank, words, links) for rank, hit in enumerate(shown, start=first_rank)]
 
 
 @dataclasses.dataclass(frozen=True)

@@ -221,3 +221,54 @@ def test_a_contextual_description_shows_on_the_page_and_in_api_hits(client, pers
         "/api/v1/search", data=json.dumps({"query": "ship releases"}), content_type="application/json"
     ).json()["hits"]
     assert hits[0]["contextual_description"] == "How the team ships releases to production."
+
+
+@pytest.fixture
+def code(tmp_path, settings):
+    from sources.models import WorkspaceRoot
+    from tests.conftest import index_root
+
+    settings.RAG_ROOT_BASE_DIRS = [str(tmp_path)]
+    (tmp_path / "expressions.py").write_text(
+        "class F:\n    '''A reference to a field of the model.'''\n\n    def resolve(self, query):\n"
+        "        return query.resolve_ref(self.name)\n\n\n"
+        "def fields_of(model):\n    return [F(name) for name in model.names]  # F() per name\n"
+    )
+    settings.RAG_CHUNK_MAX_CHARS = 120  # a class this long is a chunk per method
+    (tmp_path / "changelist.py").write_text(
+        'class ChangeList:\n    """The rows of the list page and the filters beside them."""\n\n'
+        "    def get_filters(self, request):\n        return self.filter_specs, self.has_filters\n\n"
+        "    def get_results(self, request):\n        return self.queryset.all()[: self.list_per_page]\n"
+    )
+    (tmp_path / "style.css").write_text(".filters { display: flex; }\n")
+    return index_root(WorkspaceRoot.objects.create(name="django", path=str(tmp_path)))
+
+
+def test_sym_finds_where_a_name_is_defined(client, person, code):
+    partial = client.get("/", {"q": "sym:F"}, headers={"HX-Request": "true"}).content.decode()
+    assert partial.count('class="hit"') == 1 and "<code>F</code>" in partial and "expressions.py" in partial
+    dotted = client.get("/", {"q": "sym:ChangeList.get_filters"}, headers={"HX-Request": "true"}).content.decode()
+    assert dotted.count('class="hit"') == 1 and "<code>ChangeList.get_filters</code>" in dotted
+    method = client.get("/", {"q": "sym:get_filters"}, headers={"HX-Request": "true"}).content.decode()
+    assert "changelist.py" in method and "style.css" not in method
+
+
+def test_a_bare_identifier_shows_its_definition_above_the_results(client, person, code):
+    partial = client.get("/", {"q": "F"}, headers={"HX-Request": "true"}).content.decode()
+    assert '<section class="definitions" aria-label="Definitions">' in partial
+    assert partial.index("Defined as <code>F</code>") < partial.index('class="hits"')
+    assert f'href="/view/file/{code.pk}/expressions.py#L' in partial.split("Defined as")[1].split("</section>")[0]
+
+
+def test_re_and_quoted_text_find_lines_like_grep_with_the_match_marked(client, person, code):
+    regex = client.get("/", {"q": r"re:def \w+_filters"}, headers={"HX-Request": "true"}).content.decode()
+    assert "1 matching line in 1 file" in regex
+    assert '<pre class="linenos" aria-hidden="true">4</pre>' in regex
+    assert "    <mark>def get_filters</mark>(self, request):" in regex
+    assert f'href="/view/file/{code.pk}/changelist.py#L4"' in regex
+    exact = client.get("/", {"q": '"F() per name"'}, headers={"HX-Request": "true"}).content.decode()
+    assert "1 matching line in 1 file" in exact and "<mark>F() per name</mark>" in exact  # literal: ( ) are text
+    bad = client.get("/", {"q": "re:(unclosed"}, headers={"HX-Request": "true"}).content.decode()
+    assert 'role="alert"' in bad and "invalid regex" in bad
+    none = client.get("/", {"q": '"no such words here"'}, headers={"HX-Request": "true"}).content.decode()
+    assert "No matching lines" in none and "exact text" in none
