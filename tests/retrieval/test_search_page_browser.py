@@ -26,7 +26,7 @@ def test_results_update_as_you_type_after_signing_in(live_server, django_user_mo
         expect(page.locator(".who")).to_have_text("reader")
         expect(page.locator("#results")).to_contain_text("Searchable now: 1 skill, 0 files and 0 tools")
         page.locator("input[name=q]").press_sequentially("renew tls certificates", delay=20)
-        expect(page.locator("#results .hit .path").first).to_contain_text("# Operations > ## Rotating certificates")
+        expect(page.locator("#results .hit .path").first).to_contain_text("skill · Rotating certificates")
         # HTMX swapped the fragment and pushed the URL; no full reload happened.
         assert "q=renew%20tls%20certificates" in page.url
         assert page.evaluate("typeof htmx") == "object"
