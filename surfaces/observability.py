@@ -58,7 +58,6 @@ class RequestObservability:
             seconds = time.perf_counter() - started
             route = request_route(request)
             identity = request_identity(request)
-            logs.context_update(route=route, identity=identity)
             method = request.method if request.method in METHODS else "other"
             metrics.HTTP_REQUESTS.labels(route=route, method=method, status=str(response.status_code)).inc()
             metrics.HTTP_DURATION.labels(route=route).observe(seconds)
@@ -68,7 +67,15 @@ class RequestObservability:
                 route,
                 response.status_code,
                 seconds * 1000,
-                extra={"method": method, "status": response.status_code, "duration_ms": round(seconds * 1000, 1)},
+                # Named here too, not only by the handlers' filter: whoever captures this line gets the whole of it.
+                extra={
+                    "request_id": request_id,
+                    "identity": identity,
+                    "route": route,
+                    "method": method,
+                    "status": response.status_code,
+                    "duration_ms": round(seconds * 1000, 1),
+                },
             )
         response["X-Request-ID"] = request_id
         return response
