@@ -18,6 +18,10 @@ for _network in RAG_METRICS_ALLOW_NETWORKS:
             f"RAG_METRICS_ALLOW_NETWORKS: {_network!r} is not a network; use CIDR like 10.0.0.0/8 or 192.0.2.7/32"
         ) from None
 
+# Prometheus scrapes web over plain http inside compose's network (deploy/prometheus.yml), where no proxy says the
+# request came over https: SECURE_SSL_REDIRECT would answer it with a redirect. The token guards it either way.
+SECURE_REDIRECT_EXEMPT = [r"^metrics$"]
+
 # Every record gets the request's id, identity and route (kernel.logs.ContextFilter), printed as JSON lines or
 # appended to the plain line; Celery's own handlers get the same (rag_site/celery.py).
 RAG_LOG_FORMAT = read_choice("RAG_LOG_FORMAT")

@@ -73,6 +73,12 @@ def test_an_address_outside_the_allowed_networks_is_refused_whatever_its_token(c
     assert scrape(client, REMOTE_ADDR="192.0.2.7")
 
 
+def test_a_scrape_over_plain_http_is_not_redirected_to_https(client, metrics_on):
+    metrics_on.SECURE_SSL_REDIRECT = True  # as under compose, where Prometheus reaches web directly
+    assert client.get("/accounts/login/").status_code == 301
+    assert scrape(client)
+
+
 def test_a_search_is_counted_by_route_mode_stage_and_query_cache(client, key_client, metrics_on):
     services.skill_index(skill_id=SkillFactory(slug="deploy", body="# Deploy\n\nRun pg_dump every night.\n").pk)
     query = f"nightly backup {uuid.uuid4().hex[:6]}"  # new to this process's query cache
