@@ -5,6 +5,7 @@ Installed by rag_site/celery.py in every Celery process. Nothing here
 imports models at import time: this module loads before Django is set up.
 """
 
+import contextvars
 import logging
 import threading
 
@@ -115,7 +116,7 @@ def request_id_attach(headers: dict | None = None, **_) -> None:
 
 
 # task id -> the context token task_postrun puts back (a solo or threaded pool runs tasks in one process).
-_task_contexts: dict[str, object] = {}
+_task_contexts: dict[str, contextvars.Token] = {}
 
 
 def task_context_enter(task_id: str = "", task=None, **_) -> None:

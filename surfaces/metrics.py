@@ -135,7 +135,7 @@ def metrics_text(*, llm: LLMConfig, multiprocess_dir: str | None) -> bytes:
         MultiProcessCollector(counted, path=multiprocess_dir)
     else:
         counted = REGISTRY
-    return generate_latest(_Together(counted, StateCollector(llm=llm)))  # type: ignore[arg-type]
+    return generate_latest(_Together(counted, StateCollector(llm=llm)))
 
 
 def address_allowed(address: str, networks: list[str]) -> bool:

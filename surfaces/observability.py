@@ -34,9 +34,9 @@ def request_identity(request: HttpRequest) -> str:
 
     Read only when authentication has already run: a log line must not cost a session query of its own.
     """
-    auth = getattr(request, "auth", None)
-    if auth is not None and getattr(auth, "name", ""):
-        return auth.name
+    name = getattr(getattr(request, "auth", None), "name", None)  # an access.identity.Identity, set by ninja
+    if isinstance(name, str) and name:
+        return name
     user = getattr(request, "_cached_user", None)  # set once something asked for request.user
     if user is not None and user.is_authenticated:
         return f"user {user.get_username()}"
