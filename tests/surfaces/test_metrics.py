@@ -16,7 +16,9 @@ from retrieval import search
 from retrieval.config import SearchConfig
 from retrieval.search import Mode, chunks_search
 from sources import services
-from tests.conftest import index_root
+from sources.models import Skill
+from sources.queueing import BROKER_WAIT
+from tests.conftest import broker_outage, index_root
 from tests.factories import SkillFactory
 from tests.openai_server import http_error
 
@@ -197,3 +199,18 @@ def test_counters_of_several_processes_are_summed_in_one_scrape(client, metrics_
     assert len(list(directory.glob("counter_*.db"))) == 2  # one file per process
     monkeypatch.setenv("PROMETHEUS_MULTIPROC_DIR", str(directory))
     assert value(scrape(client), "rag_chunks_embedded_total", model="summed-model") == 7
+
+
+@pytest.mark.django_db(transaction=True)
+def test_work_that_waits_for_the_broker_is_counted_and_the_queues_part_says_unreadable(client, metrics_on):
+    before = scrape(client)
+    with broker_outage():
+        skill = Skill.objects.create(slug="waits", body="# Waits\n\nFor the broker.\n")  # queued after commit
+        down = scrape(client)
+    skill.refresh_from_db()
+    assert skill.last_error.startswith(BROKER_WAIT)
+    assert (
+        value(down, "rag_broker_waits_total", kind="skill") == value(before, "rag_broker_waits_total", kind="skill") + 1
+    )
+    assert value(down, "rag_scrape_ok", part="queues") == 0
+    assert value(down, "rag_scrape_ok", part="db_connections") == 1
