@@ -14,10 +14,12 @@ from ninja.utils import check_csrf
 from access.identity import Identity, identity_anonymous, identity_for_key, identity_for_user
 from access.keys import api_key_authenticate
 from access.ratelimit import rate_limit_check
+from kernel import logs
 from kernel.errors import Forbidden, Unauthenticated
 
 
 def _admitted(identity: Identity) -> Identity:
+    logs.context_update(identity=identity.name)  # the request's later log records say who asked
     rate_limit_check(bucket=identity.rate_bucket, limit=identity.rate_limit)
     return identity
 

@@ -27,6 +27,7 @@ from typing import Any
 
 import httpx
 
+from kernel import metrics
 from kernel.breaker import Breaker, ModelStatus
 from kernel.config import LLMConfig, llm_config, redis_config
 from kernel.errors import Unavailable
@@ -232,6 +233,7 @@ class LLMClient:
             admission = self.breaker.admit(model, probe_seconds=self.config.timeout + 5)
             if not admission.allowed:
                 assert admission.opened_until is not None  # a refused admission always says until when
+                metrics.LLM_CALLS.labels(model=model, outcome="cooldown").inc()
                 failures.append({"model": model, "error": "cooldown", "opened_until": admission.opened_until})
                 reopen.append(admission.opened_until)
                 continue
@@ -262,6 +264,7 @@ class LLMClient:
                 result = call(model)
             except AttemptError as error:
                 self.breaker.record_error(model, kind=str(error.kind), message=error.message)
+                metrics.LLM_CALLS.labels(model=model, outcome=str(error.kind)).inc()
                 if error.kind is ErrorKind.REJECTED:
                     raise LLMRejected(
                         f"the language model refused the request ({model}): {error.message}", details={"model": model}
@@ -275,6 +278,7 @@ class LLMClient:
                 self._sleep(wait)
             else:
                 self.breaker.record_success(model, latency_seconds=time.monotonic() - started)
+                metrics.LLM_CALLS.labels(model=model, outcome="ok").inc()
                 return result, None, attempt + 1
         raise AssertionError("unreachable: the last attempt returns")
 

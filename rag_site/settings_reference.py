@@ -30,6 +30,7 @@ TITLES = {
     Topic.SEARCH: "Search",
     Topic.ACCESS: "Access and limits",
     Topic.LLM: "Language model (optional)",
+    Topic.OBSERVABILITY: "Metrics and logs",
     Topic.COMPOSE: "docker-compose",
 }
 INTROS = {

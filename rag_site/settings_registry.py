@@ -31,10 +31,11 @@ class Topic(StrEnum):
     SEARCH = "search"
     ACCESS = "access"
     LLM = "llm"
+    OBSERVABILITY = "observability"
     COMPOSE = "compose"  # read by docker-compose.yml only, never by rag-site
 
 
-BASE, RUNTIME, INDEXING, SEARCH, ACCESS, LLM, COMPOSE = Topic
+BASE, RUNTIME, INDEXING, SEARCH, ACCESS, LLM, OBSERVABILITY, COMPOSE = Topic
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -1125,6 +1126,39 @@ DECLARED: tuple[Setting, ...] = (
         minimum=0.5,
         maximum=600.0,
         doc="Seconds the reranking call may take.",
+    ),
+    # --- observability ---
+    StrSetting(
+        name="RAG_METRICS_TOKEN",
+        topic=OBSERVABILITY,
+        shown="none",
+        doc=(
+            "The bearer token a scraper sends to `GET /metrics` (`Authorization: Bearer <token>`); or "
+            "`RAG_METRICS_TOKEN_FILE` with a path. Unset: `/metrics` answers 404. See "
+            "[Metrics](operations.md#metrics)."
+        ),
+    ),
+    ListSetting(
+        name="RAG_METRICS_ALLOW_NETWORKS",
+        topic=OBSERVABILITY,
+        default=(),
+        example="10.0.0.0/8,127.0.0.1/32",
+        doc=(
+            "Comma-separated networks (CIDR) that may read `/metrics`; any other address gets 403 whatever its "
+            "token. Empty: any address with the token."
+        ),
+    ),
+    ChoiceSetting(
+        name="RAG_LOG_FORMAT",
+        topic=OBSERVABILITY,
+        default="text",
+        choices=("text", "json"),
+        what="log format",
+        doc=(
+            "`text`: plain lines. `json`: one JSON object per line (time, level, logger, message, request id, "
+            "identity, route, status, duration) from web, workers, beat and the watcher. See "
+            "[Logs](operations.md#logs)."
+        ),
     ),
     # --- compose ---
     StrSetting(

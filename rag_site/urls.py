@@ -7,6 +7,7 @@ from surfaces import viewer, views
 from surfaces.admin.overview import overview_view, try_search_view
 from surfaces.api import api
 from surfaces.mcp_transport import mcp_endpoint
+from surfaces.metrics import metrics_view
 
 admin.site.site_header = "rag-site administration"
 admin.site.site_title = "rag-site admin"
@@ -31,6 +32,7 @@ urlpatterns = [
     path("mcp", mcp_endpoint, name="mcp"),  # the MCP server (Streamable HTTP), for agents
     # Clients are configured with or without the slash, and a POST cannot follow a redirect: serve both.
     path("mcp/", mcp_endpoint),
+    path("metrics", metrics_view, name="metrics"),  # Prometheus; 404 until RAG_METRICS_TOKEN is set
 ]
 
 handler400 = "surfaces.handlers.bad_request"

@@ -22,6 +22,7 @@ from django.db import OperationalError, connection, transaction
 from psycopg.errors import QueryCanceled
 
 from access.scope import Scope
+from kernel import metrics
 from kernel.errors import ApplicationError, Unavailable, connection_lost
 from kernel.llm import llm_client
 from retrieval.admission import search_admitted
@@ -189,6 +190,7 @@ def chunks_search(
         )
     hits = _explained(ranked[:k], rows, lists=lists, fused=order if len(lists) > 1 else [], reranked=reranked)
     _timed_add(timings, "search", time.perf_counter() - started)
+    metrics.search_observe(mode=mode.value, timings_ms=timings)
     return SearchResult(hits=hits, warnings=warnings, timings=timings)
 
 
@@ -288,7 +290,9 @@ def _embed(model: EmbeddingModel, query: str, *, device: str, cache_size: int):
     key = (model.provider, model.name, query)
     vector = _query_vectors.get(key)
     if vector is not None:
+        metrics.QUERY_EMBEDDING_CACHE.labels(result="hit").inc()
         return vector, 0.0
+    metrics.QUERY_EMBEDDING_CACHE.labels(result="miss").inc()
     embedder = embedder_for(provider=model.provider, name=model.name, device=device)
     started = time.perf_counter()
     vector = embedder.embed([query])[0]
@@ -344,6 +348,7 @@ def _collect(lists: list[CandidateList], channel: Channel, run, failures: list[s
             lists.append(CandidateList(channel, tuple(run())))
     except EmbeddingError as exc:
         log.warning("search skipped %s: %s", name, exc)
+        metrics.SEARCH_CHANNEL_SKIPPED.labels(channel=channel.kind.value, reason="error").inc()
         failures.append(f"{name} skipped: {exc}")
     except OperationalError as exc:
         if connection_lost(exc):
@@ -352,15 +357,18 @@ def _collect(lists: list[CandidateList], channel: Channel, run, failures: list[s
             raise
         if isinstance(exc.__cause__, QueryCanceled):
             log.warning("search channel %s timed out", name)
+            metrics.SEARCH_CHANNEL_SKIPPED.labels(channel=channel.kind.value, reason="timeout").inc()
             failures.append(
                 f"{name} skipped: it took longer than RAG_SEARCH_STATEMENT_TIMEOUT_MS "
                 f"({config.statement_timeout_ms} ms)"
             )
         else:
             log.exception("search channel %s failed", name)
+            metrics.SEARCH_CHANNEL_SKIPPED.labels(channel=channel.kind.value, reason="error").inc()
             failures.append(f"{name} skipped: {exc}")
     except Exception as exc:  # noqa: BLE001 - one broken channel must not fail the query
         log.exception("search channel %s failed", name)
+        metrics.SEARCH_CHANNEL_SKIPPED.labels(channel=channel.kind.value, reason="error").inc()
         failures.append(f"{name} skipped: {exc}")
 
 

@@ -1,16 +1,26 @@
-"""Hooks into Celery's worker and beat: heartbeats, and the recovery sweep on every broker connection.
+"""Hooks into Celery's worker and beat: heartbeats, the recovery sweep on every broker connection, the request id a
+task was queued under, and the metrics of a pool process that exits.
 
 Installed by rag_site/celery.py in every Celery process. Nothing here
 imports models at import time: this module loads before Django is set up.
 """
 
+import contextvars
 import logging
 import threading
 
 from celery import Celery, bootsteps
-from celery.signals import after_task_publish, beat_init, worker_process_init
+from celery.signals import (
+    after_task_publish,
+    beat_init,
+    before_task_publish,
+    task_postrun,
+    task_prerun,
+    worker_process_init,
+    worker_process_shutdown,
+)
 
-from kernel import heartbeats
+from kernel import heartbeats, logs, metrics
 
 log = logging.getLogger(__name__)
 
@@ -98,9 +108,41 @@ def embedding_warm_up(**_) -> threading.Thread:
     return thread
 
 
+def request_id_attach(headers: dict | None = None, **_) -> None:
+    """A task sent while a request (or a task) runs carries its id in a header: the worker's logs of it show it."""
+    request_id = logs.current().request_id
+    if request_id and headers is not None:
+        headers.setdefault(logs.TASK_HEADER, request_id)
+
+
+# task id -> the context token task_postrun puts back (a solo or threaded pool runs tasks in one process).
+_task_contexts: dict[str, contextvars.Token] = {}
+
+
+def task_context_enter(task_id: str = "", task=None, **_) -> None:
+    request_id = str(getattr(task.request, logs.TASK_HEADER, None) or "") if task is not None else ""
+    _task_contexts[task_id] = logs.context_enter(
+        request_id=request_id, task_id=task_id, task_name=getattr(task, "name", "")
+    )
+
+
+def task_context_leave(task_id: str = "", **_) -> None:
+    token = _task_contexts.pop(task_id, None)
+    if token is not None:
+        logs.context_leave(token)
+
+
+def metrics_process_dead(**_) -> None:
+    metrics.process_dead()
+
+
 def hooks_install(app: Celery) -> None:
     app.steps["worker"].add(WorkerHeartbeatStep)
     app.steps["consumer"].add(RecoverOnConnectStep)
     beat_init.connect(_beat_started, weak=False, dispatch_uid="rag_beat_started")
     # Each prefork child (what `make run` starts); the parent runs no task, so it loads nothing.
     worker_process_init.connect(embedding_warm_up, weak=False, dispatch_uid="rag_embedding_warm_up")
+    before_task_publish.connect(request_id_attach, weak=False, dispatch_uid="rag_request_id_attach")
+    task_prerun.connect(task_context_enter, weak=False, dispatch_uid="rag_task_context_enter")
+    task_postrun.connect(task_context_leave, weak=False, dispatch_uid="rag_task_context_leave")
+    worker_process_shutdown.connect(metrics_process_dead, weak=False, dispatch_uid="rag_metrics_process_dead")

@@ -32,6 +32,7 @@ import numpy as np
 from django.db import connection, transaction
 from django.utils import timezone
 
+from kernel import metrics
 from kernel.errors import ApplicationError
 from sources.chunking import CHUNKING_VERSION, ChunkResult
 from sources.config import EmbeddingConfig, IndexingConfig, IngestSettings
@@ -235,6 +236,7 @@ def documents_embed(
                 f"the embedding model {model} answered with {vectors.shape[1]}-dimensional vectors, "
                 f"but its row says {model.dimensions}; nothing was stored"
             )
+        metrics.CHUNKS_EMBEDDED.labels(model=model.name).inc(len(texts))
         offset = 0
         for d in group:
             d.vectors = vectors[offset : offset + len(d.chunks)]

@@ -16,7 +16,7 @@ from celery import shared_task
 from django.conf import settings
 from django.db import DatabaseError, transaction
 
-from kernel import heartbeats
+from kernel import heartbeats, metrics
 from kernel.errors import ApplicationError
 from sources import jobs, queueing, roots, services, tools, uploads
 from sources.config import indexing_config, jobs_config
@@ -219,6 +219,7 @@ def _send(kind: str, object_id: int, *, queue: str | None = None, **options: obj
             object_id,
             exc,
         )
+        metrics.BROKER_WAITS.labels(kind=kind).inc()
         return queueing.broker_wait_reason(exc)
     return ""
 

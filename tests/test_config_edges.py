@@ -43,9 +43,11 @@ ALLOWED: dict[str, str] = {
     # The shell.
     "rag_site.beat": _SHELL,
     "rag_site.wsgi": _SHELL + " (builds the warm-up's config)",
+    "rag_site.celery": _SHELL + " (Celery's log handlers take RAG_LOG_FORMAT)",
     "rag_site.management.commands.rag_run": _SHELL,
     "surfaces.csp": "surface: the Content-Security-Policy middleware",
     "surfaces.proxy": "surface: which proxy headers to trust, per request",
+    "surfaces.metrics": "surface: /metrics checks its token and allowed networks per scrape",
     "surfaces.admin.skills": "surface: the admin form checks a skill against RAG_MAX_SKILL_BYTES",
     # The corpus's edge.
     "sources.tasks": "the Celery tasks: the worker's edge, where jobs build their configs (and the retry delay)",

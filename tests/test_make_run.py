@@ -19,6 +19,7 @@ from pathlib import Path
 
 import psutil
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from tests.conftest import wait_for
 
@@ -106,7 +107,9 @@ def test_make_run_serves_logs_in_and_stops_everything(tmp_path):
     var_dir = tmp_path / "var"
     port = free_port()
     environment = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL", "SECRET_KEY")}
-    environment.update(RAG_VAR_DIR=str(var_dir), RAG_BIND=f"127.0.0.1:{port}", RAG_WEB_WORKERS="1")
+    environment.update(
+        RAG_VAR_DIR=str(var_dir), RAG_BIND=f"127.0.0.1:{port}", RAG_WEB_WORKERS="1", RAG_METRICS_TOKEN="run-metrics"
+    )
     output = tmp_path / "run.out"
     with open(output, "wb") as out:
         run = subprocess.Popen(
@@ -165,6 +168,20 @@ def test_make_run_serves_logs_in_and_stops_everything(tmp_path):
                 return any(h["source_key"] == "skill:getting-started" for h in json.load(response)["hits"])
 
         wait_for(demo_found, timeout=180, interval=1, what="the demo skills to be indexed by the worker")
+
+        # /metrics, answered by web, sums what every process counted (kernel/metrics.py): the chunks the
+        # workers embedded, the searches web answered.
+        scrape = urllib.request.Request(base + "/metrics", headers={"Authorization": "Bearer run-metrics"})
+        with urllib.request.urlopen(scrape, timeout=30) as response:
+            samples = {
+                sample.name: sample.value
+                for family in text_string_to_metric_families(response.read().decode())
+                for sample in family.samples
+                if sample.labels.get("route") in (None, "api/v1/search")
+            }
+        assert samples["rag_chunks_embedded_total"] > 0
+        assert samples["rag_http_requests_total"] >= 1
+        assert len(list((var_dir / "metrics").glob("counter_*.db"))) >= 2  # web's and a worker's, at least
         assert len(ours(var_dir)) >= 4  # postgres, valkey, web, worker, beat, ...
 
         # docker-compose's health checks for web and beat pass against the real processes.

@@ -25,4 +25,5 @@ from rag_site.settings.indexing import *  # noqa: E402, F403
 from rag_site.settings.search import *  # noqa: E402, F403
 from rag_site.settings.access import *  # noqa: E402, F403
 from rag_site.settings.llm import *  # noqa: E402, F403
+from rag_site.settings.observability import *  # noqa: E402, F403
 # isort: on

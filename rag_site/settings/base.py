@@ -84,6 +84,8 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     # First, so everything after it sees the client's address, not the proxy's.
     "surfaces.proxy.ForwardedClientMiddleware",
+    # Next, so every response (a refusal too) carries X-Request-ID and is counted by route (surfaces/observability.py).
+    "surfaces.observability.RequestObservability",
     # Next, so a refused address is turned away before anything else runs.
     "access.refusals.RefusalLimitMiddleware",
     "django.middleware.security.SecurityMiddleware",

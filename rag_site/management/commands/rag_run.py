@@ -11,6 +11,7 @@ processes until Ctrl-C, restarting any of them that exits
 (rag_site/supervisor.py).
 """
 
+import os
 import secrets
 import signal
 import sys
@@ -23,6 +24,7 @@ from django.core.exceptions import ImproperlyConfigured
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 
+from kernel import metrics
 from rag_site.demo import demo_skills_load
 from rag_site.front import front_plan, web_env
 from rag_site.supervisor import Supervisor
@@ -44,8 +46,11 @@ def web_command(*, python: str, bind: str) -> list[str]:
         f"--workers={settings.RAG_WEB_WORKERS}",
         "--worker-class=gthread",
         f"--threads={settings.RAG_WEB_THREADS}",
-        "--access-logfile=-",
         "--timeout=120",
+        # A worker's exit clears its live metrics (kernel/metrics.py).
+        "--config=python:rag_site.gunicorn_hooks",
+        # JSON logs have their own line per request, with its id and route (surfaces/observability.py).
+        *(["--access-logfile=-"] if settings.RAG_LOG_FORMAT == "text" else []),
     ]
 
 
@@ -88,6 +93,9 @@ class Command(BaseCommand):
                 self.stdout.write(f"loaded {len(created)} demo skills (indexing starts with the worker)")
 
         settings.STATIC_ROOT.mkdir(parents=True, exist_ok=True)  # whitenoise warns when it is missing
+        # Every child writes its metrics here and /metrics sums them (kernel/metrics.py); emptied first, so a
+        # previous run's processes are not summed with this run's. Set before any child starts: each reads it once.
+        os.environ[metrics.MULTIPROC_ENV] = str(metrics.multiprocess_dir_reset(settings.VAR_DIR / "metrics"))
         python = sys.executable
         supervisor = Supervisor(log_dir=settings.VAR_DIR / "log")
         # One worker per queue: a full index job holds the bulk worker for minutes, never the one saves go to.
