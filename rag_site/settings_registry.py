@@ -578,6 +578,12 @@ DECLARED: tuple[Setting, ...] = (
             "and to documents when it is larger), and the largest upload accepted (413 above it)."
         ),
     ),
+    BoolSetting(
+        name="RAG_MEMORY_REQUIRE_APPROVAL",
+        topic=INDEXING,
+        default=False,
+        doc="Hold every new memory (`POST /api/v1/memories`, MCP `remember`) unserved until an admin approves it.",
+    ),
     FloatSetting(
         name="RAG_INDEX_RETRY_DELAY",
         topic=INDEXING,
