@@ -357,7 +357,7 @@ def _vectors(reply: Any, *, count: int, dimensions: int | None) -> list[list[flo
 def _rerank_results(reply: Any, *, count: int) -> list[tuple[int, float]]:
     """``{"results": [{"index", "relevance_score"}]}`` (Cohere, Jina, Voyage's ``data``) or TEI's bare
     ``[{"index", "score"}]``, as (index, score) best first; anything else is a bad response."""
-    items = reply.get("results", reply.get("data")) if isinstance(reply, dict) else reply
+    items: Any = reply.get("results", reply.get("data")) if isinstance(reply, dict) else reply
     try:
         pairs = [(item["index"], item.get("relevance_score", item.get("score"))) for item in items]
         results = [(int(index), float(score)) for index, score in pairs if isinstance(index, int)]

@@ -70,7 +70,7 @@ class MemoryPatchIn(BodyIn):
 class MemoryOut(Schema):
     id: int
     text: str
-    status: Literal["active", "pending", "superseded", "expired"] = Field(
+    status: MemoryStatus = Field(
         ...,
         description="active: served; pending: awaiting an admin's approval; superseded: replaced by "
         "`superseded_by`; expired: past `expires_at`. Only active memories are searched and recalled.",
@@ -97,7 +97,7 @@ class MemoryOut(Schema):
         return cls(
             id=memory.pk,
             text=memory.text,
-            status=memory.status.value,
+            status=memory.status,
             citation_key=f"memory:{memory.pk}",
             bot_id=memory.bot_id,
             client_id=memory.client_id,
@@ -120,7 +120,7 @@ class MemoryListIn(Schema):
     """GET /memories's query string."""
 
     status: Literal["active", "pending", "superseded", "expired", "all"] = Field(
-        MemoryStatus.ACTIVE.value, description="Which memories: active (default, what is served) or the others."
+        "active", description="Which memories: active (default, what is served) or the others."
     )
     conversation_id: Label | None = Field(None, description="Only those learnt in this conversation or run.")
     limit: int = Field(50, ge=1, le=200, description="At most this many, newest first.")

@@ -44,7 +44,11 @@ def queued_mark(model: ItemModel, object_id: int) -> None:
     )
 
 
-def queued_note(model: ItemModel | type[IndexJob], object_id: int, reason: str) -> None:
+def queued_note(
+    model: type[Skill] | type[Tool] | type[UploadedDocument] | type[Memory] | type[IndexJob],
+    object_id: int,
+    reason: str,
+) -> None:
     """The skill or tool (``model``) or job (IndexJob) could not be sent: it stays queued with the reason."""
     if issubclass(model, IndexJob):
         IndexJob.objects.filter(pk=object_id, status=JobStatus.QUEUED).update(message=reason)
