@@ -291,3 +291,19 @@ def test_context_includes_memories_when_asked():
     assert context["parts"][0]["kind"] == "memory"
     assert "db-2" in context["text"]
     assert "db-2" not in without["text"]
+
+
+def test_a_signed_in_person_finds_a_memory_of_a_bot_they_are_granted_on_the_page_by_its_kind(client):
+    from access.models import AccessGrant
+
+    alpha = api_client(bot_id="alpha")
+    indexed(remember(alpha, "Quokkamemory: the staging database moved to db-2."))
+    person = get_user_model().objects.create_user("erin", password="a-long-test-password")
+    AccessGrant.objects.create(user=person, bot_id="alpha")
+    client.force_login(person)
+
+    page = client.get("/", {"q": "quokkamemory staging", "kind": "memory"}).content.decode()
+    other = client.get("/", {"q": "quokkamemory staging", "kind": "tool"}).content.decode()
+
+    assert "Quokkamemory: the staging database moved to db-2." in page and 'value="memory"' in page
+    assert "Quokkamemory" not in other.split("</form>", 1)[-1]
