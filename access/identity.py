@@ -31,6 +31,7 @@ class Identity:
     can_manage: bool = False
     rate_bucket: str = ""  # the rate limit's counter
     rate_limit: int = 0  # requests per minute; 0 = none
+    key_id: int | None = None  # the API key's row: what a memory it writes records as its author
 
     @property
     def is_anonymous(self) -> bool:
@@ -57,6 +58,7 @@ def identity_for_key(key: ApiKey) -> Identity:
         can_manage=key.can_manage,
         rate_bucket=f"key:{key.pk}",
         rate_limit=limit,
+        key_id=key.pk,
     )
 
 

@@ -2,7 +2,9 @@
 
 A source is visible when its ``bot_id`` is empty (shared) or one of the
 scope's ``bot_ids``, its ``client_id`` empty or one of ``client_ids``, and its
-``channels`` empty (ungated) or sharing one with ``channels``. Chunks are
+``channels`` empty (ungated) or sharing one with ``channels``. A source is
+served while it is enabled and its ``expires_at`` (a memory's expiry) has not
+passed. Chunks are
 visible when their source is and they belong to its active generation, so a
 model switch in progress is invisible until it flips.
 
@@ -13,6 +15,7 @@ they select the same sources for every kind of scope.
 from dataclasses import dataclass
 
 from django.db.models import F, Q, QuerySet
+from django.db.models.functions import Now
 
 from sources.models import Source
 
@@ -40,7 +43,7 @@ class Scope:
         def q(**lookups) -> Q:
             return Q(**{prefix + name: value for name, value in lookups.items()})
 
-        rule = q(enabled=True) if enabled_only else Q()
+        rule = q(enabled=True) & (q(expires_at__isnull=True) | q(expires_at__gt=Now())) if enabled_only else Q()
         if self.bot_ids is not None:
             rule &= q(bot_id="") | q(bot_id__in=self.bot_ids) if self.bot_ids else q(bot_id="")
         if self.client_ids is not None:
@@ -65,7 +68,11 @@ class Scope:
 
     def source_sql(self, *, alias: str = "s", enabled_only: bool = True) -> tuple[str, dict]:
         """The rule over sources ``alias`` as a WHERE fragment with named parameters (``PARAMETERS``)."""
-        clauses = [f"{alias}.enabled"] if enabled_only else ["TRUE"]
+        clauses = (
+            [f"{alias}.enabled", f"({alias}.expires_at IS NULL OR {alias}.expires_at > now())"]
+            if enabled_only
+            else ["TRUE"]
+        )
         params: dict = {}
         if self.bot_ids is not None:
             clauses.append(f"({alias}.bot_id = '' OR {alias}.bot_id = ANY(%(scope_bot_ids)s::text[]))")

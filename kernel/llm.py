@@ -207,6 +207,22 @@ class LLMClient:
         )
         return self._run(chain, call)
 
+    def rerank(self, query: str, documents: Sequence[str], *, model: str, top_n: int) -> list[tuple[int, float]]:
+        """(index, relevance score) of ``documents`` for ``query``, best first, from a rerank endpoint at the
+        configured URL itself (Cohere, Jina, Voyage; Hugging Face TEI's bare list too).
+
+        Like ``embed``, one model and no fallback: scores of two models do not compare.
+        """
+        if not documents:
+            return []
+
+        def call(name: str) -> list[tuple[int, float]]:
+            body = {"model": name, "query": query, "documents": list(documents), "top_n": top_n}
+            return _rerank_results(self._post(self.config.base_url, body), count=len(documents))
+
+        log.debug("rerank: %d documents, model %s", len(documents), model)
+        return self._run((model,), call)
+
     def embed(self, texts: Sequence[str], *, model: str, dimensions: int | None = None) -> list[list[float]]:
         """One vector per text, in order, from ``model`` only.
 
@@ -342,6 +358,20 @@ def _vectors(reply: Any, *, count: int, dimensions: int | None) -> list[list[flo
     return vectors
 
 
+def _rerank_results(reply: Any, *, count: int) -> list[tuple[int, float]]:
+    """``{"results": [{"index", "relevance_score"}]}`` (Cohere, Jina, Voyage's ``data``) or TEI's bare
+    ``[{"index", "score"}]``, as (index, score) best first; anything else is a bad response."""
+    items: Any = reply.get("results", reply.get("data")) if isinstance(reply, dict) else reply
+    try:
+        pairs = [(item["index"], item.get("relevance_score", item.get("score"))) for item in items]
+        results = [(int(index), float(score)) for index, score in pairs if isinstance(index, int)]
+    except (KeyError, TypeError, ValueError, AttributeError):
+        raise AttemptError(ErrorKind.BAD_RESPONSE, "no results[].index and relevance_score in the answer") from None
+    if len(results) != len(pairs) or any(not 0 <= index < count for index, _ in results):
+        raise AttemptError(ErrorKind.BAD_RESPONSE, f"result indexes outside the {count} documents sent")
+    return sorted(results, key=lambda pair: -pair[1])
+
+
 def _summary(failures: list[dict[str, Any]]) -> str:
     parts = []
     for failure in failures:
@@ -384,6 +414,21 @@ def llm_client(config: LLMConfig | None = None) -> LLMClient:
         if client is None:
             _clients.clear()  # another configuration's, or the parent's before a fork
             client = _clients[key] = LLMClient(config)
+    return client
+
+
+_rerank_clients: dict[tuple[int, LLMConfig], LLMClient] = {}
+
+
+def rerank_client(config: LLMConfig) -> LLMClient:
+    """This process's client for a rerank service (``config.base_url``: its endpoint's full URL), apart from the
+    chat model's so the two never replace each other's connections; the breaker is the one they share."""
+    key = (os.getpid(), config)
+    with _clients_lock:
+        client = _rerank_clients.get(key)
+        if client is None:
+            _rerank_clients.clear()  # another configuration's, or the parent's before a fork
+            client = _rerank_clients[key] = LLMClient(config)
     return client
 
 

@@ -579,6 +579,12 @@ DECLARED: tuple[Setting, ...] = (
             "and to documents when it is larger), and the largest upload accepted (413 above it)."
         ),
     ),
+    BoolSetting(
+        name="RAG_MEMORY_REQUIRE_APPROVAL",
+        topic=INDEXING,
+        default=False,
+        doc="Hold every new memory (`POST /api/v1/memories`, MCP `remember`) unserved until an admin approves it.",
+    ),
     FloatSetting(
         name="RAG_INDEX_RETRY_DELAY",
         topic=INDEXING,
@@ -919,9 +925,39 @@ DECLARED: tuple[Setting, ...] = (
         name="RAG_RERANK_BACKEND",
         topic=SEARCH,
         default="cross-encoder",
-        choices=("cross-encoder", "llm"),
+        choices=("cross-encoder", "llm", "api"),
         what="rerank backend",
-        doc="`cross-encoder` (`RAG_RERANK_MODEL`) or `llm`.",
+        doc="`cross-encoder` (`RAG_RERANK_MODEL`), `llm` (the chat model) or `api` (a service, `RAG_RERANK_API_*`).",
+    ),
+    UrlSetting(
+        name="RAG_RERANK_API_URL",
+        topic=SEARCH,
+        schemes=("http", "https"),
+        doc=(
+            "With `RAG_RERANK_BACKEND=api`: the full URL of a rerank endpoint in the shape Cohere, Jina, Voyage and "
+            "Hugging Face TEI share: `https://api.cohere.com/v2/rerank`, `https://api.jina.ai/v1/rerank`, "
+            "`http://127.0.0.1:8080/rerank` (TEI)."
+        ),
+    ),
+    StrSetting(
+        name="RAG_RERANK_API_MODEL",
+        topic=SEARCH,
+        default="",
+        doc="The rerank service's model, e.g. `rerank-v3.5` (Cohere); sent as `model`.",
+    ),
+    StrSetting(
+        name="RAG_RERANK_API_KEY",
+        topic=SEARCH,
+        default="",
+        doc="Sent as `Authorization: Bearer`; or `RAG_RERANK_API_KEY_FILE` with a path (Docker secrets).",
+    ),
+    FloatSetting(
+        name="RAG_RERANK_API_TIMEOUT",
+        topic=SEARCH,
+        default=10.0,
+        minimum=0.5,
+        maximum=600.0,
+        doc="Seconds the rerank call may take (one try: a person waits); past it the fused order stands.",
     ),
     # --- access ---
     BoolSetting(

@@ -29,3 +29,4 @@ class LexicalRanking(Choice):
 class RerankBackend(Choice):
     CROSS_ENCODER = "cross-encoder"  # a local sentence-transformers CrossEncoder (RAG_RERANK_MODEL)
     LLM = "llm"  # the language model (RAG_LLM_*) picks and orders the relevant passages
+    API = "api"  # a rerank service (Cohere, Jina, Voyage, TEI): query and documents in, scores out

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 from django.conf import settings
 
+from kernel.config import LLMConfig
 from retrieval.choices import FusionMethod, LexicalRanking, RerankBackend
 from sources.config import extract_limits
 from sources.extract import Limits
@@ -59,6 +60,8 @@ class RerankConfig:
     llm_models: tuple[str, ...] = ()  # the llm backend's chain; empty: RAG_LLM_MODEL and its fallbacks
     llm_passage_chars: int = 800
     llm_timeout: float = 20.0
+    # The api backend's service: its endpoint's full URL as base_url, its model and key; None: not configured.
+    api: LLMConfig | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,6 +122,7 @@ class SearchConfig:
                 llm_models=(settings.RAG_RERANK_LLM_MODEL,) if settings.RAG_RERANK_LLM_MODEL else (),
                 llm_passage_chars=settings.RAG_RERANK_LLM_PASSAGE_CHARS,
                 llm_timeout=settings.RAG_RERANK_LLM_TIMEOUT,
+                api=_rerank_api(),
             ),
             lexical=LexicalConfig.from_settings(),
             statement_timeout_ms=settings.RAG_SEARCH_STATEMENT_TIMEOUT_MS,
@@ -127,6 +131,20 @@ class SearchConfig:
             query_embedding_cache=settings.RAG_QUERY_EMBEDDING_CACHE,
             admission=AdmissionLimits.from_settings(),
         )
+
+
+def _rerank_api() -> LLMConfig | None:
+    if not settings.RAG_RERANK_API_URL:
+        return None
+    return LLMConfig(
+        base_url=settings.RAG_RERANK_API_URL,
+        api_key=settings.RAG_RERANK_API_KEY,
+        model=settings.RAG_RERANK_API_MODEL,
+        timeout=settings.RAG_RERANK_API_TIMEOUT,
+        # One try while a person waits, as the llm backend; a failure opens the breaker for every process.
+        max_retries=0,
+        cooldown_seconds=settings.RAG_LLM_FALLBACK_COOLDOWN_SECONDS,
+    )
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,7 +23,7 @@ from sources.extract import extractor_for
 from sources.models import IndexedFile, IndexStatus, Skill, Source, WorkspaceRoot
 
 # Kinds a caller may ask for, in the order their searches run.
-KINDS = (Source.Kind.SKILL, Source.Kind.FILE, Source.Kind.TOOL)
+KINDS = (Source.Kind.SKILL, Source.Kind.FILE, Source.Kind.TOOL, Source.Kind.MEMORY)
 # The sources each kind searches: an uploaded document is evidence cited by its lines like a root's file, so "file"
 # (its k, its place in ``sources``) covers both; a caller has no second knob to learn.
 _SEARCHED: dict[str, tuple[str, ...]] = {Source.Kind.FILE: (Source.Kind.FILE, Source.Kind.DOCUMENT)}
@@ -41,8 +41,8 @@ def context_build(*, query: str, budget: int, scope: Scope, k: dict[str, int], c
     """The context for ``query``: ``k[kind]`` hits of each kind in ``scope`` (0: none), cut to ``budget`` tokens
     counted in ``config.tokenizer``.
 
-    Kinds: skill (an index entry each), file and dataset (evidence spans),
-    tool (schemas, outside the text).
+    Kinds: skill (an index entry each), file, dataset and memory (evidence
+    spans), tool (schemas, outside the text).
     """
     hits, warnings = context_search(query=query, scope=scope, k=k, config=config.search)
     return context_assemble(hits, query=query, budget=budget, config=config, warnings=warnings)
@@ -61,7 +61,7 @@ def context_search(
             query=query,
             k=wanted,
             scope=replace(scope, kinds=_SEARCHED.get(kind, (kind,))),
-            group=kind in (Source.Kind.SKILL, Source.Kind.TOOL),
+            group=kind in (Source.Kind.SKILL, Source.Kind.TOOL, Source.Kind.MEMORY),
             config=config,
         )
         hits[kind] = list(found)
@@ -115,7 +115,9 @@ def context_pieces(hits: dict[str, list[Hit]], *, query: str) -> tuple[list[Skil
     """The skill entries (each with its best section's text) and merged evidence spans of ``context_search``'s
     hits, ready for ``assemble`` (the evaluation assembles them at several budgets, loading them once)."""
     skills = _skill_entries(hits.get(Source.Kind.SKILL, []), query)
-    spans, indexed = _spans(hits.get(Source.Kind.FILE, []) + hits.get(Source.Kind.DATASET, []))
+    # A memory is evidence like a file's lines, cited memory:<id>:1-n.
+    evidence = hits.get(Source.Kind.FILE, []) + hits.get(Source.Kind.DATASET, []) + hits.get(Source.Kind.MEMORY, [])
+    spans, indexed = _spans(evidence)
     return skills, spans_merge(spans, gap_lines=_gap_reader(indexed))
 
 

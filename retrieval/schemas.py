@@ -108,8 +108,8 @@ class SearchIn(ScopeIn):
         None, description="Rerank the fused hits with the cross-encoder (RAG_RERANK_MODEL); default RAG_RERANK_ENABLED."
     )
     group: Flag = Field(False, description="At most one hit (the best chunk) per source: per skill, file or tool.")
-    sources: list[Literal["skill", "file", "tool"]] = Field(
-        default_factory=list, description="Kinds of source to search; empty = all."
+    sources: list[Literal["skill", "file", "tool", "memory"]] = Field(
+        default_factory=list, description="Kinds of source to search; empty = all (memories: what bots remembered)."
     )
 
 
@@ -120,7 +120,7 @@ class ChannelOut(Schema):
 
 class HitOut(Schema):
     chunk_id: int
-    source: str = Field(..., description="Kind of source: skill, file or tool.")
+    source: str = Field(..., description="Kind of source: skill, file, tool, document or memory.")
     source_key: str
     title: str
     path: str
@@ -183,6 +183,12 @@ class ContextK(BodyIn):
         description="File and uploaded-document chunks considered as evidence (before merging).",
     )
     tool: int = Field(default=5, ge=0, le=_LIMITS.max_k, description="Tool schemas returned beside the text.")
+    memory: int = Field(
+        default=0,
+        ge=0,
+        le=_LIMITS.max_k,
+        description="Memories bots wrote (POST /memories), as evidence cited memory:<id>:1-n; 0 (default): none.",
+    )
 
 
 class ContextIn(ScopeIn):
@@ -193,8 +199,8 @@ class ContextIn(ScopeIn):
         le=_LIMITS.context_max_budget_tokens,
         description="The most tokens the text may take, counted with RAG_CONTEXT_TOKENIZER (named in the answer).",
     )
-    sources: list[Literal["skill", "file", "tool"]] = Field(
-        default_factory=list, description="Kinds to include; empty = all."
+    sources: list[Literal["skill", "file", "tool", "memory"]] = Field(
+        default_factory=list, description="Kinds to include; empty = all (memories only when k.memory > 0)."
     )
     k: ContextK = Field(default_factory=ContextK)
     include_tools: Flag = Field(
@@ -208,7 +214,9 @@ class ContextIn(ScopeIn):
 
 class ContextPartOut(Schema):
     kind: str = Field(
-        ..., description="skill (an index entry), file (evidence lines) or document (lines of an uploaded document)."
+        ...,
+        description="skill (an index entry), file (evidence lines), document (lines of an uploaded document) or "
+        "memory (a fact a bot remembered).",
     )
     citation: str = Field(..., description="path:start-end, or skill:<slug>:start-end.")
     score: float

@@ -24,7 +24,7 @@ from psycopg.errors import QueryCanceled
 from access.scope import Scope
 from kernel import metrics
 from kernel.errors import ApplicationError, Unavailable, connection_lost
-from kernel.llm import llm_client
+from kernel.llm import llm_client, rerank_client
 from retrieval.admission import search_admitted
 from retrieval.candidates import (
     LEXICAL,
@@ -43,6 +43,7 @@ from retrieval.lexical import lexical_candidates, lexical_query
 from retrieval.mmr import mmr_order
 from retrieval.rerank import cross_encoder_for
 from retrieval.rerank import rerank as rerank_head
+from retrieval.rerank_api import ApiScorer
 from retrieval.rerank_llm import LLMScorer
 from retrieval.session import search_session
 from retrieval.vector import vector_rows
@@ -413,8 +414,12 @@ def _reranked(
 
 
 def _scorer(config: SearchConfig):
-    """The configured reranker: the cross-encoder, or the language model (one bounded try per query)."""
+    """The configured reranker: the cross-encoder, the language model or a rerank service (one bounded try per
+    query for either)."""
     rerank = config.rerank
+    if rerank.backend == RerankBackend.API:
+        api = rerank.api
+        return ApiScorer(lambda: rerank_client(api), model=api.model) if api is not None else None
     if rerank.backend == RerankBackend.LLM:
         return LLMScorer(
             lambda: llm_client().with_options(max_retries=0, timeout=rerank.llm_timeout),

@@ -133,3 +133,8 @@ def skill_reverify_minutes() -> int:
 def watch_enabled() -> bool:
     """RAG_WATCH: whether the watcher queues jobs for changed files (off: it idles; roots change at re-verify)."""
     return settings.RAG_WATCH
+
+
+def memory_approval_required() -> bool:
+    """RAG_MEMORY_REQUIRE_APPROVAL: a new memory is held, unserved, until an admin approves it."""
+    return settings.RAG_MEMORY_REQUIRE_APPROVAL

@@ -45,6 +45,7 @@ from sources.models import (
     EmbeddingModel,
     IndexedFile,
     IndexStatus,
+    Memory,
     Skill,
     Source,
     Tool,
@@ -52,7 +53,7 @@ from sources.models import (
 )
 
 # What has one source and its index state on its own row (sources.models.Indexed).
-ItemModel = type[Skill] | type[Tool] | type[UploadedDocument]
+ItemModel = type[Skill] | type[Tool] | type[UploadedDocument] | type[Memory]
 
 
 class IndexingError(ApplicationError):

@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 from django.db.models import Case, F, TextField, Value, When
 
-from sources.models import IndexJob, IndexStatus, JobStatus, Skill, Tool, UploadedDocument
+from sources.models import IndexJob, IndexStatus, JobStatus, Memory, Skill, Tool, UploadedDocument
 
 BROKER_WAIT = "waiting for the broker"
 
@@ -20,6 +20,7 @@ RESENDABLE = (
     ("skill", Skill, "last_error", {"index_status": IndexStatus.QUEUED}),
     ("tool", Tool, "last_error", {"index_status": IndexStatus.QUEUED}),
     ("document", UploadedDocument, "last_error", {"index_status": IndexStatus.QUEUED}),
+    ("memory", Memory, "last_error", {"index_status": IndexStatus.QUEUED}),
     ("indexjob", IndexJob, "message", {"status": JobStatus.QUEUED}),
 )
 
@@ -29,7 +30,7 @@ def broker_wait_reason(error: Exception) -> str:
 
 
 # What has its own index status (sources.models.Indexed).
-ItemModel = type[Skill] | type[Tool] | type[UploadedDocument]
+ItemModel = type[Skill] | type[Tool] | type[UploadedDocument] | type[Memory]
 
 
 def queued_mark(model: ItemModel, object_id: int) -> None:
@@ -44,7 +45,9 @@ def queued_mark(model: ItemModel, object_id: int) -> None:
 
 
 def queued_note(
-    model: type[Skill] | type[Tool] | type[UploadedDocument] | type[IndexJob], object_id: int, reason: str
+    model: type[Skill] | type[Tool] | type[UploadedDocument] | type[Memory] | type[IndexJob],
+    object_id: int,
+    reason: str,
 ) -> None:
     """The skill or tool (``model``) or job (IndexJob) could not be sent: it stays queued with the reason."""
     if issubclass(model, IndexJob):

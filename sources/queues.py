@@ -1,8 +1,8 @@
 """Which Celery queue each piece of work goes to: the one table, and the one rule for index jobs.
 
 Two queues, each with its own worker process (`make run` and compose start
-both): ``interactive`` for what a person waits for (a skill, tool or document
-saved, a job that touches a few given paths, the recovery sweep) and
+both): ``interactive`` for what a person waits for (a skill, tool, document
+or memory saved, a job that touches a few given paths, the recovery sweep) and
 ``bulk`` for what takes minutes (a root's full walk, forced rebuilds, model
 swaps, the periodic re-verify of every skill). A save never waits behind a
 big job, and a big job never starves for a stream of saves.
@@ -26,6 +26,8 @@ TASK_QUEUES: dict[str, str] = {
     "sources.tasks.skill_index_task": INTERACTIVE,
     "sources.tasks.tool_index_task": INTERACTIVE,
     "sources.tasks.document_index_task": INTERACTIVE,
+    # A bot that remembers something recalls it in its next turn: seconds, never behind a bulk job.
+    "sources.tasks.memory_index_task": INTERACTIVE,
     # The sweep and the scheduled re-verify only look at rows and queue work: quick, and the sweep must run
     # while a bulk job holds the bulk worker (it is what hands on a job whose worker died).
     "sources.tasks.jobs_reap_task": INTERACTIVE,

@@ -3,8 +3,8 @@
 from django.db.models.signals import post_delete, post_save, pre_delete
 from django.dispatch import receiver
 
-from sources import services, tasks, tools, uploads
-from sources.models import Segment, Skill, Source, Tool, UploadedDocument, WorkspaceRoot
+from sources import memories, services, tasks, tools, uploads
+from sources.models import Memory, Segment, Skill, Source, Tool, UploadedDocument, WorkspaceRoot
 from sources.roots import root_sources_sync
 from sources.schedules import root_schedule_delete, root_schedule_sync
 
@@ -44,6 +44,20 @@ def document_saved(sender, instance: UploadedDocument, raw: bool = False, **kwar
 def document_deleting(sender, instance: UploadedDocument, **kwargs) -> None:
     uploads.document_delete_source(document_id=instance.pk)
     uploads.document_delete_file(instance)
+
+
+@receiver(post_save, sender=Memory, dispatch_uid="memory_saved_index")
+def memory_saved(sender, instance: Memory, raw: bool = False, update_fields=None, **kwargs) -> None:
+    if raw:
+        return
+    memories.memory_source_sync(instance)  # scope, approval, supersession and expiry apply at once
+    if update_fields is None or "text" in update_fields:
+        tasks.memory_enqueue(memory_id=instance.pk)  # its text may have changed; anything else is the source's
+
+
+@receiver(pre_delete, sender=Memory, dispatch_uid="memory_deleted_source")
+def memory_deleting(sender, instance: Memory, **kwargs) -> None:
+    memories.memory_delete_source(memory_id=instance.pk)
 
 
 @receiver(post_save, sender=WorkspaceRoot, dispatch_uid="root_saved")

@@ -18,9 +18,9 @@ from django.db import DatabaseError, transaction
 
 from kernel import heartbeats, metrics
 from kernel.errors import ApplicationError
-from sources import jobs, queueing, roots, services, tools, uploads
+from sources import jobs, memories, queueing, roots, services, tools, uploads
 from sources.config import indexing_config, jobs_config
-from sources.models import IndexJob, JobStatus, Skill, Tool, UploadedDocument
+from sources.models import IndexJob, JobStatus, Memory, Skill, Tool, UploadedDocument
 from sources.queues import BULK, job_queue
 
 log = logging.getLogger(__name__)
@@ -86,6 +86,17 @@ def document_index_task(self, document_id: int, force: bool = False) -> dict | N
     )
 
 
+@shared_task(**_ITEM_TASK)
+def memory_index_task(self, memory_id: int) -> dict | None:
+    return _item_run(
+        self,
+        "memory",
+        memory_id,
+        lambda: memories.memory_index(memory_id=memory_id, config=indexing_config()),
+        lambda pk, reason: memories.memory_index_failed(memory_id=pk, reason=reason),
+    )
+
+
 @shared_task(bind=True, acks_late=True, reject_on_worker_lost=True)
 def root_index_task(self, job_id: int) -> str | None:
     """Run an index job; a message for a finished job, or one a live worker runs, does nothing."""
@@ -122,8 +133,8 @@ def jobs_reap_task() -> dict[str, list[int]]:
 
 @shared_task(acks_late=True)
 def skills_reverify_task() -> int:
-    """Queue every skill, tool and uploaded document; unchanged ones are skipped by fingerprint without embedding.
-    Returns how many.
+    """Queue every skill, tool, uploaded document and memory; unchanged ones are skipped by fingerprint without
+    embedding. Returns how many.
 
     On the bulk queue: after a model swap every one of them is re-embedded, and
     a skill saved meanwhile must not wait behind them on the interactive queue.
@@ -138,14 +149,19 @@ def skills_reverify_task() -> int:
     document_ids = list(UploadedDocument.objects.values_list("pk", flat=True))
     for document_id in document_ids:
         document_enqueue(document_id=document_id, bulk=True)
-    return len(skill_ids) + len(tool_ids) + len(document_ids)
+    # Memories too: after a model swap they are embedded again, or recall would lose them.
+    memory_ids = list(Memory.objects.values_list("pk", flat=True))
+    for memory_id in memory_ids:
+        memory_enqueue(memory_id=memory_id, bulk=True)
+    return len(skill_ids) + len(tool_ids) + len(document_ids) + len(memory_ids)
 
 
 # What each kind of queued row is sent to (the recovery sweep sends rows again by kind).
-_TASKS: dict[str, tuple[type[Skill] | type[Tool] | type[UploadedDocument] | type[IndexJob], Any]] = {
+_TASKS: dict[str, tuple[type[Skill] | type[Tool] | type[UploadedDocument] | type[Memory] | type[IndexJob], Any]] = {
     "skill": (Skill, skill_index_task),
     "tool": (Tool, tool_index_task),
     "document": (UploadedDocument, document_index_task),
+    "memory": (Memory, memory_index_task),
     "indexjob": (IndexJob, root_index_task),
 }
 
@@ -172,6 +188,12 @@ def document_enqueue(*, document_id: int, bulk: bool = False) -> None:
     """Queue an uploaded document's indexing after commit (a replaced file has a new fingerprint: it is re-embedded)."""
     queueing.queued_mark(UploadedDocument, document_id)
     _send_on_commit("document", document_id, queue=BULK if bulk else None)
+
+
+def memory_enqueue(*, memory_id: int, bulk: bool = False) -> None:
+    """Queue a memory's indexing after commit, on the interactive queue (a re-verify of everything: bulk)."""
+    queueing.queued_mark(Memory, memory_id)
+    _send_on_commit("memory", memory_id, queue=BULK if bulk else None)
 
 
 def root_reindex_request(**request) -> tuple[IndexJob, bool]:

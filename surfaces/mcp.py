@@ -1,4 +1,4 @@
-"""The MCP server: read-only tools over the same answer functions as the HTTP API.
+"""The MCP server: tools over the same answer functions as the HTTP API (all read, but remember and forget).
 
 Each tool validates its arguments with the schema its API endpoint validates
 with (``SearchIn`` for ``search``, ...), calls the endpoint's answer function
@@ -40,6 +40,8 @@ from retrieval.answers import search_answer, skills_search_answer, tools_search_
 from retrieval.config import AnswerConfig, ContextConfig, FilesLimits, SearchConfig
 from retrieval.context import context_answer
 from retrieval.files import grep_answer, read_answer
+from retrieval.memories import memories_recall, memory_forget, memory_remember
+from retrieval.memory_schemas import ForgetIn, ForgetOut, MemoryIn, MemoryOut, RecallIn, RecallOut
 from retrieval.schemas import (
     ContextIn,
     ContextOut,
@@ -54,6 +56,7 @@ from retrieval.schemas import (
     ToolSearchIn,
     ToolSearchOut,
 )
+from sources.config import memory_approval_required
 from surfaces.schemas import SkillDetailOut
 from surfaces.selectors import skill_detail_answer
 
@@ -72,7 +75,8 @@ INSTRUCTIONS = (
     "Retrieval over the skills (procedures written for agents), indexed files (code and docs) and tools this API key "
     "may see. For a task, start with get_context: one token-budgeted text with citations. Use search for pinpoint "
     "hits, search_skills then get_skill to follow a procedure, search_tools for function schemas, grep for exact "
-    "strings or symbols. Verify a file citation with read_range before quoting it."
+    "strings or symbols. Verify a file citation with read_range before quoting it. Keep a fact learnt in a "
+    "conversation with remember, find it later with recall, drop a wrong one with forget."
 )
 
 
@@ -100,6 +104,8 @@ class McpTool:
     schema_out: type[BaseModel]
     answer: Callable[[Identity, Any], BaseModel]  # synchronous: a Django service
     text: Callable[[Any], str] = _compact_json  # the text content block, for clients that show only text
+    read_only: bool = True  # False: it writes (a lost database connection must not run it twice)
+    destructive: bool = False  # it deletes what it is given
 
     def definition(self) -> types.Tool:
         return types.Tool(
@@ -108,7 +114,12 @@ class McpTool:
             description=self.description,
             input_schema=schema_for_model(self.schema_in),
             output_schema=schema_for_model(self.schema_out, mode="serialization"),
-            annotations=types.ToolAnnotations(read_only_hint=True, open_world_hint=False),
+            annotations=types.ToolAnnotations(
+                read_only_hint=self.read_only,
+                destructive_hint=None if self.read_only else self.destructive,
+                idempotent_hint=None if self.read_only else self.destructive,
+                open_world_hint=False,
+            ),
         )
 
 
@@ -278,6 +289,58 @@ TOOLS: tuple[McpTool, ...] = (
         answer=lambda identity, payload: grep_answer(identity, payload, limits=FilesLimits.from_settings()),
         text=_grep_text,
     ),
+    McpTool(
+        name="remember",
+        title="Remember a fact",
+        description=(
+            "Keep a short fact for later conversations (yours and other bots' of the same scope): a decision, a "
+            "changed address, a preference the user stated. One fact per call, in a sentence or a few, written to "
+            "make sense without this conversation (say who and what, not 'it'). Add `citation` when it comes from "
+            "a source and `conversation_id` to tie it to this conversation; `expires_at` for facts that stop being "
+            "true. When a fact replaces one you recalled, pass that memory's id as `supersedes`: the old one is kept "
+            "as history and no longer recalled. It is searchable within seconds; `status: pending` means an admin "
+            "must approve it first. It is visible to callers of your own scope only."
+        ),
+        schema_in=MemoryIn,
+        schema_out=MemoryOut,
+        answer=lambda identity, payload: memory_remember(
+            identity, payload, approval_required=memory_approval_required()
+        ),
+        text=lambda out: f"remembered as memory {out.id} ({out.status}): {out.text}",
+        read_only=False,
+    ),
+    McpTool(
+        name="recall",
+        title="Recall remembered facts",
+        description=(
+            "The facts remembered earlier (by you or bots of your scope) that match `query`, best first, each with "
+            "its `id`, `text`, when and by whom it was written, and its `citation`. Call it at the start of a task "
+            "about something discussed before, and before remembering a fact, to supersede the old one instead of "
+            "adding a contradiction. Superseded, expired and unapproved memories are not returned."
+        ),
+        schema_in=RecallIn,
+        schema_out=RecallOut,
+        answer=lambda identity, payload: memories_recall(identity, payload, config=SearchConfig.from_settings()),
+        text=lambda out: "\n".join(
+            [f"{len(out.memories)} memories"]
+            + [f"[memory {m.id}, {m.created_at:%Y-%m-%d}] {m.text}" for m in out.memories]
+        ),
+    ),
+    McpTool(
+        name="forget",
+        title="Forget a memory",
+        description=(
+            "Delete a memory that is wrong or no longer wanted, by its `id` (from recall or remember). It is gone for "
+            "good, history included; to correct a fact, remember the right one with `supersedes` instead, which keeps "
+            "the history. Only memories of your own scope can be forgotten; another's answers 'does not exist'."
+        ),
+        schema_in=ForgetIn,
+        schema_out=ForgetOut,
+        answer=lambda identity, payload: memory_forget(identity, payload.id),
+        text=lambda out: f"memory {out.id} forgotten",
+        read_only=False,
+        destructive=True,
+    ),
 )
 _BY_NAME = {tool.name: tool for tool in TOOLS}
 
@@ -330,6 +393,12 @@ async def _call_tool(ctx: ServerRequestContext, params: types.CallToolRequestPar
 @functools.cache
 def _definitions() -> list[types.Tool]:
     return [tool.definition() for tool in TOOLS]
+
+
+def tool_writes(name: str) -> bool:
+    """Whether the tool ``name`` writes (remember, forget): the transport must not run such a request twice."""
+    tool = _BY_NAME.get(name)
+    return tool is not None and not tool.read_only
 
 
 def _input_schema(name: str) -> dict[str, Any] | None:

@@ -31,10 +31,11 @@ Django's HTML error page.
 
 A message whose ``id`` is not a string or an integer is answered here with
 a JSON-RPC invalid-request error (id null): the SDK would take it for a
-notification and never answer. Every tool only reads, so a lost database
+notification and never answer. A lost database
 connection (in the key check or inside a tool) is raised out of the view
 and the request runs again once on a fresh connection, else a JSON-RPC 503
-(surfaces.middleware.RetryLostConnection).
+(surfaces.middleware.RetryLostConnection); a call of a tool that writes
+(remember, forget) is never run again: it answers 503 and the client decides.
 """
 
 import json
@@ -58,7 +59,7 @@ from access.auth import ApiKeyAuth
 from access.identity import Identity
 from kernel.errors import ApplicationError, Unauthenticated, error_headers, http_status
 from surfaces.handlers import jsonrpc_id_usable
-from surfaces.mcp import CALLER, LOST_CONNECTION, mcp_server
+from surfaces.mcp import CALLER, LOST_CONNECTION, mcp_server, tool_writes
 from surfaces.middleware import read_only
 
 log = logging.getLogger(__name__)
@@ -72,7 +73,7 @@ _auth = ApiKeyAuth()
 
 
 @csrf_exempt  # a Bearer key, never a cookie, authenticates here
-@read_only  # every tool only reads: after a lost database connection the request is run again
+@read_only  # after a lost database connection the request is run again, unless it calls a tool that writes
 def mcp_endpoint(request: HttpRequest) -> HttpResponse:
     """The MCP server (Streamable HTTP, stateless, JSON responses); POST only."""
     if request.method != "POST":
@@ -99,6 +100,8 @@ def mcp_endpoint(request: HttpRequest) -> HttpResponse:
         return _error(exc.message, status=http_status(exc), details=exc.details)
     except RequestDataTooBig:
         return _error("the request body is too large", status=413)
+    if writes(body):
+        request.database_read_only = False  # type: ignore[attr-defined]  # remember or forget: never twice
     problem = invalid_id(body)
     if problem is not None:
         # Answered here: the SDK reads a message with such an id as a notification (202, no answer ever).
@@ -118,6 +121,21 @@ def mcp_endpoint(request: HttpRequest) -> HttpResponse:
         if name.lower() != "content-length":  # Django sets its own, for the body it sends
             response[name] = value
     return response
+
+
+def writes(body: bytes) -> bool:
+    """Whether the message calls a tool that writes (a body that is not a JSON object is left to the SDK)."""
+    try:
+        message = json.loads(body)
+    except ValueError:
+        return False
+    params = message.get("params") if isinstance(message, dict) else None
+    return (
+        isinstance(params, dict)
+        and message.get("method") == "tools/call"
+        and isinstance(params.get("name"), str)
+        and tool_writes(params["name"])
+    )
 
 
 def invalid_id(body: bytes) -> str | None:

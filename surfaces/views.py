@@ -42,6 +42,7 @@ KINDS = (
     (Source.Kind.FILE, "Files"),
     (Source.Kind.DOCUMENT, "Uploaded documents"),
     (Source.Kind.TOOL, "Tools"),
+    (Source.Kind.MEMORY, "Memories"),
 )
 MODES = (("hybrid", "Hybrid"), ("lexical", "Words"), ("vector", "Meaning"))
 

@@ -1,7 +1,8 @@
 """A real HTTP server on 127.0.0.1 that speaks the OpenAI wire protocol, with scripted faults.
 
-It answers ``POST /v1/chat/completions`` and ``POST /v1/embeddings`` (the
-``/v1`` prefix is optional) and records every request, so a test can count
+It answers ``POST /v1/chat/completions``, ``POST /v1/embeddings`` and
+``POST /v1/rerank`` (the ``/v1`` prefix is optional; rerank in the
+Cohere/Jina/Voyage shape, or TEI's bare list with ``rerank_bare``) and records every request, so a test can count
 calls per model and read what was sent. Each model has a queue of scripted
 replies, used one per call, and then a default (normally a success)::
 
@@ -17,7 +18,9 @@ replies, used one per call, and then a default (normally a success)::
 Chat answers ``chat_reply(model, body)`` (default: "<model>: <last message>",
 or a function set with ``on_chat``); embeddings are ``fake_embedding``:
 tokens hashed into the requested ``dimensions``, L2-normalised, so equal
-texts give equal vectors and shared words give a positive cosine.
+texts give equal vectors and shared words give a positive cosine. A rerank
+scores each document by the share of the query's words it holds
+(``fake_relevance``, or a function set with ``on_rerank``), best first, cut to ``top_n``.
 """
 
 import base64
@@ -94,6 +97,12 @@ def fake_embedding(text: str, dimensions: int = DEFAULT_DIMENSIONS) -> list[floa
     return [x / norm for x in vector]
 
 
+def fake_relevance(query: str, document: str) -> float:
+    """The share of the query's words (lower-cased) that the document holds: 0..1."""
+    words = set(re.findall(r"\w+", query.lower()))
+    return len(words & set(re.findall(r"\w+", document.lower()))) / len(words) if words else 0.0
+
+
 class FakeOpenAI:
     """The server, its script and its record.
 
@@ -110,6 +119,8 @@ class FakeOpenAI:
         self._lock = threading.Lock()
         self._stopping = threading.Event()
         self._server: ThreadingHTTPServer | None = None
+        self.rerank_bare = False  # rerank answers TEI's bare [{"index", "score"}] instead of {"results": [...]}
+        self.relevance: Callable[[str, str], float] = fake_relevance  # rerank's score of (query, document)
 
     # --- scripting ----------------------------------------------------------
     def script(self, model: str, *replies: Reply) -> None:
@@ -130,6 +141,10 @@ class FakeOpenAI:
                     table.clear()
                 else:
                     table.pop(model, None)
+
+    def on_rerank(self, relevance: Callable[[str, str], float]) -> None:
+        """Rerank scores each document ``relevance(query, document)``."""
+        self.relevance = relevance
 
     def on_chat(self, reply: Callable[[str, dict], str]) -> None:
         """Chat successes answer ``reply(model, body)``."""
@@ -206,7 +221,7 @@ def _handler(fake: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
                 return self._json(400, _error("the body is not JSON", "invalid_request_error"))
             model = str(body.get("model", ""))
             fake._record(Call(path=path, model=model, body=body, headers=dict(self.headers.items()), at=time.time()))
-            if path not in ("chat/completions", "embeddings"):
+            if path not in ("chat/completions", "embeddings", "rerank"):
                 return self._json(404, _error(f"no route {self.path}", "invalid_request_error"))
             if fake.api_key is not None and self.headers.get("Authorization") != f"Bearer {fake.api_key}":
                 return self._json(401, _error("Incorrect API key provided", "invalid_api_key"))
@@ -225,10 +240,12 @@ def _handler(fake: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
                 return None
             if path == "embeddings":
                 return self._json(200, _embeddings(model, body))
+            if path == "rerank":
+                return self._json(200, _reranked(model, body, bare=fake.rerank_bare, relevance=fake.relevance))
             text = reply.text if reply.text is not None else fake.chat_reply(model, body)
             return self._json(200, _completion(model, text))
 
-        def _json(self, status: int, payload: dict, headers: dict[str, str] | None = None):
+        def _json(self, status: int, payload: dict | list, headers: dict[str, str] | None = None):
             self._send(status, json.dumps(payload).encode(), {"Content-Type": "application/json", **(headers or {})})
 
         def _send(self, status: int, data: bytes, headers: dict[str, str]):
@@ -274,3 +291,14 @@ def _embeddings(model: str, body: dict) -> dict:
         data.append({"object": "embedding", "index": index, "embedding": encoded})
     tokens = sum(len(str(t).split()) for t in texts)
     return {"object": "list", "data": data, "model": model, "usage": {"prompt_tokens": tokens, "total_tokens": tokens}}
+
+
+def _reranked(model: str, body: dict, *, bare: bool, relevance: Callable[[str, str], float]) -> dict | list:
+    documents = [str(d.get("text", "")) if isinstance(d, dict) else str(d) for d in body.get("documents", [])]
+    scored = sorted(
+        ((index, relevance(str(body.get("query", "")), text)) for index, text in enumerate(documents)),
+        key=lambda pair: -pair[1],
+    )[: int(body.get("top_n") or len(documents))]
+    if bare:
+        return [{"index": index, "score": score} for index, score in scored]
+    return {"model": model, "results": [{"index": index, "relevance_score": score} for index, score in scored]}

@@ -40,6 +40,7 @@ ALLOWED: dict[str, str] = {
     "access.refusals": _ACCESS,
     "access.signin": _ACCESS,
     "access.models": "Django's swappable user model: a ForeignKey names it by settings.AUTH_USER_MODEL",
+    "sources.models.memories": "Django's swappable user model: who approved a memory, by settings.AUTH_USER_MODEL",
     # The shell.
     "rag_site.beat": _SHELL,
     "rag_site.wsgi": _SHELL + " (builds the warm-up's config)",

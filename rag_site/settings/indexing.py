@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-from rag_site.settings_registry import read_choice, read_float, read_int, read_list, read_str
+from rag_site.settings_registry import read_bool, read_choice, read_float, read_int, read_list, read_str
 
 RAG_EMBEDDING_MODEL = read_str("RAG_EMBEDDING_MODEL")
 RAG_EMBEDDING_DEVICE = read_str("RAG_EMBEDDING_DEVICE")
@@ -41,6 +41,8 @@ RAG_EXTRACT_TIMEOUT_SECONDS = read_float("RAG_EXTRACT_TIMEOUT_SECONDS")
 RAG_EXTRACT_MAX_MEMORY_MB = read_int("RAG_EXTRACT_MAX_MEMORY_MB")
 RAG_EXTRACT_MAX_PAGES = read_int("RAG_EXTRACT_MAX_PAGES")
 RAG_EXTRACT_MAX_FILE_MB = read_int("RAG_EXTRACT_MAX_FILE_MB")
+# Memories bots write (sources/memories.py): on, a new one is not searched or recalled until an admin approves it.
+RAG_MEMORY_REQUIRE_APPROVAL = read_bool("RAG_MEMORY_REQUIRE_APPROVAL")
 
 # --- Workspace roots and index jobs -----------------------------------------
 # Roots may only be registered under these directories (admin and API refuse

@@ -2,7 +2,7 @@
 
 from django.core.exceptions import ImproperlyConfigured
 
-from rag_site.settings_registry import read_bool, read_choice, read_float, read_int, read_str
+from rag_site.settings_registry import read_bool, read_choice, read_float, read_int, read_str, read_url
 from retrieval.choices import FusionMethod, LexicalRanking, RerankBackend  # pure Python: safe to import from settings
 
 # Web processes load the query models, the tokenizer and the reranker at start, in a background
@@ -66,9 +66,21 @@ RAG_SIMILARITY_THRESHOLD_TOOL = read_float("RAG_SIMILARITY_THRESHOLD_TOOL")
 # RAG_RERANK_ENABLED. A failure keeps the fused order and says why.
 RAG_RERANK_MODEL = read_str("RAG_RERANK_MODEL")
 RAG_RERANK_ENABLED = read_bool("RAG_RERANK_ENABLED")
-# Who reranks: "cross-encoder" (RAG_RERANK_MODEL) or "llm" (the language
-# model of RAG_LLM_*, RAG_RERANK_LLM_MODEL; it names the passages to keep, best first; settings/llm.py).
+# Who reranks: "cross-encoder" (RAG_RERANK_MODEL), "llm" (the language
+# model of RAG_LLM_*, RAG_RERANK_LLM_MODEL; it names the passages to keep, best first; settings/llm.py) or "api"
+# (a hosted rerank service in the Cohere/Jina/Voyage/TEI shape, below).
 RAG_RERANK_BACKEND = RerankBackend(read_choice("RAG_RERANK_BACKEND"))
+# The rerank service: its endpoint's full URL, model and key (or RAG_RERANK_API_KEY_FILE), called through the
+# language-model client's breaker (kernel/llm.py), one try per query.
+RAG_RERANK_API_URL = read_url("RAG_RERANK_API_URL") or ""
+RAG_RERANK_API_MODEL = read_str("RAG_RERANK_API_MODEL")
+RAG_RERANK_API_KEY = read_str("RAG_RERANK_API_KEY")  # never logged
+RAG_RERANK_API_TIMEOUT = read_float("RAG_RERANK_API_TIMEOUT")
+if RAG_RERANK_BACKEND == RerankBackend.API and not (RAG_RERANK_API_URL and RAG_RERANK_API_MODEL):
+    raise ImproperlyConfigured(
+        "RAG_RERANK_BACKEND is api but RAG_RERANK_API_URL or RAG_RERANK_API_MODEL is empty: name the rerank "
+        "endpoint (its full URL) and its model"
+    )
 if RAG_RERANK_ENABLED and RAG_RERANK_BACKEND == RerankBackend.CROSS_ENCODER and not RAG_RERANK_MODEL:
     raise ImproperlyConfigured("RAG_RERANK_ENABLED is on but RAG_RERANK_MODEL is empty: name a cross-encoder model")
 # The fused head that is scored (and the most hits a reranked search returns).

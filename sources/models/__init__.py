@@ -7,6 +7,7 @@ from sources.models.base import SCOPE_NAME, EmbeddingModel, Indexed, IndexStatus
 from sources.models.chunks import DESCRIPTION_KEY, IDENTIFIER_CAMEL, IDENTIFIER_SEPARATORS, Chunk, ChunkDescription
 from sources.models.documents import UploadedDocument
 from sources.models.keys import source_key
+from sources.models.memories import Memory, MemoryStatus, memory_status_filter
 from sources.models.roots import (
     ACTIVE_JOB_STATUSES,
     DEFAULT_EXCLUDE_DIRS,
@@ -36,6 +37,8 @@ __all__ = [
     "Indexed",
     "IndexedFile",
     "JobStatus",
+    "Memory",
+    "MemoryStatus",
     "Scoped",
     "Segment",
     "Skill",
@@ -43,6 +46,7 @@ __all__ = [
     "Tool",
     "UploadedDocument",
     "WorkspaceRoot",
+    "memory_status_filter",
     "source_key",
     "words",
 ]

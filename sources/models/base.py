@@ -57,6 +57,7 @@ class Source(models.Model):
         TOOL = "tool", "Tool"
         DATASET = "dataset", "Evaluation dataset"
         DOCUMENT = "document", "Uploaded document"
+        MEMORY = "memory", "Memory"
 
     kind = models.CharField(max_length=16, choices=Kind.choices)
     # A label for admin lists, logs and citations, written by sources.models.keys.source_key only: code finds a
@@ -70,6 +71,9 @@ class Source(models.Model):
     client_id = models.CharField(max_length=128, blank=True, default="")
     channels = ArrayField(models.CharField(max_length=128), default=list, blank=True)
     enabled = models.BooleanField(default=True)
+    # Not served from this moment on (a memory's expiry); checked by the scope rule at query time, so nothing has to
+    # run at the moment it passes.
+    expires_at = models.DateTimeField(null=True, blank=True)
     # Set from the root or segment; null: RAG_SIMILARITY_THRESHOLD_<KIND>.
     similarity_threshold = models.FloatField(null=True, blank=True)
     active_generation = models.PositiveIntegerField(default=0)

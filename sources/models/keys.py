@@ -3,18 +3,19 @@
 The key is a unique, readable label (admin lists, logs, citations). Code
 never parses it: a source's owner is found by its foreign keys
 (``Skill.source``, ``Tool.source``, ``WorkspaceRoot.source``,
-``Segment.source``, ``UploadedDocument.source`` and ``Source.root``).
+``Segment.source``, ``UploadedDocument.source``, ``Memory.source`` and ``Source.root``).
 """
 
 from sources.models.documents import UploadedDocument
+from sources.models.memories import Memory
 from sources.models.roots import Segment, WorkspaceRoot
 from sources.models.skills import Skill
 from sources.models.tools import Tool
 
 
-def source_key(owner: Skill | Tool | WorkspaceRoot | Segment | UploadedDocument) -> str:
+def source_key(owner: Skill | Tool | WorkspaceRoot | Segment | UploadedDocument | Memory) -> str:
     """The ``Source.key`` of what a source stands for: skill:<slug>, tool:<key>, root:<id>[:segment:<id>],
-    document:<id>."""
+    document:<id>, memory:<id>."""
     if isinstance(owner, Skill):
         return f"skill:{owner.slug}"
     if isinstance(owner, Tool):
@@ -25,4 +26,6 @@ def source_key(owner: Skill | Tool | WorkspaceRoot | Segment | UploadedDocument)
         return f"root:{owner.root_id}:segment:{owner.pk}"
     if isinstance(owner, UploadedDocument):
         return f"document:{owner.pk}"
+    if isinstance(owner, Memory):
+        return f"memory:{owner.pk}"
     raise TypeError(f"no source stands for a {type(owner).__name__}")

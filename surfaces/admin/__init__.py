@@ -1,3 +1,3 @@
 """The sources app's admin pages, one module per area; importing them registers them."""
 
-from surfaces.admin import documents, roots, skills  # noqa: F401
+from surfaces.admin import documents, memories, roots, skills  # noqa: F401

@@ -30,7 +30,19 @@ from tests.factories import SkillFactory
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-TOOL_NAMES = {"search", "get_context", "search_skills", "get_skill", "search_tools", "read_range", "grep"}
+TOOL_NAMES = {
+    "search",
+    "get_context",
+    "search_skills",
+    "get_skill",
+    "search_tools",
+    "read_range",
+    "grep",
+    "remember",
+    "recall",
+    "forget",
+}
+WRITING_TOOLS = {"remember", "forget"}
 SHARED_BODY = (
     "---\nname: Deployment guide\n---\n# Deploy\n\nShip it with docker compose.\n\n"
     "## Backups\n\nRun pg_dump every night.\n"
@@ -130,7 +142,8 @@ def test_an_agent_lists_the_tools_and_searches_with_the_sdk_client(live_server, 
     assert {tool.name for tool in listed.tools} == TOOL_NAMES
     for tool in listed.tools:
         assert tool.description and tool.input_schema["type"] == "object" and tool.input_schema["properties"], tool.name
-        assert tool.output_schema["type"] == "object" and tool.annotations.read_only_hint, tool.name
+        assert tool.output_schema["type"] == "object", tool.name
+        assert tool.annotations.read_only_hint is (tool.name not in WRITING_TOOLS), tool.name
         assert "$ref" not in json.dumps(tool.input_schema), (
             tool.name
         )  # nested models inlined, for models that miss $refs

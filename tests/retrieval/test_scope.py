@@ -2,9 +2,11 @@
 
 import itertools
 from dataclasses import replace
+from datetime import timedelta
 
 import pytest
 from django.db import connection
+from django.utils import timezone
 
 from access.scope import Scope
 from sources.models import Chunk, Source
@@ -39,6 +41,10 @@ def sources():
         [Source.Kind.SKILL, Source.Kind.FILE, Source.Kind.DATASET],
         [True, False],
     )
+    # Some sources expire (a memory's expiry), some of them already have; a period of 7 falls across the others'.
+    now = timezone.now()
+    past, future = now - timedelta(minutes=1), now + timedelta(hours=1)
+    expiries = [None, past, None, future, None, None, past]
     for number, (bot, client, channels, kind, enabled) in enumerate(values):
         source = Source.objects.create(
             key=f"{kind}:{number}",
@@ -47,6 +53,7 @@ def sources():
             client_id=client,
             channels=channels,
             enabled=enabled,
+            expires_at=expiries[number % 7],
             active_generation=number % 2,
         )
         Chunk.objects.bulk_create(
@@ -97,3 +104,14 @@ def test_the_orm_filter_and_the_sql_see_the_same_chunks(sources, scope):
     )
     assert expected
     assert set(Chunk.objects.filter(scope.chunk_filter()).values_list("pk", flat=True)) == expected
+
+
+def test_an_expired_source_is_not_served_but_is_still_managed(sources):
+    everyone = Scope(bot_ids=None, client_ids=None, channels=None)
+    expired_sources = Source.objects.filter(expires_at__lte=timezone.now()).exclude(kind=Source.Kind.DATASET)
+    expired = set(expired_sources.values_list("pk", flat=True))
+    served = set(Source.objects.filter(everyone.source_filter()).values_list("pk", flat=True))
+    managed = set(Source.objects.filter(everyone.source_filter(enabled_only=False)).values_list("pk", flat=True))
+
+    assert expired and not expired & served
+    assert expired <= managed
