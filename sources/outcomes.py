@@ -108,7 +108,7 @@ def _succeeded(facts: JobFacts) -> Outcome:
         parts.append(f"{facts.files_failed:,} failed{_by_kind(facts.failed_by_reason)}")
     if facts.chunks_undescribed:
         parts.append(
-            f"{facts.chunks_undescribed:,} chunks without a contextual description (the language model failed; "
+            f"{facts.chunks_undescribed:,} without a contextual description (the language model failed; "
             "the next run tries again)"
         )
     text = "; ".join(parts)
