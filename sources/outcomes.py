@@ -26,10 +26,10 @@ INFO: Final = "info"
 
 # How the walk's reasons for leaving files out read in a summary ("3,456 left out by the patterns").
 _LEFT_OUT_WORDS = {
-    NOT_INCLUDED: "{n} files not matching the root's patterns",
-    GITIGNORED: "{n} files ignored by .gitignore",
-    EXCLUDED_DIRECTORY: "{n} directories excluded by name (exclude_dirs)",
-    GITIGNORED_DIRECTORY: "{n} directories ignored by .gitignore",
+    NOT_INCLUDED: ("file", "files", "not matching the root's patterns"),
+    GITIGNORED: ("file", "files", "ignored by .gitignore"),
+    EXCLUDED_DIRECTORY: ("directory", "directories", "excluded by name (exclude_dirs)"),
+    GITIGNORED_DIRECTORY: ("directory", "directories", "ignored by .gitignore"),
 }
 _KIND_MAX_CHARS = 60
 
@@ -149,7 +149,12 @@ def left_out_words(left_out: Mapping[str, int] | None) -> str:
     if not left_out:
         return ""
     ordered = sorted(left_out.items(), key=lambda item: (-item[1], item[0]))
-    return ", ".join(_LEFT_OUT_WORDS.get(reason, "{n} " + reason).format(n=f"{n:,}") for reason, n in ordered)
+    phrases = []
+    for reason, n in ordered:
+        one, many, why = _LEFT_OUT_WORDS.get(reason, ("", "", reason))
+        noun = one if n == 1 else many
+        phrases.append(f"{n:,} {noun} {why}" if noun else f"{n:,} {why}")
+    return ", ".join(phrases)
 
 
 def by_kind_words(counts: Mapping[str, int] | None) -> str:

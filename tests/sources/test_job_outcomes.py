@@ -84,8 +84,8 @@ def test_files_left_out_by_patterns_gitignore_and_excluded_directories_are_count
     assert body["outcome"]["level"] == "success"
     assert body["outcome"]["text"] == (
         "2 files indexed, 2 chunks embedded; left out: 3 files not matching the root's patterns, "
-        "1 directories excluded by name (exclude_dirs), 1 directories ignored by .gitignore, "
-        "1 files ignored by .gitignore; 1 skipped (too large 1)"
+        "1 directory excluded by name (exclude_dirs), 1 directory ignored by .gitignore, "
+        "1 file ignored by .gitignore; 1 skipped (too large 1)"
     )
     assert job.message == body["outcome"]["text"]  # the log and rag_index say the same
 
