@@ -204,14 +204,20 @@ def documents_describe(
 
 
 def documents_embed(
-    documents: Sequence[Document], *, config: IndexingConfig, on_batch: Callable[[], None] | None = None
+    documents: Sequence[Document],
+    *,
+    config: IndexingConfig,
+    on_batch: Callable[[], None] | None = None,
+    on_embedded: Callable[[int], None] | None = None,
 ) -> int:
     """Embed every chunk of ``documents``, in batches across documents, one call per model; sets ``vectors``.
 
     With contextual retrieval on, the chunks are described first; returns
     how many were left without a description. ``on_batch`` runs after each
     embedding batch (and description): a job beats its heart there, so one
-    long embedding call never looks like a dead worker. A model that fails,
+    long embedding call never looks like a dead worker. ``on_embedded`` hears
+    before that how many of the call's chunks are embedded so far (a job's
+    progress moves within a call of a thousand chunks). A model that fails,
     or answers with vectors of another size than its row, raises
     IndexingError with its reason.
     """
@@ -220,14 +226,26 @@ def documents_embed(
     undescribed = (
         documents_describe(documents, config=config.contextual, on_batch=on_batch) if chunking.contextual else 0
     )
+    done = 0  # chunks of earlier models' groups
     for model, group in _by_model(documents).items():
         texts = [embed_text(chunk, d.path) for d in group for chunk in d.chunks]
+        batches = 0
+
+        def batch_done(before: int = done, size: int = len(texts)) -> None:
+            nonlocal batches
+            batches += 1
+            if on_embedded is not None:
+                # Counted in batches of texts: a long text embedded in pieces makes a batch cover fewer chunks.
+                on_embedded(before + min(batches * embedding.batch_size, size))
+            if on_batch is not None:
+                on_batch()
+
         try:
             vectors = embedder_for(provider=model.provider, name=model.name, device=embedding.device).embed(
                 texts,
                 batch_size=embedding.batch_size,
                 pieces=chunking.long_texts == "pieces",
-                on_batch=on_batch,
+                on_batch=batch_done,
             )
         except EmbeddingError as exc:
             raise IndexingError(str(exc)) from exc
@@ -242,6 +260,7 @@ def documents_embed(
         for d in group:
             d.vectors = vectors[offset : offset + len(d.chunks)]
             offset += len(d.chunks)
+        done += len(texts)
     return undescribed
 
 
@@ -332,11 +351,14 @@ class Batch:
         config: IndexingConfig,
         flush_chunks: int | None = None,
         on_batch: Callable[[], None] | None = None,
+        on_embedded: Callable[[int], None] | None = None,
     ) -> None:
         self.track_files = track_files
         self.config = config
         self.flush_chunks = flush_chunks or config.embedding.flush_chunks
         self.on_batch = on_batch
+        # Hears how many of the waiting chunks are embedded so far: 0 as a flush starts, then after each batch.
+        self.on_embedded = on_embedded
         self.pending: list[Document] = []
         self.pending_chunks = 0
         self.embedded = 0
@@ -352,7 +374,9 @@ class Batch:
     def flush(self) -> None:
         if not self.pending:
             return
-        documents_embed(self.pending, config=self.config, on_batch=self.on_batch)
+        if self.on_embedded is not None:
+            self.on_embedded(0)
+        documents_embed(self.pending, config=self.config, on_batch=self.on_batch, on_embedded=self.on_embedded)
         self.undescribed += sum(d.undescribed for d in self.pending)
         self.deleted += documents_replace(self.pending, track_files=self.track_files)
         self.embedded += self.pending_chunks

@@ -23,6 +23,7 @@ from kernel.errors import ApplicationError, Conflict, Cooldown, NotFound
 from sources import locks
 from sources.config import JobsConfig, jobs_config
 from sources.models import ACTIVE_JOB_STATUSES, IndexJob, JobStatus, WorkspaceRoot
+from sources.progress import Counters, progress_advance
 from sources.queues import job_queue
 
 log = logging.getLogger(__name__)
@@ -245,26 +246,46 @@ def _claim(job_id: int, config: JobsConfig) -> IndexJob | None:
                 return None
             job.attempt, job.message = next_attempt
             log.warning("index job %s: %s", job.pk, job.message)
-        # Each attempt counts from zero: what a dead run had done shows up again as "unchanged".
+        # Each attempt counts from zero: what a dead run had done shows up again as "unchanged". The progress mark
+        # stays: the bar holds where it was until the new attempt passes it, rather than going back.
         for name in _COUNTERS:
             setattr(job, name, 0)
-        job.errors = []
+        job.errors, job.left_out, job.skipped_by_reason, job.failed_by_reason = [], {}, {}, {}
+        job.phase, job.progress_samples = "", []
         job.status = JobStatus.RUNNING
         job.started_at = job.started_at or now
         job.heartbeat_at = now
         job.worker = worker_name()
         job.save(
-            update_fields=["status", "started_at", "heartbeat_at", "worker", "attempt", "message", "errors", *_COUNTERS]
+            update_fields=[
+                "status",
+                "started_at",
+                "heartbeat_at",
+                "worker",
+                "attempt",
+                "message",
+                "errors",
+                *_COUNTERS,
+                *_TALLIES,
+            ]
         )
     return job
 
 
 def job_progress(job: IndexJob, **counters: int) -> None:
-    """Save counters and the heartbeat (one UPDATE); raises if the job was handed to another worker."""
+    """Save counters, the progress model and the heartbeat (one UPDATE); raises if the job was handed to another
+    worker."""
     for name, value in counters.items():
         setattr(job, name, value)
     job.heartbeat_at = timezone.now()
     job.errors = job.errors[:MAX_ERRORS_KEPT]
+    job.progress_mark, job.progress_samples = progress_advance(
+        mark=job.progress_mark,
+        samples=job.progress_samples,
+        counters=Counters(job.files_total, job.files_seen, job.chunks_queued, job.chunks_embedded),
+        phase=job.phase,
+        now=job.heartbeat_at.timestamp(),
+    )
     mine = IndexJob.objects.filter(pk=job.pk, status=JobStatus.RUNNING, worker=job.worker)
     if not mine.update(heartbeat_at=job.heartbeat_at, errors=job.errors, **_counters(job)):
         raise ApplicationError(
@@ -309,6 +330,8 @@ def job_finish(
     rows.update(**fields)
 
 
+# What a run tallies besides its counters, saved with them; the progress model's state too.
+_TALLIES = ("left_out", "skipped_by_reason", "failed_by_reason", "phase", "progress_mark", "progress_samples")
 _COUNTERS = (
     "files_total",
     "files_seen",
@@ -324,8 +347,8 @@ _COUNTERS = (
 )
 
 
-def _counters(job: IndexJob) -> dict[str, int]:
-    return {name: getattr(job, name) for name in _COUNTERS}
+def _counters(job: IndexJob) -> dict[str, object]:
+    return {name: getattr(job, name) for name in (*_COUNTERS, *_TALLIES)}
 
 
 def _give_up(job: IndexJob, reason: str) -> None:

@@ -30,6 +30,7 @@ from sources.extract.chunks import document_chunks
 from sources.extract.html import html_document
 from sources.extract.sandbox import extract
 from sources.ingest import Batch, Document, content_hash, embedding_model_for, fingerprint
+from sources.job_report import job_facts
 from sources.models import (
     Chunk,
     EmbeddingModel,
@@ -42,6 +43,8 @@ from sources.models import (
     source_key,
     words,
 )
+from sources.outcomes import job_outcome, reasons_count
+from sources.progress import Phase
 from sources.sensitive import secret_found
 from sources.walk import (
     REPLACED,
@@ -428,7 +431,7 @@ class _Run:
     def __init__(self, job: IndexJob, config: IndexingConfig) -> None:
         self.job = job
         self.root: WorkspaceRoot = job.root
-        self.batch = Batch(track_files=True, config=config, on_batch=self._beat)
+        self.batch = Batch(track_files=True, config=config, on_batch=self._beat, on_embedded=self._embedding)
         self.embedding = config.embedding
         self.config = config.ingest
         self.touched: list[IndexedFile] = []
@@ -471,11 +474,18 @@ class _Run:
                 about |= Q(path__startswith=path + "/")
             files = files.filter(about)
         states = {(s.source_id, s.generation, s.path): s for s in files}
+        self.job.phase = Phase.LISTING
+        self._beat(force=True)
         if targeted:
-            entries = list(walk_paths(self.root_fd, self.rules, targeted, self.left_out))
+            walker = walk_paths(self.root_fd, self.rules, targeted, self.left_out)
         else:
-            entries = list(walk(self.root_fd, self.rules, self.left_out))
-        self.job.files_total = len(entries)
+            walker = walk(self.root_fd, self.rules, self.left_out)
+        entries = []
+        for entry in walker:
+            entries.append(entry)
+            self.job.files_total = len(entries)  # found so far, while the phase says listing
+            self._beat()
+        self.job.phase = Phase.READING
         self._beat(force=True)
         kept: set[tuple[int, int, str]] = set()
         for entry in entries:
@@ -488,24 +498,18 @@ class _Run:
                     kept.add((plan.source.pk, plan.generation, entry.path))
             self._beat()
         self._flush()
+        self.job.phase = Phase.FINISHING
+        self._beat(force=True)
         self._delete_missing(plans, states, kept)
         self._flip(plans)
         if not targeted:
             # A targeted job vouches for its paths only: the re-verify's schedule and cooldown go on as they were.
             WorkspaceRoot.objects.filter(pk=root.pk).update(last_verified_at=timezone.now())
         job = self.job
-        summary = f"targeted at {len(targeted)} path(s): " if targeted else ""
-        summary += (
-            f"{job.files_changed} changed, {job.files_unchanged} unchanged, {job.files_skipped} skipped, "
-            f"{job.files_failed} failed, {job.files_deleted} removed; {job.chunks_embedded} chunks embedded"
-        )
-        if self.left_out:
-            summary += "; left out: " + ", ".join(f"{n} {why}" for why, n in sorted(self.left_out.items()))
-        if job.chunks_undescribed:
-            summary += (
-                f"; {job.chunks_undescribed} without a contextual description (the language model failed; "
-                "the next run tries again)"
-            )
+        job.left_out = dict(self.left_out)
+        outcome = job_outcome(job_facts(job, status=JobStatus.SUCCEEDED))
+        assert outcome is not None  # a succeeded job always has one
+        summary = (f"targeted at {len(targeted)} path(s): " if targeted else "") + outcome.text
         jobs.job_finish(job_id=job.pk, status=JobStatus.SUCCEEDED, message=summary, job=job)
 
     def _targeted(self, plans: list[SegmentPlan]) -> list[str]:
@@ -607,14 +611,22 @@ class _Run:
 
     def _store(self, document: Document | None) -> None:
         """Add the document to the batch (None: store what waits now); the job counts what was written."""
-        embedded, deleted, undescribed = self.batch.embedded, self.batch.deleted, self.batch.undescribed
+        deleted, undescribed = self.batch.deleted, self.batch.undescribed
         if document is None:
             self.batch.flush()
         else:
             self.batch.add(document)
-        self.job.chunks_embedded += self.batch.embedded - embedded
+        if self.job.phase == Phase.EMBEDDING:
+            self.job.phase = Phase.READING  # the batch is stored; back to the files (or on to finishing)
+        # Every chunk this run embedded goes through its one batch (a new attempt starts both at zero).
+        self.job.chunks_embedded = self.batch.embedded
         self.job.chunks_deleted += self.batch.deleted - deleted
         self.job.chunks_undescribed += self.batch.undescribed - undescribed
+
+    def _embedding(self, done: int) -> None:
+        """The batch's embedding call has embedded ``done`` of the chunks waiting (the beat follows)."""
+        self.job.phase = Phase.EMBEDDING
+        self.job.chunks_embedded = self.batch.embedded + done
 
     def _flush(self) -> None:
         self._store(None)
@@ -624,12 +636,14 @@ class _Run:
         self._beat(force=True)
 
     def _skip(self, skipped: Skipped, *, failed: bool = False) -> None:
+        # Counted by the kind of reason, never with the path: every viewer of the job reads the counts, while a
+        # skipped file's path and reason are shown only to those who may see its segment (surfaces/admin/roots.py).
         if failed:
             self.job.files_failed += 1
+            self.job.failed_by_reason = reasons_count(self.job.failed_by_reason, skipped.reason)
         else:
             self.job.files_skipped += 1
-        # Not counted by kind in the summary: every viewer of the job reads its summary, while a skipped file's
-        # problem (its path and reason) is shown only to those who may see its segment (surfaces/admin/roots.py).
+            self.job.skipped_by_reason = reasons_count(self.job.skipped_by_reason, skipped.reason)
         if len(self.job.errors) < jobs.MAX_ERRORS_KEPT:
             self.job.errors.append({"path": skipped.path, "reason": skipped.reason})
 
@@ -662,5 +676,6 @@ class _Run:
     def _beat(self, *, force: bool = False) -> None:
         now = time.monotonic()
         if force or now - self.last_beat >= _HEARTBEAT_SECONDS:
+            self.job.left_out = dict(self.left_out)
             jobs.job_progress(self.job)
             self.last_beat = now

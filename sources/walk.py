@@ -41,6 +41,9 @@ HARD_LINK = "hard link"  # every hard-link reason starts so
 # Left out without a line of their own (there may be thousands): counted in ``walk``'s ``left_out``.
 NOT_INCLUDED = "not matching the root's patterns"
 GITIGNORED = "ignored by .gitignore"
+# Directories pruned whole are counted as directories: counting their files would walk what they exist to skip.
+EXCLUDED_DIRECTORY = "directory excluded by name"
+GITIGNORED_DIRECTORY = "directory ignored by .gitignore"
 _CONTROL_CHARACTER = re.compile(r"[\x00-\x1f\x7f]")
 
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
@@ -123,8 +126,9 @@ def root_open(path: str) -> int:
 def walk(root_fd: int, rules: WalkRules, left_out: Counter | None = None) -> Iterator[Candidate | Skipped]:
     """Yield every file to consider (sorted, deterministic) or why one is skipped.
 
-    Files no pattern includes, and files .gitignore names, are only counted,
-    by reason, in ``left_out``: a job says how many it left out and why.
+    Files no pattern includes, files .gitignore names, and directories pruned
+    whole (exclude_dirs, .gitignore) are only counted, by reason, in
+    ``left_out``: a job says how many it left out and why.
 
     A file with several hard links is skipped, unless ``rules.hard_links_inside``
     and the walk found as many paths to its (device, inode) as it has links:
@@ -247,7 +251,13 @@ def _decide(
     if directory or symlink:
         # A symlink is listed whatever its name: it may stand for a
         # directory, and the admin should see why that one is missing.
-        if name in rules.exclude_dirs or _ignored(ignores, relative + ("/" if directory else "")):
+        if name in rules.exclude_dirs:
+            if left_out is not None and directory:
+                left_out[EXCLUDED_DIRECTORY] += 1
+            return None
+        if _ignored(ignores, relative + ("/" if directory else "")):
+            if left_out is not None:
+                left_out[GITIGNORED_DIRECTORY if directory else GITIGNORED] += 1
             return None
     elif not rules.included(name, relative):
         if left_out is not None:

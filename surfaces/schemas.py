@@ -5,6 +5,7 @@ from ninja import Field, Schema
 from pydantic import ConfigDict
 
 from retrieval.schemas import BodyIn, Flag
+from sources.job_report import job_outcome_read, job_progress_read
 from sources.jobs import job_state, jobs_ahead
 from sources.queues import job_queue
 
@@ -45,6 +46,14 @@ class ReindexIn(BodyIn):
     )
 
 
+class OutcomeOut(Schema):
+    level: Literal["success", "warning", "error", "info"] = Field(
+        ..., description='"warning": it succeeded but indexed nothing (an empty root, every file skipped).'
+    )
+    title: str = Field(..., description='"Succeeded", "Nothing to index", "Cancelled" or "Failed".')
+    text: str = Field(..., description="What it did, counted: files indexed, chunks embedded, left out and skipped.")
+
+
 class JobOut(Schema):
     """Read from an IndexJob (with its root loaded)."""
 
@@ -56,7 +65,21 @@ class JobOut(Schema):
     attempt: int
     force: bool
     message: str
-    progress: float
+    progress: float = Field(..., description="Share done, 0 to 1: never lower than before; 1 only once it succeeded.")
+    percent: int = Field(..., description="The same share in whole percent, as the admin pages show it.")
+    phase: str = Field(
+        ..., description="queued, listing, reading, embedding or finishing while it is active; then its status."
+    )
+    rate: float | None = Field(..., description="Recent pace (about the last 30 s), in rate_unit.")
+    rate_unit: str = Field(..., description='"chunks/s" while there is something to embed, else "files/s".')
+    eta_seconds: int | None = Field(..., description="Time left at the recent pace; null while it cannot be told.")
+    progress_text: str = Field(..., description='In words: "Embedding: 42% · 18.5 chunks/s · about 3 min left".')
+    outcome: OutcomeOut | None = Field(..., description="Once it has ended: what it did. Null while it is active.")
+    left_out: dict[str, int] = Field(
+        ..., description="Files (and directories pruned whole) the walk left out, by reason: patterns, .gitignore..."
+    )
+    skipped_by_reason: dict[str, int]
+    failed_by_reason: dict[str, int]
     files_total: int
     files_seen: int
     files_changed: int
@@ -82,6 +105,36 @@ class JobOut(Schema):
     @staticmethod
     def resolve_root(job) -> str:
         return job.root.name
+
+    @staticmethod
+    def resolve_percent(job) -> int:
+        return job_progress_read(job).percent
+
+    @staticmethod
+    def resolve_phase(job) -> str:
+        return job_progress_read(job).phase
+
+    @staticmethod
+    def resolve_rate(job) -> float | None:
+        rate = job_progress_read(job).rate
+        return None if rate is None else round(rate, 2)
+
+    @staticmethod
+    def resolve_rate_unit(job) -> str:
+        return job_progress_read(job).rate_unit
+
+    @staticmethod
+    def resolve_eta_seconds(job) -> int | None:
+        return job_progress_read(job).eta_seconds
+
+    @staticmethod
+    def resolve_progress_text(job) -> str:
+        return job_progress_read(job).summary
+
+    @staticmethod
+    def resolve_outcome(job) -> OutcomeOut | None:
+        outcome = job_outcome_read(job)
+        return None if outcome is None else OutcomeOut(level=outcome.level, title=outcome.title, text=outcome.text)
 
     @staticmethod
     def resolve_queue(job) -> str:

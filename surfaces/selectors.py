@@ -15,6 +15,7 @@ from kernel.errors import NotFound
 from kernel.heartbeats import queue_lengths
 from sources.config import embedding_config
 from sources.health import Health, health_check
+from sources.job_report import job_progress_read
 from sources.jobs import jobs_ahead
 from sources.models import (
     ACTIVE_JOB_STATUSES,
@@ -172,6 +173,8 @@ def index_overview(*, scope: Scope) -> dict:
     jobs = IndexJob.objects.filter(root__source__in=visible).select_related("root")
     failed_jobs = list(jobs.filter(status=JobStatus.FAILED).order_by("-created_at")[:10])
     running = list(jobs.filter(status__in=ACTIVE_JOB_STATUSES))
+    for job in running:
+        job.report = job_progress_read(job)  # type: ignore[attr-defined]  # the job page's numbers, like an annotation
     health = health_check(embedding=embedding_config(), llm=llm_config())
     return {
         "kinds": rows,

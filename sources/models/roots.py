@@ -197,6 +197,20 @@ class IndexJob(models.Model):
         ),
     )
     errors = models.JSONField(default=list, blank=True, help_text="The first problems: [{path, reason}].")
+    # Counted by reason without paths (sources/outcomes.py): every viewer of the job may read these.
+    left_out = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="What the walk left out without a line of its own, by reason: {reason: count}.",
+    )
+    skipped_by_reason = models.JSONField(default=dict, blank=True, help_text="Skipped files by kind of reason.")
+    failed_by_reason = models.JSONField(default=dict, blank=True, help_text="Failed files by kind of reason.")
+    # The progress model's state (sources/progress.py), saved by the worker at each heartbeat and read by every surface.
+    phase = models.CharField(max_length=16, blank=True, help_text="listing, reading, embedding or finishing.")
+    progress_mark = models.FloatField(default=0.0, help_text="The highest share done reached (0 to 1).")
+    progress_samples = models.JSONField(
+        default=list, blank=True, help_text="Recent [time, files seen, chunks embedded], for the rate."
+    )
     worker = models.CharField(max_length=255, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
@@ -218,18 +232,7 @@ class IndexJob(models.Model):
 
     @property
     def progress(self) -> float:
-        """The share of the work done, measured where the time goes: chunks embedded.
-
-        Until every file is read, the chunks still to come are extrapolated
-        from those found so far; a job with nothing to embed (all unchanged)
-        advances with the files it reads.
-        """
+        """The share of the work done, as every surface shows it: the worker's high-water mark (sources/progress.py)."""
         if self.status == JobStatus.SUCCEEDED:
             return 1.0
-        if not self.files_total:
-            return 0.0
-        read = self.files_seen / self.files_total
-        if not self.chunks_queued:
-            return round(read, 3)
-        expected = self.chunks_queued / read if read else 0
-        return round(min(read, self.chunks_embedded / expected) if expected else 0.0, 3)
+        return self.progress_mark

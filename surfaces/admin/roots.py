@@ -10,7 +10,10 @@ from django.utils.html import format_html
 
 from kernel.errors import ApplicationError
 from sources import jobs, tasks
+from sources.job_report import job_outcome_read, job_progress_read
 from sources.models import ACTIVE_JOB_STATUSES, IndexJob, JobStatus, Segment, Tool, WorkspaceRoot
+from sources.outcomes import by_kind_words, left_out_words
+from sources.progress import phase_steps
 from sources.roots import glob_problem, root_files_reread, root_pin
 from sources.tools import tool_parameters_validate
 from surfaces.admin.common import BrokerWarningMixin, UnixNewlinesForm, index_status_badge, status_badge
@@ -19,19 +22,18 @@ from surfaces.selectors import root_files_summary, root_path_visible
 
 
 def job_badge(job: IndexJob | None) -> str:
+    """A job in one line: its place in the queue, its progress (the same numbers as its page), or its outcome."""
     if job is None:
         return "never indexed"
-    label = job.get_status_display()
     if job.status == JobStatus.QUEUED:
         # Only queued rows cost a query (one each): at most one per root is ever queued.
         label = jobs.job_state(job, jobs.jobs_ahead([job])[job.pk]).capitalize()
-    if job.status == JobStatus.RUNNING and job.files_total:
-        label += (
-            f" {job.progress:.0%} ({job.chunks_embedded:,} chunks embedded, "
-            f"{job.files_seen:,}/{job.files_total:,} files read)"
-        )
-    detail = f": {job.message[:160]}" if job.message and job.status != JobStatus.RUNNING else ""
-    return status_badge(status=job.status, label=label, detail=detail)
+        return status_badge(status=job.status, label=label)
+    if job.status == JobStatus.RUNNING:
+        return status_badge(status=job.status, label="Running", detail=f": {job_progress_read(job).summary}")
+    outcome = job_outcome_read(job)
+    assert outcome is not None  # every status but queued and running is an outcome
+    return status_badge(status=outcome.level, label=outcome.title, detail=f": {outcome.text[:240]}")
 
 
 class RootForm(UnixNewlinesForm, forms.ModelForm):
@@ -315,9 +317,12 @@ class IndexJobAdmin(ScopedAdminMixin, admin.ModelAdmin):
             root=job.root, scope=row_scope(job)
         )  # not the files of a segment the person cannot see
         rows = [row for row in job.errors if seen(row.get("path", ""))]
-        if not rows:
-            return "None: every file was read (or skipped because it is excluded)."
-        return render_to_string("admin/sources/job_problems.html", {"job": job, "rows": rows})
+        if rows:
+            return render_to_string("admin/sources/job_problems.html", {"job": job, "rows": rows})
+        if job.files_skipped or job.files_failed:
+            return "The files skipped or failed are in segments you cannot see."
+        # Files left out by design (patterns, .gitignore, excluded directories) are counted in the outcome above.
+        return "None so far." if job.status in ACTIVE_JOB_STATUSES else "No file was skipped or failed."
 
     def live_view(self, request, job_id: int):
         if not self.has_view_permission(request):
@@ -348,12 +353,19 @@ class IndexJobAdmin(ScopedAdminMixin, admin.ModelAdmin):
 
 
 def _live_context(job: IndexJob, *, may_cancel: bool) -> dict:
+    progress = job_progress_read(job)
     return {
         "job": job,
         "active": job.status in ACTIVE_JOB_STATUSES,
         "may_cancel": may_cancel,
-        "percent": round(job.progress * 100),
-        "badge": job_badge(job),
+        "progress": progress,
+        "percent": progress.percent,
+        "outcome": job_outcome_read(job),
+        "phases": phase_steps(progress.phase),
+        "left_out": left_out_words(job.left_out),
+        "skipped": by_kind_words(job.skipped_by_reason),
+        "failed": by_kind_words(job.failed_by_reason),
+        "state": jobs.job_state(job, jobs.jobs_ahead([job]).get(job.pk)) if job.status == JobStatus.QUEUED else "",
         "cancel_url": reverse("admin:sources_indexjob_cancel", args=[job.pk]),
         "live_url": reverse("admin:sources_indexjob_live", args=[job.pk]),
     }

@@ -114,14 +114,12 @@ def test_a_running_job_polls_for_its_progress_and_can_be_cancelled_mid_run(admin
     assert "hx-trigger" not in live and "Cancel this job" not in live
 
 
-def test_progress_counts_chunks_embedded_not_files_read():
-    job = IndexJob(status=JobStatus.RUNNING, files_total=100, files_seen=50, chunks_queued=400, chunks_embedded=100)
-    assert job.progress == 0.125  # half the files read found 400 chunks: about 800 in all, 100 embedded
-    job.files_seen, job.chunks_embedded = 100, 200
-    assert job.progress == 0.5
-    assert (
-        IndexJob(status=JobStatus.RUNNING, files_total=10, files_seen=4).progress == 0.4
-    )  # nothing to embed: reading is the work
+def test_a_jobs_progress_is_the_mark_its_worker_stored_and_whole_once_it_succeeded():
+    # The share itself is computed by the worker (tests/sources/test_progress.py): every surface reads the mark.
+    job = IndexJob(status=JobStatus.RUNNING, files_total=100, files_seen=50, chunks_queued=400, progress_mark=0.42)
+    assert job.progress == 0.42
+    job.status = JobStatus.SUCCEEDED
+    assert job.progress == 1.0
 
 
 def test_a_segment_glob_that_can_never_match_is_refused():

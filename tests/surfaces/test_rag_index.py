@@ -73,7 +73,7 @@ def test_a_disabled_root_is_refused_with_the_reason(roots):
 
 
 @pytest.mark.unit
-def test_a_running_job_s_progress_line_shows_files_chunks_and_percent():
+def test_a_running_job_s_progress_line_shows_its_phase_files_chunks_percent_rate_and_time_left():
     job = IndexJob(
         pk=7,
         root=WorkspaceRoot(name="repo"),
@@ -82,9 +82,13 @@ def test_a_running_job_s_progress_line_shows_files_chunks_and_percent():
         files_seen=100,
         chunks_queued=400,
         chunks_embedded=200,
+        phase="embedding",
+        progress_mark=0.25,
+        progress_samples=[[1000.0, 100, 100], [1010.0, 100, 200]],
     )
     assert progress_line(job, None) == (
-        "repo: job 7 [######..................]  25%  files 100/200  chunks 200 embedded"
+        "repo: job 7 [######..................]  25%  embedding  files 100/200  chunks 200 embedded  "
+        "10.0 chunks/s  about 1 min left"
     )
 
 

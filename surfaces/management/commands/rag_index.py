@@ -6,8 +6,11 @@ from django.core.management.base import BaseCommand, CommandError
 
 from kernel.errors import ApplicationError
 from sources import tasks
+from sources.job_report import job_outcome_read, job_progress_read
 from sources.jobs import job_state, jobs_ahead
 from sources.models import ACTIVE_JOB_STATUSES, IndexJob, JobStatus, WorkspaceRoot
+from sources.outcomes import WARNING
+from sources.progress import duration
 
 BAR_WIDTH = 24
 
@@ -34,11 +37,14 @@ def progress_line(job: IndexJob, ahead: int | None) -> str:
     where = f"{job.root.name}: job {job.pk}"
     if job.status != JobStatus.RUNNING:
         return f"{where} {job_state(job, ahead)}"
-    percent = round(job.progress * 100)
-    filled = BAR_WIDTH * percent // 100
+    progress = job_progress_read(job)  # the numbers of the job's admin page and the API
+    filled = BAR_WIDTH * progress.percent // 100
+    pace = f"  {progress.rate:,.1f} {progress.rate_unit}" if progress.rate is not None else ""
+    if progress.eta_seconds is not None:
+        pace += f"  about {duration(progress.eta_seconds)} left"
     return (
-        f"{where} [{'#' * filled}{'.' * (BAR_WIDTH - filled)}] {percent:3d}%  "
-        f"files {job.files_seen:,}/{job.files_total:,}  chunks {job.chunks_embedded:,} embedded"
+        f"{where} [{'#' * filled}{'.' * (BAR_WIDTH - filled)}] {progress.percent:3d}%  {progress.phase}  "
+        f"files {job.files_seen:,}/{job.files_total:,}  chunks {job.chunks_embedded:,} embedded{pace}"
     )
 
 
@@ -127,6 +133,8 @@ class Command(BaseCommand):
             )
             if job.status == JobStatus.SUCCEEDED:
                 self.stdout.write(summary)
+                if (outcome := job_outcome_read(job)) is not None and outcome.level == WARNING:
+                    self.stderr.write(f"{job.root.name}: warning: {outcome.title.lower()}: {outcome.text}")
             else:
                 self.stderr.write(f"{summary}\n  reason: {job.message or 'none given'}")
                 failed.append(f"{job.root.name} (job {job.pk}, {job.status}: {job.message or 'no reason given'})")

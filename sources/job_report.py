@@ -1,0 +1,44 @@
+"""What an index job's row says, for every surface: its progress (sources/progress.py) and its outcome
+(sources/outcomes.py), read from the stored fields only, so the job page, the roots list, the overview, the API
+and ``rag_index --wait`` show the same numbers for the same row."""
+
+from sources.models import IndexJob
+from sources.outcomes import JobFacts, Outcome, job_outcome
+from sources.progress import Counters, Progress, progress_read
+
+
+def job_facts(job: IndexJob, *, status: str | None = None) -> JobFacts:
+    """The stored counters an outcome is told from (``status``: the one the job is about to get, else its own)."""
+    return JobFacts(
+        status=status or job.status,
+        message=job.message,
+        targeted=bool(job.paths),
+        files_total=job.files_total,
+        files_seen=job.files_seen,
+        files_changed=job.files_changed,
+        files_unchanged=job.files_unchanged,
+        files_skipped=job.files_skipped,
+        files_failed=job.files_failed,
+        files_deleted=job.files_deleted,
+        chunks_embedded=job.chunks_embedded,
+        chunks_deleted=job.chunks_deleted,
+        chunks_undescribed=job.chunks_undescribed,
+        left_out=job.left_out,
+        skipped_by_reason=job.skipped_by_reason,
+        failed_by_reason=job.failed_by_reason,
+    )
+
+
+def job_progress_read(job: IndexJob) -> Progress:
+    return progress_read(
+        status=job.status,
+        phase=job.phase,
+        mark=job.progress_mark,
+        samples=job.progress_samples,
+        counters=Counters(job.files_total, job.files_seen, job.chunks_queued, job.chunks_embedded),
+    )
+
+
+def job_outcome_read(job: IndexJob) -> Outcome | None:
+    """What a finished job did (None while it is queued or running)."""
+    return job_outcome(job_facts(job))
