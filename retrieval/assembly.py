@@ -46,6 +46,8 @@ class SkillEntry:
     indexed_at: datetime | None = None
     content_hash: str = ""
     stale: bool = False
+    start_line: int | None = None  # the best chunk's lines, where the viewer opens the skill
+    end_line: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -139,6 +139,8 @@ def _skill_entries(hits: list[Hit], query: str) -> list[SkillEntry]:
                 indexed_at=skill.indexed_at,
                 content_hash=skill.content_hash,
                 stale=skill.index_status != IndexStatus.INDEXED,  # edited, re-index queued or failed
+                start_line=hit.chunk.start_line,
+                end_line=hit.chunk.end_line,
             )
         )
     return entries
