@@ -16,7 +16,7 @@ from django_htmx.http import HttpResponseClientRedirect
 
 from access.identity import identity_for_user, scope_for
 from kernel.errors import ApplicationError
-from retrieval.config import SearchConfig
+from retrieval.config import CitedAnswerConfig, SearchConfig
 from retrieval.highlight import highlight_css, matching_words, snippet
 from retrieval.search import Hit, Mode, chunks_search
 from sources.models import (
@@ -98,6 +98,7 @@ def search_page(request):
     }
     if filters.query:
         context.update(_results(filters, scope, context["roots"]))
+        context.update(_answer(filters))
     else:
         context.update(_landing(scope), examples=_examples(scope))
         context["add_root_url"] = reverse("admin:sources_workspaceroot_add") if _may_add_root(request.user) else ""
@@ -164,6 +165,16 @@ def _results(filters: Filters, scope, roots: list[WorkspaceRoot]) -> dict:
         "more_url": filters.url(page=filters.page + 1) + "&more=1" if more else "",
         "elapsed_ms": elapsed_ms,
         "warnings": found.warnings,
+    }
+
+
+def _answer(filters: Filters) -> dict:
+    """What the answer box above the results needs: whether answers are on, and the kinds the filters ask for
+    (an answer cites skills and files; a root or language filter is not one /context knows)."""
+    kinds = {Source.Kind.SKILL: ["skill"], Source.Kind.FILE: ["file"], Source.Kind.DOCUMENT: ["file"]}
+    return {
+        "answers_enabled": CitedAnswerConfig.from_settings().enabled,
+        "answer_sources": kinds.get(filters.kind, ["file"] if filters.language else []),
     }
 
 

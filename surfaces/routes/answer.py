@@ -36,7 +36,7 @@ NOT_CONFIGURED = (
 )
 
 
-@router.post("/answer", response={200: AnswerOut, **API_ERRORS})
+@router.post("/answer", response={200: AnswerOut, **API_ERRORS}, url_name="answer")
 @decorate_view(read_only)
 def answer(request, payload: AnswerIn):
     """An answer to ``query`` written by the chat model from /context's parts, each claim citing them as [n].

@@ -36,7 +36,9 @@ def answering(tmp_path, settings, openai_server):
 
 
 def ask(client, **payload):
-    return client.post("/api/v1/answer", data=json.dumps({"query": QUESTION, **payload}), content_type="application/json")
+    return client.post(
+        "/api/v1/answer", data=json.dumps({"query": QUESTION, **payload}), content_type="application/json"
+    )
 
 
 def streamed(client, **payload) -> list[tuple[str, dict | None]]:
