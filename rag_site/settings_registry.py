@@ -1118,6 +1118,16 @@ DECLARED: tuple[Setting, ...] = (
         maximum=3600.0,
         doc="Seconds the answer's model may stay silent (before its first word, or between two) before it gives up.",
     ),
+    IntSetting(
+        name="RAG_ANSWER_STREAMS",
+        topic=LLM,
+        default=8,
+        minimum=1,
+        maximum=256,
+        doc="Cited answers written at once per web process; each holds a thread of its own, added to "
+        "`RAG_WEB_THREADS` when a chat model is configured, so answers never take the threads searches use. "
+        "One more answers 503.",
+    ),
     FloatSetting(
         name="RAG_ANSWER_KEEPALIVE_SECONDS",
         topic=LLM,

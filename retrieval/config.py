@@ -163,6 +163,7 @@ class CitedAnswerConfig:
     max_tokens: int
     timeout: float  # seconds the model may stay silent
     keepalive_seconds: float  # a streamed answer's keep-alive comment after this much silence
+    streams: int = 8  # answers written at once per web process (each holds a thread)
 
     @property
     def enabled(self) -> bool:
@@ -176,6 +177,7 @@ class CitedAnswerConfig:
             max_tokens=settings.RAG_ANSWER_MAX_TOKENS,
             timeout=settings.RAG_ANSWER_TIMEOUT,
             keepalive_seconds=settings.RAG_ANSWER_KEEPALIVE_SECONDS,
+            streams=settings.RAG_ANSWER_STREAMS,
         )
 
 

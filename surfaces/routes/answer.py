@@ -8,6 +8,7 @@ no connection.
 """
 
 import dataclasses
+import threading
 from functools import partial
 
 from django.http import StreamingHttpResponse
@@ -16,7 +17,7 @@ from ninja import Router
 from ninja.decorators import decorate_view
 
 from access.auth import READ_AUTH
-from kernel.errors import Unavailable
+from kernel.errors import Cooldown, Unavailable
 from kernel.llm import llm_client
 from retrieval.answering import AnswerSource, answer_collect, answer_events, answer_sources
 from retrieval.assembly import Part, SkillEntry
@@ -31,6 +32,8 @@ router = Router(tags=["search"], auth=READ_AUTH)
 # A person waits while the model answers: one retry after a quick failure, then the next model of the chain
 # (a model that keeps failing is skipped by everyone through the breaker).
 ANSWER_RETRIES = 1
+# When every slot is taken: a page or bot may ask again this much later (most answers take seconds).
+BUSY_RETRY_SECONDS = 5
 NOT_CONFIGURED = (
     "cited answers are off: no chat model is configured (set RAG_LLM_BASE_URL and RAG_LLM_MODEL, then restart)"
 )
@@ -47,30 +50,71 @@ def answer(request, payload: AnswerIn):
     matched: the sources still come), ``done`` (citations used, usage,
     dropped markers, sentences with a number that cite nothing, warnings),
     and ``: keep-alive`` comments while the model is silent. Without it: one
-    JSON object with the same content. 503 when no chat model is configured.
+    JSON object with the same content. 503 when no chat model is configured;
+    429 (with Retry-After) when this server writes RAG_ANSWER_STREAMS answers already.
     """
     config = CitedAnswerConfig.from_settings()
     if not config.enabled:
         raise Unavailable(NOT_CONFIGURED, details={"setting": "RAG_LLM_BASE_URL"})
-    sources, warnings = answer_context(request.auth, payload, config=config)
-    client = partial(_client, config)
-    produce = partial(
-        answer_events,
-        query=payload.query,
-        sources=sources,
-        client=client,
-        max_tokens=config.max_tokens,
-        warnings=warnings,
-    )
-    if not payload.stream:
-        return AnswerOut(query=payload.query, **answer_collect(produce()))
-    response = StreamingHttpResponse(
-        sse_stream(lambda cancel: produce(cancel=cancel), keepalive=config.keepalive_seconds),
-        content_type="text/event-stream; charset=utf-8",
-    )
+    release = _slot_take(config.streams)
+    try:
+        sources, warnings = answer_context(request.auth, payload, config=config)
+        client = partial(_client, config)
+        produce = partial(
+            answer_events,
+            query=payload.query,
+            sources=sources,
+            client=client,
+            max_tokens=config.max_tokens,
+            warnings=warnings,
+        )
+        if not payload.stream:
+            try:
+                return AnswerOut(query=payload.query, **answer_collect(produce()))
+            finally:
+                release()
+        response = StreamingHttpResponse(
+            sse_stream(lambda cancel: produce(cancel=cancel), keepalive=config.keepalive_seconds),
+            content_type="text/event-stream; charset=utf-8",
+        )
+    except BaseException:
+        release()
+        raise
+    # The server closes every response it was given (also when the client left): the slot is freed then, whether
+    # or not the stream was ever read.
+    response._resource_closers.append(release)
     response["Cache-Control"] = "no-cache"
     response["X-Accel-Buffering"] = "no"  # nginx and the like: pass each event on as it comes
     return response
+
+
+_slots_lock = threading.Lock()
+_slots: tuple[int, threading.BoundedSemaphore] | None = None
+
+
+def _slot_take(size: int):
+    """One of this process's ``size`` answer slots (each answer holds a thread while the model writes), as a
+    release function safe to call twice; Cooldown (429, Retry-After) when all are taken."""
+    global _slots
+    with _slots_lock:
+        if _slots is None or _slots[0] != size:
+            _slots = (size, threading.BoundedSemaphore(size))
+        slots = _slots[1]
+    if not slots.acquire(blocking=False):
+        raise Cooldown(
+            f"{size} answers are being written on this server already (RAG_ANSWER_STREAMS); try again shortly",
+            details={"retry_after_seconds": BUSY_RETRY_SECONDS},
+        )
+    held = [True]
+    lock = threading.Lock()
+
+    def release() -> None:
+        with lock:
+            if held:
+                held.clear()
+                slots.release()
+
+    return release
 
 
 def answer_context(identity, payload: AnswerIn, *, config: CitedAnswerConfig) -> tuple[list[AnswerSource], list[str]]:

@@ -168,3 +168,15 @@ def test_without_a_chat_model_the_answer_endpoint_says_how_to_turn_it_on(answeri
     response = ask(key_client, stream=True)
     assert response.status_code == 503
     assert "RAG_LLM_BASE_URL" in response.json()["error"]
+
+
+def test_answers_past_the_per_process_limit_are_refused_until_one_ends(answering, key_client, settings):
+    settings.RAG_ANSWER_STREAMS = 1
+    answering.script("writer", slow(0.5))
+    first = ask(key_client, stream=True)
+    assert first.status_code == 200
+    refused = ask(key_client, stream=True)
+    assert refused.status_code == 429 and refused["Retry-After"] == "5"
+    assert "RAG_ANSWER_STREAMS" in refused.json()["error"]
+    b"".join(first.streaming_content)  # read to its end: the test client then closes the response, as a server does
+    assert ask(key_client).status_code == 200
