@@ -171,7 +171,11 @@ def _results(filters: Filters, scope, roots: list[WorkspaceRoot]) -> dict:
 def _answer(filters: Filters) -> dict:
     """What the answer box above the results needs: whether answers are on, and the kinds the filters ask for
     (an answer cites skills and files; a root or language filter is not one /context knows)."""
-    kinds = {Source.Kind.SKILL: ["skill"], Source.Kind.FILE: ["file"], Source.Kind.DOCUMENT: ["file"]}
+    kinds: dict[str, list[str]] = {
+        Source.Kind.SKILL: ["skill"],
+        Source.Kind.FILE: ["file"],
+        Source.Kind.DOCUMENT: ["file"],
+    }
     return {
         "answers_enabled": CitedAnswerConfig.from_settings().enabled,
         "answer_sources": kinds.get(filters.kind, ["file"] if filters.language else []),

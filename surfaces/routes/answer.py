@@ -9,6 +9,7 @@ no connection.
 
 import dataclasses
 import threading
+from collections.abc import Callable
 from functools import partial
 
 from django.http import StreamingHttpResponse
@@ -73,26 +74,39 @@ def answer(request, payload: AnswerIn):
                 return AnswerOut(query=payload.query, **answer_collect(produce()))
             finally:
                 release()
-        response = StreamingHttpResponse(
+        response = _AnswerStream(
             sse_stream(lambda cancel: produce(cancel=cancel), keepalive=config.keepalive_seconds),
             content_type="text/event-stream; charset=utf-8",
+            on_close=release,
         )
     except BaseException:
         release()
         raise
-    # The server closes every response it was given (also when the client left): the slot is freed then, whether
-    # or not the stream was ever read.
-    response._resource_closers.append(release)
     response["Cache-Control"] = "no-cache"
     response["X-Accel-Buffering"] = "no"  # nginx and the like: pass each event on as it comes
     return response
+
+
+class _AnswerStream(StreamingHttpResponse):
+    """The stream's response; the server closes every response it was given (also when the client left), so its
+    answer slot is freed then, whether or not the stream was ever read."""
+
+    def __init__(self, *args, on_close: Callable[[], None], **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self._on_close = on_close
+
+    def close(self) -> None:
+        try:
+            super().close()
+        finally:
+            self._on_close()
 
 
 _slots_lock = threading.Lock()
 _slots: tuple[int, threading.BoundedSemaphore] | None = None
 
 
-def _slot_take(size: int):
+def _slot_take(size: int) -> Callable[[], None]:
     """One of this process's ``size`` answer slots (each answer holds a thread while the model writes), as a
     release function safe to call twice; Cooldown (429, Retry-After) when all are taken."""
     global _slots
