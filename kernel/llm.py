@@ -15,13 +15,15 @@ error and the wait; a provider's error text is scrubbed of the key.
 """
 
 import email.utils
+import json
 import logging
 import os
 import random
+import socket
 import threading
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import replace
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import Any
 
@@ -223,6 +225,59 @@ class LLMClient:
         log.debug("rerank: %d documents, model %s", len(documents), model)
         return self._run((model,), call)
 
+    def chat_stream(
+        self,
+        messages: Sequence[dict[str, str]],
+        *,
+        max_tokens: int,
+        temperature: float = 0.0,
+        models: Sequence[str] | None = None,
+    ) -> "ChatStream":
+        """The assistant's text for ``messages`` as it is written: an open stream of deltas from the first model of
+        the chain that starts answering.
+
+        Retries, the fallback chain and the breaker apply until a model starts
+        (its HTTP status and headers); a stream that breaks off after that is
+        not retried (its words are already out) and raises ``LLMUnavailable``
+        while iterating. Close the stream (or leave its ``with`` block) to
+        cancel the upstream call.
+        """
+        chain = tuple(models) if models is not None else self.config.chain
+        if not chain:
+            raise LLMNotConfigured("no language model to call: set RAG_LLM_MODEL")
+
+        def call(model: str) -> ChatStream:
+            body = {
+                "model": model,
+                "messages": list(messages),
+                "max_tokens": max_tokens,
+                "temperature": temperature,
+                "stream": True,
+                "stream_options": {"include_usage": True},
+            }
+            request = self._http.build_request("POST", "chat/completions", json=body, timeout=self.config.timeout)
+            try:
+                response = self._http.send(request, stream=True)
+            except httpx.TimeoutException:
+                raise AttemptError(ErrorKind.TIMEOUT, f"no answer within {self.config.timeout:g} s") from None
+            except httpx.TransportError as exc:
+                raise AttemptError(ErrorKind.CONNECTION, f"connection failed: {type(exc).__name__}") from None
+            if response.status_code >= 400:
+                try:
+                    response.read()
+                finally:
+                    response.close()
+                kind = status_kind(response.status_code)
+                retry_after = retry_after_seconds(response.headers) if kind.retryable else None
+                raise AttemptError(
+                    kind,
+                    f"HTTP {response.status_code} {self._provider_text(response)}".rstrip(),
+                    retry_after=retry_after,
+                )
+            return ChatStream(response, model=model, timeout=self.config.timeout, breaker=self.breaker)
+
+        return self._run(chain, call)
+
     def embed(self, texts: Sequence[str], *, model: str, dimensions: int | None = None) -> list[list[float]]:
         """One vector per text, in order, from ``model`` only.
 
@@ -340,6 +395,82 @@ class LLMClient:
         if self.config.api_key:
             text = text.replace(self.config.api_key, "***")
         return text[:PROVIDER_TEXT_CHARS]
+
+
+@dataclass(frozen=True, slots=True)
+class ChatDelta:
+    """One piece of a streamed answer: text, or (last) the token usage the server reported."""
+
+    text: str = ""
+    usage: dict[str, int] | None = None
+
+
+class ChatStream:
+    """An open streamed chat completion (OpenAI's ``data: {...}`` lines): iterate for ``ChatDelta``s, then close."""
+
+    def __init__(self, response: httpx.Response, *, model: str, timeout: float, breaker: Breaker) -> None:
+        self.model = model
+        self._response = response
+        self._timeout = timeout
+        self._breaker = breaker
+        self._cancelled = False
+
+    def __enter__(self) -> "ChatStream":
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._response.close()
+
+    def cancel(self) -> None:
+        """Ends the upstream call from any thread, also one blocked reading it: the socket is shut down (a plain
+        close would wait for that read to return), so the server sees the connection close and the reader stops."""
+        self._cancelled = True
+        stream = self._response.extensions.get("network_stream")
+        sock = stream.get_extra_info("socket") if stream is not None else None
+        if sock is not None:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass  # already closed by the server or by a finished stream
+
+    def __iter__(self) -> Iterator[ChatDelta]:
+        try:
+            for line in self._response.iter_lines():
+                if not line.startswith("data:"):
+                    continue  # blank separators, ": comments", "event:" lines
+                data = line[5:].strip()
+                if data == "[DONE]":
+                    return
+                try:
+                    chunk = json.loads(data)
+                except ValueError:
+                    raise self._broken(ErrorKind.BAD_RESPONSE, "a stream line that is not JSON") from None
+                if not isinstance(chunk, dict):
+                    raise self._broken(ErrorKind.BAD_RESPONSE, "a stream line that is not a JSON object")
+                if isinstance(chunk.get("error"), dict):
+                    raise self._broken(ErrorKind.SERVER, str(chunk["error"].get("message", ""))[:PROVIDER_TEXT_CHARS])
+                for choice in chunk.get("choices") or []:
+                    text = ((choice or {}).get("delta") or {}).get("content") or ""
+                    if text:
+                        yield ChatDelta(text=text)
+                if isinstance(chunk.get("usage"), dict):
+                    yield ChatDelta(usage={k: v for k, v in chunk["usage"].items() if isinstance(v, int)})
+        except (httpx.TransportError, httpx.StreamError) as exc:
+            if self._cancelled or self._response.is_closed:
+                return  # ended on purpose (the caller cancelled): nothing broke
+            if isinstance(exc, httpx.TimeoutException):
+                raise self._broken(ErrorKind.TIMEOUT, f"silent for more than {self._timeout:g} s") from None
+            raise self._broken(ErrorKind.CONNECTION, f"the stream broke off: {type(exc).__name__}") from None
+
+    def _broken(self, kind: ErrorKind, message: str) -> "LLMUnavailable":
+        self._breaker.record_error(self.model, kind=str(kind), message=message)
+        return LLMUnavailable(
+            f"the language model stopped answering ({self.model}): {kind}: {message}",
+            details={"models": [{"model": self.model, "error": str(kind), "message": message}]},
+        )
 
 
 def _vectors(reply: Any, *, count: int, dimensions: int | None) -> list[list[float]]:

@@ -189,16 +189,22 @@ def database_url_for(url: str, name: str) -> str:
 
 
 @contextlib.contextmanager
-def web_server(*, database_url: str, log_path: Path) -> Iterator[str]:
-    """gunicorn as `make run` starts it (rag_run.web_command) on a free port, on ``database_url``; yields its URL."""
+def web_server(
+    *, database_url: str, log_path: Path, env: dict[str, str] | None = None, answers: bool | None = None
+) -> Iterator[str]:
+    """gunicorn as `make run` starts it (rag_run.web_command) on a free port, on ``database_url``; yields its URL.
+
+    ``env``: more variables for it (a chat model, say); ``answers``: start it as with a chat model configured."""
     from rag_site.management.commands.rag_run import web_command
 
     port = free_port()
     log_path.parent.mkdir(parents=True, exist_ok=True)
-    env = {**os.environ, "DATABASE_URL": database_url}
+    env = {**os.environ, **(env or {}), "DATABASE_URL": database_url}
     with open(log_path, "ab") as log:
         process = subprocess.Popen(
-            web_command(python=sys.executable, bind=f"127.0.0.1:{port}"),
+            web_command(
+                python=sys.executable, bind=f"127.0.0.1:{port}", **({} if answers is None else {"answers": answers})
+            ),
             env=env,
             stdout=log,
             stderr=subprocess.STDOUT,

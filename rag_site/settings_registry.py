@@ -1163,6 +1163,40 @@ DECLARED: tuple[Setting, ...] = (
         maximum=600.0,
         doc="Seconds the reranking call may take.",
     ),
+    IntSetting(
+        name="RAG_ANSWER_MAX_TOKENS",
+        topic=LLM,
+        default=800,
+        minimum=16,
+        maximum=32000,
+        doc="Most tokens a cited answer (`POST /api/v1/answer`, the search page) may take.",
+    ),
+    FloatSetting(
+        name="RAG_ANSWER_TIMEOUT",
+        topic=LLM,
+        default=60.0,
+        minimum=0.1,
+        maximum=3600.0,
+        doc="Seconds the answer's model may stay silent (before its first word, or between two) before it gives up.",
+    ),
+    IntSetting(
+        name="RAG_ANSWER_STREAMS",
+        topic=LLM,
+        default=8,
+        minimum=1,
+        maximum=256,
+        doc="Cited answers written at once per web process; each holds a thread of its own, added to "
+        "`RAG_WEB_THREADS` when a chat model is configured, so answers never take the threads searches use. "
+        "One more answers 503.",
+    ),
+    FloatSetting(
+        name="RAG_ANSWER_KEEPALIVE_SECONDS",
+        topic=LLM,
+        default=10.0,
+        minimum=0.05,
+        maximum=300.0,
+        doc="A streamed answer sends a keep-alive comment after this many silent seconds, so proxies keep it open.",
+    ),
     # --- observability ---
     StrSetting(
         name="RAG_METRICS_TOKEN",

@@ -48,6 +48,8 @@ class SkillEntry:
     stale: bool = False
     content: str = ""  # the best section's text, shown inline; empty: the index line alone
     language: str = "markdown"
+    start_line: int | None = None  # the best chunk's lines, where the viewer opens the skill
+    end_line: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

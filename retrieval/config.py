@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from django.conf import settings
 
-from kernel.config import LLMConfig
+from kernel.config import LLMConfig, llm_config
 from retrieval.choices import FusionMethod, LexicalRanking, RerankBackend
 from sources.config import extract_limits
 from sources.extract import Limits
@@ -175,6 +175,33 @@ class ContextConfig:
             tokenizer=settings.RAG_CONTEXT_TOKENIZER,
             skill_share=settings.RAG_CONTEXT_SKILL_SHARE,
             skill_min_similarity=settings.RAG_CONTEXT_SKILL_MIN_SIMILARITY,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class CitedAnswerConfig:
+    """A cited answer (retrieval/answering.py): its context, and how the chat model is called for it."""
+
+    context: ContextConfig
+    llm: LLMConfig  # the provider and chain (RAG_LLM_*); no base URL or model: answers are off
+    max_tokens: int
+    timeout: float  # seconds the model may stay silent
+    keepalive_seconds: float  # a streamed answer's keep-alive comment after this much silence
+    streams: int = 8  # answers written at once per web process (each holds a thread)
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self.llm.base_url and self.llm.chain)
+
+    @classmethod
+    def from_settings(cls) -> "CitedAnswerConfig":
+        return cls(
+            context=ContextConfig.from_settings(),
+            llm=llm_config(),
+            max_tokens=settings.RAG_ANSWER_MAX_TOKENS,
+            timeout=settings.RAG_ANSWER_TIMEOUT,
+            keepalive_seconds=settings.RAG_ANSWER_KEEPALIVE_SECONDS,
+            streams=settings.RAG_ANSWER_STREAMS,
         )
 
 

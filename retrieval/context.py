@@ -170,6 +170,8 @@ def _skill_entries(hits: list[Hit], query: str) -> list[SkillEntry]:
                 content_hash=skill.content_hash,
                 stale=skill.index_status != IndexStatus.INDEXED,  # edited, re-index queued or failed
                 content=hit.chunk.content,
+                start_line=hit.chunk.start_line,
+                end_line=hit.chunk.end_line,
             )
         )
     return entries

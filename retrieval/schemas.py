@@ -423,3 +423,58 @@ class GrepOut(Schema):
             "Why the scan stopped early: RAG_GREP_TIMEOUT_SECONDS or max_matches; null when every file was searched."
         ),
     )
+
+
+class AnswerIn(ContextIn):
+    """A question answered from /context's parts (same scope, budget and order), citing them by number."""
+
+    budget_tokens: int = Field(
+        3000,
+        ge=64,
+        le=_LIMITS.context_max_budget_tokens,
+        description="The most tokens the sources given to the model may take (RAG_CONTEXT_TOKENIZER).",
+    )
+    stream: Flag = Field(
+        False,
+        description="true: text/event-stream (events sources, delta, error, done; keep-alive comments); "
+        "false: one JSON object.",
+    )
+
+
+class AnswerSourceOut(Schema):
+    number: int = Field(..., description="What the answer's markers ([1]) name.")
+    kind: str
+    citation: str
+    title: str
+    path: str
+    start_line: int | None
+    end_line: int | None
+    content: str
+    url: str = Field(..., description="The viewer at the cited lines, for a person ('' when there is none).")
+
+
+class AnswerCitationOut(Schema):
+    number: int
+    citation: str
+    url: str
+
+
+class AnswerErrorOut(Schema):
+    kind: Literal["not_configured", "empty_retrieval", "breaker_open", "timeout", "model_unavailable", "rejected"]
+    message: str
+
+
+class AnswerOut(Schema):
+    """The non-streaming answer: the same content as the stream's events."""
+
+    query: str
+    sources: list[AnswerSourceOut] = Field(..., description="The numbered sources (the stream's sources event).")
+    answer: str = Field(..., description="The text, with markers that name no source removed.")
+    error: AnswerErrorOut | None = Field(
+        None, description="Why there is no (whole) answer: the sources are still given."
+    )
+    citations: list[AnswerCitationOut] = Field(..., description="The sources the answer cites, in order of first use.")
+    usage: dict[str, int] = Field(..., description="Token usage as the model reported it.")
+    dropped_markers: int = Field(..., description="Citation markers that named no source (removed from the text).")
+    uncited_numeric_sentences: list[str] = Field(..., description="Sentences that state a number and cite nothing.")
+    warnings: list[str]

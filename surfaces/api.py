@@ -8,6 +8,7 @@ from ninja import NinjaAPI
 from ninja.errors import AuthenticationError, HttpError, ValidationError
 
 from kernel.errors import ApplicationError, error_headers, http_status
+from surfaces.routes.answer import router as answer_router
 from surfaces.routes.documents import router as documents_router
 from surfaces.routes.memories import router as memories_router
 from surfaces.routes.retrieval import router as retrieval_router
@@ -61,6 +62,7 @@ api.add_router("/v1", retrieval_router)
 api.add_router("/v1", sources_router)
 api.add_router("/v1", documents_router)
 api.add_router("/v1", memories_router)
+api.add_router("/v1", answer_router)
 # Operation ids (NinjaAPI.get_openapi_operation_id's form) of what answers without credentials (HEALTH_AUTH).
 _OPEN_TO_ANYONE = {f"{view.__module__}_{view.__name__}".replace(".", "_") for view in (health,)}
 

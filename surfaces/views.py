@@ -17,7 +17,7 @@ from django_htmx.http import HttpResponseClientRedirect
 
 from access.identity import identity_for_user, scope_for
 from kernel.errors import ApplicationError
-from retrieval.config import SearchConfig
+from retrieval.config import CitedAnswerConfig, SearchConfig
 from retrieval.highlight import highlight_css, matching_words, snippet
 from retrieval.search import Hit, Mode, chunks_search, hits_tools
 from retrieval.symbols import SYMBOL_NAME, symbol_hits
@@ -110,6 +110,7 @@ def search_page(request):
             context.update(_symbol_results(filters, scope, context["roots"], form.text))
         else:
             context.update(_results(filters, scope, context["roots"]))
+            context.update(_answer(filters))
             if filters.page == 1 and not filters.kind and SYMBOL_NAME.fullmatch(filters.query):
                 # A bare identifier (``F``, ``orm``) is most often a name one wants the definition of.
                 context["definitions"] = _symbol_results(filters, scope, context["roots"], filters.query)["hits"][:3]
@@ -211,6 +212,20 @@ def _hit_views(shown: list[Hit], words: set[str], roots: list[WorkspaceRoot], *,
     root_names = {root.pk: root.name for root in roots} if len(roots) > 1 else {}
     links = Links(slugs, uploaded, schemas, root_names)
     return [_hit_view(hit, rank, words, links) for rank, hit in enumerate(shown, start=first_rank)]
+
+
+def _answer(filters: Filters) -> dict:
+    """What the answer box above the results needs: whether answers are on, and the kinds the filters ask for
+    (an answer cites skills and files; a root or language filter is not one /context knows)."""
+    kinds: dict[str, list[str]] = {
+        Source.Kind.SKILL: ["skill"],
+        Source.Kind.FILE: ["file"],
+        Source.Kind.DOCUMENT: ["file"],
+    }
+    return {
+        "answers_enabled": CitedAnswerConfig.from_settings().enabled,
+        "answer_sources": kinds.get(filters.kind, ["file"] if filters.language else []),
+    }
 
 
 @dataclasses.dataclass(frozen=True)

@@ -50,6 +50,7 @@ class Reply:
     message: str = ""
     text: str | None = None  # "ok": this chat text instead of the default
     delay: float = 0.0  # "slow": seconds before answering (a timeout when above the client's)
+    pace: float = 0.0  # a streamed answer: seconds between two deltas
 
 
 def ok(text: str | None = None) -> Reply:
@@ -63,6 +64,11 @@ def http_error(status: int, *, retry_after: float | str | None = None, message: 
 
 def slow(seconds: float) -> Reply:
     return Reply(kind="slow", delay=seconds)
+
+
+def paced(seconds: float, text: str | None = None) -> Reply:
+    """A streamed answer that waits ``seconds`` before each delta (a model that writes slowly)."""
+    return Reply(text=text, pace=seconds)
 
 
 def malformed() -> Reply:
@@ -113,6 +119,9 @@ class FakeOpenAI:
         self.api_key = api_key  # set: requests without "Bearer <api_key>" get 401
         self.models = models  # set: other models get 404
         self.calls: list[Call] = []
+        self.stream_piece_chars = 4  # a streamed answer's deltas: this many characters each, so markers split
+        self.streams_finished = 0  # streamed answers written to their end
+        self.streams_cut = 0  # streamed answers whose client went away before the end
         self._scripts: dict[str, deque[Reply]] = defaultdict(deque)
         self._always: dict[str, Reply] = {}
         self._chat: Callable[[str, dict], str] | None = None
@@ -243,7 +252,38 @@ def _handler(fake: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
             if path == "rerank":
                 return self._json(200, _reranked(model, body, bare=fake.rerank_bare, relevance=fake.relevance))
             text = reply.text if reply.text is not None else fake.chat_reply(model, body)
+            if body.get("stream"):
+                return self._stream(model, text, pace=reply.pace)
             return self._json(200, _completion(model, text))
+
+        def _stream(self, model: str, text: str, *, pace: float):
+            """Server-Sent Events as OpenAI streams them: role, content deltas, usage, [DONE]."""
+            size = fake.stream_piece_chars
+            pieces = [text[i : i + size] for i in range(0, len(text), size)]
+            events = [{"choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}}]}]
+            events += [{"choices": [{"index": 0, "delta": {"content": piece}}]} for piece in pieces]
+            events.append({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
+            events.append({"choices": [], "usage": _completion(model, text)["usage"]})
+            try:
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.send_header("Connection", "close")
+                self.end_headers()
+                for event in events:
+                    if pace and event["choices"] and event["choices"][0]["delta"].get("content"):
+                        if fake._stopping.wait(pace):
+                            break
+                    self.wfile.write(f"data: {json.dumps(event)}\n\n".encode())
+                    self.wfile.flush()
+                self.wfile.write(b"data: [DONE]\n\n")
+                self.wfile.flush()
+            except (BrokenPipeError, ConnectionResetError):
+                with fake._lock:
+                    fake.streams_cut += 1
+            else:
+                with fake._lock:
+                    fake.streams_finished += 1
+            self.close_connection = True
 
         def _json(self, status: int, payload: dict | list, headers: dict[str, str] | None = None):
             self._send(status, json.dumps(payload).encode(), {"Content-Type": "application/json", **(headers or {})})

@@ -54,6 +54,7 @@ ALLOWED: dict[str, str] = {
     "sources.tasks": "the Celery tasks: the worker's edge, where jobs build their configs (and the retry delay)",
     # Measurement.
     "measure.bench_accuracy": _MEASURE,
+    "measure.bench_answers": _MEASURE,
     "measure.bench_corpus": _MEASURE,
     "measure.bench_freshness": _MEASURE,
     "measure.bench_index": _MEASURE,

@@ -55,6 +55,12 @@ RAG_RERANK_LLM_MODEL = read_str("RAG_RERANK_LLM_MODEL")  # empty: RAG_LLM_MODEL 
 RAG_RERANK_LLM_PASSAGE_CHARS = read_int("RAG_RERANK_LLM_PASSAGE_CHARS")
 # A query waits for the model: one try, bounded (the breaker skips a failing model for everyone).
 RAG_RERANK_LLM_TIMEOUT = read_float("RAG_RERANK_LLM_TIMEOUT")
+# --- Cited answers (POST /api/v1/answer and the search page; need the language model above) ---
+RAG_ANSWER_MAX_TOKENS = read_int("RAG_ANSWER_MAX_TOKENS")
+RAG_ANSWER_TIMEOUT = read_float("RAG_ANSWER_TIMEOUT")
+RAG_ANSWER_KEEPALIVE_SECONDS = read_float("RAG_ANSWER_KEEPALIVE_SECONDS")
+# Each answer being written holds a gunicorn thread: make run adds this many per web process (rag_run.web_command).
+RAG_ANSWER_STREAMS = read_int("RAG_ANSWER_STREAMS")
 # An API embedding model (RAG_EMBEDDING_MODEL, or a root's or segment's model
 # name, "api:<model>[@<dimensions>]") is served by the same base URL.
 if RAG_EMBEDDING_MODEL.startswith("api:") and not RAG_LLM_BASE_URL:

@@ -1,4 +1,5 @@
 import json
+import re
 from io import StringIO
 
 import pytest
@@ -151,3 +152,38 @@ def test_code_mode_scores_hits_by_file_and_overlapping_lines(tmp_path, settings)
     assert first > 0 and again == 0  # a kept root is re-verified on the next run, not re-embedded
     with pytest.raises(CommandError, match="--code needs --root"):
         run("--code", str(queries))
+
+
+def test_with_a_chat_model_the_eval_scores_cited_answers(dataset, settings, openai_server):
+    from kernel.llm import process_breaker
+
+    settings.RAG_LLM_BASE_URL, settings.RAG_LLM_MODEL = openai_server.base_url, "eval-writer"
+    process_breaker().close("eval-writer")
+
+    def reply(model: str, body: dict) -> str:
+        prompt = body["messages"][-1]["content"]
+        if "Answer to check:" in prompt:
+            return 'Judged: {"faithfulness": 0.75}'
+        given = len(re.findall(r"^\[(\d+)\] ", prompt, flags=re.MULTILINE))
+        return "Here is what the sources say " + "".join(f"[{n}]" for n in range(1, given + 2)) + "."
+
+    openai_server.on_chat(reply)
+    answers = run(str(dataset))["answers"]
+    prompts = [
+        c.body["messages"][-1]["content"]
+        for c in openai_server.requests(model="eval-writer")
+        if "Answer to check:" not in c.body["messages"][-1]["content"]
+    ]
+    given = [re.findall(r"^\[\d+\] (d\d):", prompt, flags=re.MULTILINE) for prompt in prompts]
+    relevant = {"how to back up postgres": "d1", "renew certificates": "d4"}
+    expected = sum(relevant[p.rsplit("Question: ", 1)[1]] in docs for p, docs in zip(prompts, given, strict=True))
+    # Each answer cites every source it was given (and one number past them, dropped); one passage a query is relevant.
+    assert (answers["answered"], answers["failed"]) == (2, 0)
+    assert answers["citations"] == sum(len(docs) for docs in given) > 0
+    assert answers["citation_precision"] == expected / answers["citations"] > 0
+    assert answers["faithfulness"] == 0.75 and answers["faithfulness_judged"] == 2
+    assert answers["dropped_markers"] == 2
+    assert "answers" not in run(str(dataset), "--answers", "0")
+    out = StringIO()
+    call_command("rag_eval", str(dataset), stdout=out)
+    assert "cited answers (eval-writer) to 2 queries" in out.getvalue() and "faithfulness 0.750" in out.getvalue()

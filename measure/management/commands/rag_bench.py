@@ -19,13 +19,14 @@ class Command(BaseCommand):
         "`slowloris --url URL`: health probes beside connections trickling headers or a body. "
         "`extract PATH`: every document under PATH through the extraction sandbox; PDF pages/s, peak memory. "
         "`freshness`: seconds from a change in a watched root to search (edit, create, rename, delete), idle and "
-        "beside a bulk job, and a skill saved meanwhile."
+        "beside a bulk job, and a skill saved meanwhile. "
+        "`answers`: search latency alone and beside --streams streamed answers from a slow fake chat model."
     )
 
     def add_arguments(self, parser) -> None:
         parser.add_argument(
             "what",
-            choices=["chunk", "index", "search", "login-flood", "slowloris", "extract", "freshness"],
+            choices=["chunk", "index", "search", "login-flood", "slowloris", "extract", "freshness", "answers"],
             help="What to measure.",
         )
         parser.add_argument("path", type=Path, nargs="?", help="chunk, index, extract: the source tree.")
@@ -65,6 +66,12 @@ class Command(BaseCommand):
         flood.add_argument("--flooders", type=int, default=16, help="Clients posting wrong passwords (default 16).")
         flood.add_argument("--searchers", type=int, default=1, help="Clients searching meanwhile (default 1).")
         slowloris_arguments(parser)
+        answers = parser.add_argument_group("answers (also --chunks, default 2000, --seconds, --searchers, --seed)")
+        answers.add_argument("--streams", type=int, default=8, help="Streamed answers kept open (default 8).")
+        answers.add_argument(
+            "--first-token", type=float, default=3.0, help="The fake model's silence before it writes (default 3 s)."
+        )
+        answers.add_argument("--pace", type=float, default=0.25, help="Seconds between its deltas (default 0.25).")
         fresh = parser.add_argument_group("freshness")
         fresh.add_argument("--rounds", type=int, default=20, help="Changes of each kind per phase (default 20).")
         fresh.add_argument(
@@ -83,6 +90,9 @@ class Command(BaseCommand):
             return
         if what == "freshness":
             self._freshness(as_json=json, **options)
+            return
+        if what == "answers":
+            self._answers(as_json=json, **options)
             return
         if what == "login-flood":
             from measure.bench_login_flood import login_flood_command
@@ -111,6 +121,34 @@ class Command(BaseCommand):
         self.stdout.write(f"  {'language':<12} {'files':>7} {'chunks':>8}")
         for language, chunks in result.by_language.most_common():
             self.stdout.write(f"  {language:<12} {result.files_by_language[language]:>7} {chunks:>8}")
+
+    def _answers(self, *, as_json: bool, **options) -> None:
+        from django.core.management import call_command
+
+        from measure.bench_answers import AnswersBenchOptions, answers_bench
+        from measure.bench_search import database_is_embedded
+
+        call_command("migrate", interactive=False, verbosity=0)
+        if not options["yes"] and not database_is_embedded():
+            raise CommandError(
+                "this database is not this checkout's embedded one (var/postgres); pass --yes to go ahead"
+            )
+        try:
+            bench = AnswersBenchOptions(
+                chunks=options["chunks"] or 2000,
+                streams=options["streams"],
+                searchers=options["searchers"],
+                seconds=options["seconds"],
+                first_token=options["first_token"],
+                pace=options["pace"],
+                seed=options["seed"],
+            )
+            log = (lambda line: self.stderr.write(line)) if as_json else (lambda line: self.stdout.write(line))
+            report = answers_bench(bench, log=log)
+        except ApplicationError as exc:
+            raise CommandError(exc.message) from None
+        if as_json:
+            self.stdout.write(_json(report))
 
     def _freshness(
         self, *, as_json: bool, rounds: int, bulk_files: int, concurrency: int | None, yes: bool, **_

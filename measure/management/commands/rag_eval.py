@@ -9,6 +9,8 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 
 from kernel.errors import ApplicationError
+from kernel.llm import llm_client
+from measure.answers import answers_evaluate
 from measure.evaluation import (
     beir_load,
     code_context,
@@ -21,6 +23,7 @@ from measure.evaluation import (
     indexing_notes,
     skipped_take,
 )
+from retrieval.config import CitedAnswerConfig
 
 
 class Command(BaseCommand):
@@ -37,6 +40,13 @@ class Command(BaseCommand):
         parser.add_argument("--json", action="store_true", help='Print {"channels": {name: {metric: value}}}.')
         parser.add_argument(
             "--keep", action="store_true", help="Keep the indexed dataset; a re-run then embeds nothing."
+        )
+        parser.add_argument(
+            "--answers",
+            type=int,
+            default=20,
+            help="With a chat model configured: answer this many judged queries with citations and score them "
+            "(citation precision, judged faithfulness); 0: none (default 20).",
         )
 
     def handle(self, *args, dataset: Path | None, k: int, json: bool = False, keep: bool = False, **options) -> None:
@@ -55,6 +65,7 @@ class Command(BaseCommand):
         try:
             channels = dataset_evaluate(data, source, k=k)
             context = dataset_context(data, source)
+            answers = self._answers(data, source, limit=options["answers"])
         finally:
             if not keep:
                 source.delete()
@@ -70,6 +81,8 @@ class Command(BaseCommand):
             "context": context,
             "searches_skipping_work": skipped,
         }
+        if answers is not None:
+            report["answers"] = answers
         if json:
             self.stdout.write(_dumps(report))
             return
@@ -80,6 +93,23 @@ class Command(BaseCommand):
         self._notes(skipped)
         self._table(channels)
         self._context(context, what="a relevant passage")
+        if answers is not None:
+            self.stdout.write(
+                f"  cited answers ({settings.RAG_LLM_MODEL}) to {answers['answered']} queries "
+                f"({answers['failed']} without an answer): citation precision {answers['citation_precision']:.3f} "
+                f"over {answers['citations']} citations, faithfulness {answers['faithfulness']:.3f} "
+                f"(judged {answers['faithfulness_judged']}), {answers['dropped_markers']} markers naming no source, "
+                f"{answers['uncited_numeric_sentences']} sentences with an uncited number"
+            )
+
+    def _answers(self, data, source, *, limit: int) -> dict | None:
+        """The answer section, when a chat model is configured and answers are asked for."""
+        config = CitedAnswerConfig.from_settings()
+        if not config.enabled or limit <= 0:
+            return None
+        queries = [(q, text) for q, text in data.queries.items() if q in data.qrels][:limit]
+        client = llm_client(config.llm).with_options(timeout=config.timeout)
+        return answers_evaluate(queries=queries, qrels=data.qrels, source=source, config=config, client=lambda: client)
 
     def _code(self, queries_path: Path, root_dir: Path | None, *, k: int, as_json: bool, keep: bool) -> None:
         if root_dir is None:

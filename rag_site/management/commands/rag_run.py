@@ -33,10 +33,17 @@ from sources.queues import BULK, INTERACTIVE
 ADMIN_USERNAME = "admin"
 
 
-def web_command(*, python: str, bind: str) -> list[str]:
-    """The web server's command line (`rag_bench search` starts the same one)."""
+def web_command(*, python: str, bind: str, answers: bool | None = None) -> list[str]:
+    """The web server's command line (`rag_bench search` starts the same one); ``answers``: as with a chat model
+    configured (default: whether one is)."""
     # Threads, not one request per process: a slow query holds a thread, not
     # a whole worker (slow clients wait in the front: Caddy, under make run too).
+    # A cited answer holds its thread while the model writes (seconds to minutes): with a chat model, each process
+    # gets RAG_ANSWER_STREAMS more threads, and answers may use no others (surfaces/routes/answer.py). Without
+    # them, 8 streams took all 2 x 4 threads and a search waited 10.7 s (rag_bench answers).
+    threads = settings.RAG_WEB_THREADS
+    if settings.RAG_LLM_BASE_URL if answers is None else answers:
+        threads += settings.RAG_ANSWER_STREAMS
     return [
         python,
         "-m",
@@ -45,7 +52,7 @@ def web_command(*, python: str, bind: str) -> list[str]:
         f"--bind={bind}",
         f"--workers={settings.RAG_WEB_WORKERS}",
         "--worker-class=gthread",
-        f"--threads={settings.RAG_WEB_THREADS}",
+        f"--threads={threads}",
         "--timeout=120",
         # A worker's exit clears its live metrics (kernel/metrics.py).
         "--config=python:rag_site.gunicorn_hooks",

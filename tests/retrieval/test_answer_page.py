@@ -1,0 +1,31 @@
+"""The search page's answer box: offered above the results when a chat model is configured, explained when not."""
+
+import pytest
+
+from sources import services
+from tests.factories import SkillFactory
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def skill(db):
+    body = "# Operations\n\n## Rotating certificates\n\nRenew the TLS certificates with certbot every 60 days.\n"
+    services.skill_index(skill_id=SkillFactory(slug="ops", body=body).pk)
+
+
+def test_with_a_chat_model_the_page_offers_an_answer_above_the_results(skill, person, client, settings, openai_server):
+    settings.RAG_LLM_BASE_URL, settings.RAG_LLM_MODEL = openai_server.base_url, "writer"
+    html = client.get("/?q=renew+certificates&kind=skill").content.decode()
+    assert 'id="answer"' in html and "Answer with citations" in html
+    assert 'data-url="/api/v1/answer"' in html and 'data-sources="skill"' in html
+    assert html.index('id="answer"') < html.index('class="hits"')
+    assert "js/answer.js" in html
+
+
+def test_without_a_chat_model_the_page_says_how_to_turn_answers_on(skill, person, client, settings):
+    settings.RAG_LLM_BASE_URL, settings.RAG_LLM_MODEL = "", ""
+    html = client.get("/?q=renew+certificates").content.decode()
+    assert 'id="answer"' not in html
+    assert "Cited answers are off" in html and "RAG_LLM_MODEL" in html
+    assert 'class="hits"' in html  # the results are there all the same
