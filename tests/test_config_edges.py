@@ -39,6 +39,7 @@ ALLOWED: dict[str, str] = {
     "access.auth": _ACCESS,
     "access.refusals": _ACCESS,
     "access.signin": _ACCESS,
+    "access.oidc.config": "single sign-on's config builder (RAG_OIDC_*), read per sign-in",
     "access.models": "Django's swappable user model: a ForeignKey names it by settings.AUTH_USER_MODEL",
     # The shell.
     "rag_site.beat": _SHELL,

@@ -21,7 +21,7 @@ class BackupConfig:
 
 
 def backup_config(alias: str = "default") -> BackupConfig:
-    documents = settings.STORAGES.get("documents", {}).get("OPTIONS", {}).get("location")
+    documents: str | None = settings.STORAGES.get("documents", {}).get("OPTIONS", {}).get("location")  # type: ignore[attr-defined]
     return BackupConfig(
         database=Database.from_settings(connections[alias].settings_dict),
         bin_dir=settings.RAG_PG_BIN_DIR,

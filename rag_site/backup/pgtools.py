@@ -57,7 +57,10 @@ class Database:
         values["PGPASSWORD"] = self.password
         return {key: value for key, value in values.items() if value}
 
-    def connect_kwargs(self) -> dict[str, str]:
+    def conninfo(self) -> str:
+        """A libpq connection string (for psycopg in this process; never a child's argv)."""
+        from psycopg.conninfo import make_conninfo
+
         values = {"dbname": self.name, "host": self.host, "port": self.port, "user": self.user}
         values["password"] = self.password
-        return {key: value for key, value in values.items() if value}
+        return make_conninfo(**{key: value for key, value in values.items() if value})

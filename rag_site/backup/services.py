@@ -221,7 +221,7 @@ def backup_scheduled(
 
 def _connect(database: Database) -> psycopg.Connection:
     try:
-        return psycopg.connect(**database.connect_kwargs(), autocommit=True)
+        return psycopg.connect(database.conninfo(), autocommit=True)
     except psycopg.OperationalError as exc:
         raise BackupError(f"cannot connect to database {database.name!r}: {exc}") from exc
 

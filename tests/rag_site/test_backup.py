@@ -55,11 +55,11 @@ def other_database():
     """A second, empty database on the same server; dropped afterwards."""
     admin = Database.from_settings(connection.settings_dict, name="postgres")
     name = f"{connection.settings_dict['NAME']}_restored"
-    with psycopg.connect(**admin.connect_kwargs(), autocommit=True) as conn:
+    with psycopg.connect(admin.conninfo(), autocommit=True) as conn:
         conn.execute(f'DROP DATABASE IF EXISTS "{name}"')
         conn.execute(f'CREATE DATABASE "{name}"')
     yield Database.from_settings(connection.settings_dict, name=name)
-    with psycopg.connect(**admin.connect_kwargs(), autocommit=True) as conn:
+    with psycopg.connect(admin.conninfo(), autocommit=True) as conn:
         conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
