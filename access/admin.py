@@ -7,7 +7,7 @@ from django.template.response import TemplateResponse
 from django.utils import timezone
 
 from access.keys import api_key_assign
-from access.models import AccessGrant, ApiKey
+from access.models import AccessGrant, ApiKey, OidcIdentity
 
 
 @admin.register(ApiKey)
@@ -73,13 +73,27 @@ class AccessGrantInline(admin.TabularInline):
     verbose_name_plural = "Search access: bots, clients and channels this account sees besides shared sources"
 
 
+class OidcIdentityInline(admin.TabularInline):
+    """Who at the provider signs in as this account: shown, and deletable (the next sign-in then makes a new account),
+    never edited (a changed subject would hand the account to someone else)."""
+
+    model = OidcIdentity
+    extra = 0
+    fields = ["issuer", "subject", "created_at", "last_signed_in_at"]
+    readonly_fields = fields
+    verbose_name_plural = "Single sign-on: the provider's identity that signs in as this account"
+
+    def has_add_permission(self, request, obj=None) -> bool:
+        return False
+
+
 admin.site.unregister(User)
 admin.site.unregister(Group)
 
 
 @admin.register(User)
 class UserWithGrantsAdmin(UserAdmin):
-    inlines = [*UserAdmin.inlines, AccessGrantInline]
+    inlines = [*UserAdmin.inlines, AccessGrantInline, OidcIdentityInline]
 
 
 @admin.register(Group)

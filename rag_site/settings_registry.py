@@ -1231,6 +1231,13 @@ DECLARED: tuple[Setting, ...] = (
         ),
     ),
     StrSetting(
+        name="RAG_BACKUP_HOST_DIR",
+        topic=COMPOSE,
+        default="./backups",
+        doc="The host directory mounted at `/data/backups` (`RAG_BACKUP_DIR` inside): scheduled backups, and "
+        "where `rag_backup /data/backups/NAME` writes.",
+    ),
+    StrSetting(
         name="POSTGRES_SHARED_BUFFERS",
         topic=COMPOSE,
         default="1GB",

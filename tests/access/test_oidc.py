@@ -166,3 +166,10 @@ def test_single_sign_on_is_off_without_a_client_id(client, settings):
     assert client.get("/oidc/callback/", {"code": "x", "state": "y"}).status_code == 404
     assert "Sign in with" not in client.get("/accounts/login/").content.decode()
     assert not OidcIdentity.objects.exists()
+
+
+def test_the_admin_shows_who_signs_in_as_an_account(client, provider, admin_client):
+    sign_in(client)
+    user = User.objects.get(username="alice")
+    page = admin_client.get(f"/admin/auth/user/{user.pk}/change/").content.decode()
+    assert "user-1" in page and provider.issuer in page
