@@ -2,15 +2,16 @@
 
 A backup is written under a temporary name and renamed when whole, so a
 half-written one never looks like a backup. A restore runs in one
-transaction (psql --single-transaction, fed by pg_restore): the old contents
-are dropped and the dump loaded together, so a restore that fails leaves the
-database as it was.
+transaction (pg_restore's script relayed into psql, committed only when it
+was read whole): the old contents are dropped and the dump loaded together,
+so a restore that fails leaves the database as it was.
 """
 
 import logging
 import os
 import shutil
 import subprocess
+import tempfile
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -105,6 +106,7 @@ def backup_restore(
     force: bool = False,
     bin_dir: str = "",
     documents_dir: Path | None = None,
+    lock_timeout: str = LOCK_TIMEOUT,
 ) -> RestoreReport:
     """Replace ``database``'s contents with the backup in ``source``, after checking it; nothing changes on refusal."""
     manifest = backup_verify(source=source, known_migrations=known_migrations)
@@ -117,11 +119,13 @@ def backup_restore(
             f"database {database.name!r} holds data ({rows}); nothing was restored. "
             "rag_restore --force replaces its contents with the backup's."
         )
-    _load(source / DUMP_NAME, database=database, pg_restore=pg_restore, psql=psql)
+    _load(source / DUMP_NAME, database=database, pg_restore=pg_restore, psql=psql, lock_timeout=lock_timeout)
     with _connect(database) as conn, conn.cursor() as cursor:
         counts = table_counts(cursor)
     if counts != manifest.counts:
-        raise BackupError(f"restored counts {counts} differ from the manifest's {manifest.counts}")
+        raise BackupError(
+            f"the backup was restored, but its counts {counts} differ from the manifest's {manifest.counts}"
+        )
     if documents_dir and (source / DOCUMENTS_NAME).is_dir():
         shutil.copytree(source / DOCUMENTS_NAME, documents_dir, dirs_exist_ok=True)
     applied = {(app, name) for app, names in manifest.migrations.items() for name in names}
@@ -156,47 +160,62 @@ def backup_verify(*, source: Path, known_migrations: dict[str, set[str]]) -> Man
     return manifest
 
 
-def _load(dump: Path, *, database: Database, pg_restore: str, psql: str) -> None:
+def _load(dump: Path, *, database: Database, pg_restore: str, psql: str, lock_timeout: str) -> None:
+    """Empty the schema and load the dump in one transaction, committed only once pg_restore has read it all.
+
+    Relayed through this process rather than piped straight (or `psql --single-transaction`, which commits at the
+    end of its input): a pg_restore that dies half-way would hand psql a short script, and psql would commit the
+    dropped schema with half the data. Here psql sees its input end without COMMIT and rolls back.
+    """
     # --no-owner/--no-privileges: a backup of the embedded server (role postgres) restores into compose's (role
-    # rag) and back. The schema is emptied in the same transaction that loads the dump.
-    restore = subprocess.Popen(
-        [pg_restore, "--no-owner", "--no-privileges", "--file=-", str(dump)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env=_env(database),
-    )
-    load = subprocess.run(
-        [
-            psql,
-            "--no-psqlrc",
-            "--quiet",
-            "--single-transaction",
-            "--set=ON_ERROR_STOP=1",
-            f"--command=SET lock_timeout = '{LOCK_TIMEOUT}'",
-            "--command=DROP SCHEMA IF EXISTS public CASCADE",
-            "--command=CREATE SCHEMA public",
-            "--file=-",
-        ],
-        stdin=restore.stdout,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        env=_env(database),
-        check=False,
-    )
-    assert restore.stdout is not None and restore.stderr is not None
-    restore.stdout.close()
-    restore_errors = restore.stderr.read().decode(errors="replace")
-    restore.wait()
-    if restore.returncode:
-        raise BackupError(f"pg_restore could not read the dump; nothing was restored: {restore_errors.strip()}")
+    # rag) and back.
+    with tempfile.TemporaryFile() as restore_log, tempfile.TemporaryFile() as load_log:
+        restore = subprocess.Popen(
+            [pg_restore, "--no-owner", "--no-privileges", "--file=-", str(dump)],
+            stdout=subprocess.PIPE,
+            stderr=restore_log,
+            env=_env(database),
+        )
+        load = subprocess.Popen(
+            [psql, "--no-psqlrc", "--quiet", "--set=ON_ERROR_STOP=1", "--file=-"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            stderr=load_log,
+            env=_env(database),
+        )
+        assert restore.stdout is not None and load.stdin is not None
+        prelude = (
+            "".join((f"SET lock_timeout = '{lock_timeout}';\n", "BEGIN;\n", "DROP SCHEMA IF EXISTS public CASCADE;\n"))
+            + "CREATE SCHEMA public;\n"
+        )
+        psql_stopped = False
+        try:
+            load.stdin.write(prelude.encode())
+            while block := restore.stdout.read(1 << 20):
+                load.stdin.write(block)
+            if restore.wait() == 0:
+                load.stdin.write(b"COMMIT;\n")
+            load.stdin.close()
+        except BrokenPipeError:
+            psql_stopped = True  # at an error: its log says which
+        finally:
+            restore.stdout.close()
+            restore.wait()
+            load.wait()
+        load_log.seek(0)
+        load_errors = load_log.read().decode(errors="replace").strip()
+        restore_log.seek(0)
+        restore_errors = restore_log.read().decode(errors="replace").strip()
+    if "lock timeout" in load_errors:
+        raise BackupError(
+            "the database is in use (another process holds its tables): stop the web and worker processes, "
+            "then restore again; nothing was restored"
+        )
+    # When psql stopped first, pg_restore only saw its pipe close: psql's error is the cause.
+    if restore.returncode and not psql_stopped:
+        raise BackupError(f"pg_restore could not read the dump; nothing was restored: {restore_errors[-2000:]}")
     if load.returncode:
-        message = load.stderr.decode(errors="replace").strip()
-        if "lock timeout" in message:
-            raise BackupError(
-                "the database is in use (another process holds its tables): stop the web and worker processes, "
-                "then restore again; nothing was restored"
-            )
-        raise BackupError(f"loading the dump failed; nothing was restored: {message[-2000:]}")
+        raise BackupError(f"loading the dump failed; nothing was restored: {load_errors[-2000:]}")
 
 
 def backups_prune(*, directory: Path, keep: int) -> list[Path]:

@@ -13,7 +13,7 @@ from access.keys import api_key_create
 from rag_site.backup.config import code_migrations
 from rag_site.backup.errors import BackupError
 from rag_site.backup.manifest import DUMP_NAME, MANIFEST_NAME, Manifest
-from rag_site.backup.pgtools import Database
+from rag_site.backup.pgtools import Database, tool_path
 from rag_site.backup.services import backup_create, backup_restore, backups_prune
 from retrieval.search import Mode, chunks_search
 from sources import services
@@ -111,6 +111,47 @@ def test_a_database_that_holds_data_is_refused_unless_forced(content, tmp_path):
 
     call_command("rag_restore", str(tmp_path / "backup"), "--force")
     assert Skill.objects.filter(slug="cooking").exists()
+
+
+def test_a_restore_that_fails_leaves_the_database_as_it_was(content, tmp_path):
+    backup_create(target=tmp_path / "backup", database=this_database())
+    Skill.objects.filter(slug="cooking").delete()
+    chunks = Chunk.objects.count()
+    # Another session holds a table (as a running web process would): the restore cannot drop it, gives up.
+    with psycopg.connect(this_database().conninfo()) as other:
+        other.execute(f"LOCK TABLE {Skill._meta.db_table} IN ACCESS SHARE MODE")
+        with pytest.raises(BackupError, match="in use.*stop the web and worker processes"):
+            backup_restore(
+                source=tmp_path / "backup",
+                database=this_database(),
+                known_migrations=code_migrations(),
+                force=True,
+                lock_timeout="1s",
+            )
+    assert not Skill.objects.filter(slug="cooking").exists() and Chunk.objects.count() == chunks
+
+
+def test_a_pg_restore_that_dies_half_way_commits_nothing(content, tmp_path):
+    backup_create(target=tmp_path / "backup", database=this_database())
+    Skill.objects.filter(slug="cooking").delete()
+    chunks = Chunk.objects.count()
+    # A pg_restore that writes its script up to the first table's data and dies (a disk error, a killed process):
+    # every statement it wrote is whole, so only the missing COMMIT keeps psql from committing an empty schema.
+    real = Path(tool_path("pg_restore", bin_dir=""))
+    tools = tmp_path / "bin"
+    tools.mkdir()
+    (tools / "psql").symlink_to(real.with_name("psql"))
+    (tools / "pg_restore").write_text(f'#!/bin/sh\n"{real}" "$@" | sed "/^-- Data for Name/q"\nexit 1\n')
+    (tools / "pg_restore").chmod(0o755)
+    with pytest.raises(BackupError, match="pg_restore could not read the dump; nothing was restored"):
+        backup_restore(
+            source=tmp_path / "backup",
+            database=this_database(),
+            known_migrations=code_migrations(),
+            force=True,
+            bin_dir=str(tools),
+        )
+    assert not Skill.objects.filter(slug="cooking").exists() and Chunk.objects.count() == chunks
 
 
 def test_a_damaged_dump_is_refused_by_its_checksum(content, tmp_path, other_database):
