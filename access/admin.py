@@ -79,8 +79,7 @@ class OidcIdentityInline(admin.TabularInline):
 
     model = OidcIdentity
     extra = 0
-    fields = ["issuer", "subject", "created_at", "last_signed_in_at"]
-    readonly_fields = fields
+    fields = readonly_fields = ("issuer", "subject", "created_at", "last_signed_in_at")
     verbose_name_plural = "Single sign-on: the provider's identity that signs in as this account"
 
     def has_add_permission(self, request, obj=None) -> bool:

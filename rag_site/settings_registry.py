@@ -419,8 +419,7 @@ DECLARED: tuple[Setting, ...] = (
         default=0,
         minimum=0,
         maximum=8760,
-        doc="Back up the database every this many hours (a beat schedule on the bulk queue; 0 = no scheduled "
-        "backups).",
+        doc="Back up the database every this many hours (a beat schedule on the bulk queue; 0 = no scheduled backups).",
     ),
     IntSetting(
         name="RAG_BACKUP_KEEP",
