@@ -40,6 +40,8 @@ class Database:
     port: str = ""
     user: str = ""
     password: str = ""
+    # A managed server's TLS demand (DATABASE_URL's ?sslmode=require) holds for the tools too.
+    sslmode: str = ""
 
     @classmethod
     def from_settings(cls, settings_dict: dict[str, Any], *, name: str | None = None) -> "Database":
@@ -49,12 +51,13 @@ class Database:
             port=str(settings_dict.get("PORT") or ""),
             user=str(settings_dict.get("USER") or ""),
             password=str(settings_dict.get("PASSWORD") or ""),
+            sslmode=str((settings_dict.get("OPTIONS") or {}).get("sslmode") or ""),
         )
 
     def env(self) -> dict[str, str]:
         """PG* variables for a child process: a password in argv would show in `ps` to every local user."""
         values = {"PGDATABASE": self.name, "PGHOST": self.host, "PGPORT": self.port, "PGUSER": self.user}
-        values["PGPASSWORD"] = self.password
+        values |= {"PGPASSWORD": self.password, "PGSSLMODE": self.sslmode}
         return {key: value for key, value in values.items() if value}
 
     def conninfo(self) -> str:
@@ -62,5 +65,5 @@ class Database:
         from psycopg.conninfo import make_conninfo
 
         values = {"dbname": self.name, "host": self.host, "port": self.port, "user": self.user}
-        values["password"] = self.password
+        values |= {"password": self.password, "sslmode": self.sslmode}
         return make_conninfo(**{key: value for key, value in values.items() if value})

@@ -14,7 +14,7 @@ from rag_site.backup.config import code_migrations
 from rag_site.backup.errors import BackupError
 from rag_site.backup.manifest import DUMP_NAME, MANIFEST_NAME, Manifest
 from rag_site.backup.pgtools import Database, tool_path
-from rag_site.backup.services import backup_create, backup_restore, backups_prune
+from rag_site.backup.services import backup_create, backup_restore
 from retrieval.search import Mode, chunks_search
 from sources import services
 from sources.models import Chunk, Skill, WorkspaceRoot
@@ -200,12 +200,3 @@ def test_the_scheduled_backup_does_nothing_when_off(tmp_path, settings):
 
     settings.RAG_BACKUP_DIR, settings.RAG_BACKUP_HOURS = tmp_path, 0
     assert backup_scheduled_task() is None and not any(tmp_path.iterdir())
-
-
-@pytest.mark.unit
-def test_pruning_leaves_what_is_not_a_scheduled_backup(tmp_path):
-    for name in ("rag-site-1", "rag-site-2", "rag-site-3", "mine"):
-        (tmp_path / name).mkdir()
-        (tmp_path / name / MANIFEST_NAME).write_text("{}")
-    assert [p.name for p in backups_prune(directory=tmp_path, keep=1)] == ["rag-site-1", "rag-site-2"]
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["mine", "rag-site-3"]
