@@ -8,7 +8,7 @@ from django.template.response import TemplateResponse
 from django.utils import timezone
 
 from access.keys import api_key_assign
-from access.models import AccessGrant, ApiKey
+from access.models import AccessGrant, ApiKey, OidcIdentity
 from access.names import names_in_use, suggest_names, unused_names
 
 # A key or grant widens what its holder sees: the source forms' wording ("shared with every bot") says the opposite.
@@ -102,6 +102,19 @@ class AccessGrantInline(admin.TabularInline):
     verbose_name_plural = "Search access: bots, clients and channels this account sees besides shared sources"
 
 
+class OidcIdentityInline(admin.TabularInline):
+    """Who at the provider signs in as this account: shown, and deletable (the next sign-in then makes a new account),
+    never edited (a changed subject would hand the account to someone else)."""
+
+    model = OidcIdentity
+    extra = 0
+    fields = readonly_fields = ("issuer", "subject", "created_at", "last_signed_in_at")
+    verbose_name_plural = "Single sign-on: the provider's identity that signs in as this account"
+
+    def has_add_permission(self, request, obj=None) -> bool:
+        return False
+
+
 admin.site.unregister(User)
 admin.site.unregister(Group)
 
@@ -121,7 +134,7 @@ class GrantsWarnMixin:
 class UserWithGrantsAdmin(GrantsWarnMixin, UserAdmin):
     # templates/admin/auth/user/change_form.html shows the grants right after the account's name and password,
     # above the long permission lists, where they used to sit unseen at the bottom.
-    inlines = [*UserAdmin.inlines, AccessGrantInline]
+    inlines = [*UserAdmin.inlines, AccessGrantInline, OidcIdentityInline]
 
 
 @admin.register(Group)

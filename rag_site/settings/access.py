@@ -1,6 +1,8 @@
 """Identity and access: anonymous search, rate limits, sign-in lockouts."""
 
-from rag_site.settings_registry import read_bool, read_int
+from django.core.exceptions import ImproperlyConfigured
+
+from rag_site.settings_registry import read_bool, read_int, read_list, read_str, read_url
 
 # Without credentials the API answers 401. On: anonymous callers may read
 # shared sources (those with no bot, client or channel) through the search
@@ -32,3 +34,40 @@ RAG_LOGIN_CONCURRENT_CHECKS = read_int("RAG_LOGIN_CONCURRENT_CHECKS")
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "search"
 LOGOUT_REDIRECT_URL = "login"
+
+# --- Single sign-on (OpenID Connect, access/oidc/) ------------------------------
+# Off unless a client id is set. People signed in this way get an account with no grants and no staff flag
+# (fail closed); only groups mapped from RAG_OIDC_GROUPS_CLAIM give them anything. Local accounts keep working.
+RAG_OIDC_ISSUER = read_url("RAG_OIDC_ISSUER")
+RAG_OIDC_CLIENT_ID = read_str("RAG_OIDC_CLIENT_ID")
+RAG_OIDC_CLIENT_SECRET = read_str("RAG_OIDC_CLIENT_SECRET")
+RAG_OIDC_AUTHORIZATION_ENDPOINT = read_url("RAG_OIDC_AUTHORIZATION_ENDPOINT")
+RAG_OIDC_TOKEN_ENDPOINT = read_url("RAG_OIDC_TOKEN_ENDPOINT")
+RAG_OIDC_JWKS_URI = read_url("RAG_OIDC_JWKS_URI")
+RAG_OIDC_USERINFO_ENDPOINT = read_url("RAG_OIDC_USERINFO_ENDPOINT")
+RAG_OIDC_SCOPES = read_str("RAG_OIDC_SCOPES")
+RAG_OIDC_PROVIDER_NAME = read_str("RAG_OIDC_PROVIDER_NAME")
+RAG_OIDC_GROUPS_CLAIM = read_str("RAG_OIDC_GROUPS_CLAIM")
+
+
+def _group_map(pairs: list[str]) -> dict[str, str]:
+    mapped = {}
+    for pair in pairs:
+        value, sep, group = pair.partition("=")
+        if not sep or not value.strip() or not group.strip():
+            raise ImproperlyConfigured(f"RAG_OIDC_GROUP_MAP: {pair!r} is not CLAIM_VALUE=Group name")
+        mapped[value.strip()] = group.strip()
+    return mapped
+
+
+RAG_OIDC_GROUP_MAP = _group_map(read_list("RAG_OIDC_GROUP_MAP"))
+if RAG_OIDC_CLIENT_ID and not RAG_OIDC_ISSUER:
+    # The issuer is what an ID token's "iss" is checked against, so it is needed even with explicit endpoints.
+    raise ImproperlyConfigured("RAG_OIDC_CLIENT_ID is set but RAG_OIDC_ISSUER is not: single sign-on needs both")
+if RAG_OIDC_ISSUER and not RAG_OIDC_CLIENT_ID:
+    raise ImproperlyConfigured("RAG_OIDC_ISSUER is set but RAG_OIDC_CLIENT_ID is not: single sign-on needs both")
+if "openid" not in RAG_OIDC_SCOPES.split():
+    raise ImproperlyConfigured(f"RAG_OIDC_SCOPES must include openid, got {RAG_OIDC_SCOPES!r}")
+# Always listed: whether single sign-on is on is decided per sign-in (access/oidc/config.py), so a test or a
+# restart with other settings needs no other backend list. It answers only its own callback.
+AUTHENTICATION_BACKENDS = ["django.contrib.auth.backends.ModelBackend", "access.oidc.backend.OidcBackend"]

@@ -1,6 +1,9 @@
 """How the processes run: Redis and Celery, and the processes `make run` starts (rag_site/rag_run)."""
 
-from rag_site.settings.base import TIME_ZONE
+from datetime import timedelta
+from pathlib import Path
+
+from rag_site.settings.base import TIME_ZONE, VAR_DIR
 from rag_site.settings_registry import read_bool, read_int, read_str, read_url
 from sources.queues import BULK, task_routes
 
@@ -25,6 +28,24 @@ CELERY_TASK_DEFAULT_QUEUE = BULK
 # django-celery-beat's DatabaseScheduler, touching a file on every tick for the health check.
 CELERY_BEAT_SCHEDULER = "rag_site.beat:HeartbeatScheduler"
 CELERY_TIMEZONE = TIME_ZONE
+
+# --- Backups (rag_site/backup/) ------------------------------------------------
+RAG_BACKUP_DIR = Path(read_str("RAG_BACKUP_DIR") or VAR_DIR / "backups").resolve()
+RAG_BACKUP_HOURS = read_int("RAG_BACKUP_HOURS")
+RAG_BACKUP_KEEP = read_int("RAG_BACKUP_KEEP")
+RAG_PG_BIN_DIR = read_str("RAG_PG_BIN_DIR")
+# django-celery-beat copies this into its table at start, where admins see it. Set back to 0 the entry stays
+# there, and the task does nothing while RAG_BACKUP_HOURS is 0.
+CELERY_BEAT_SCHEDULE = (
+    {
+        "Back up the database": {
+            "task": "rag_site.tasks.backup_scheduled_task",
+            "schedule": timedelta(hours=RAG_BACKUP_HOURS),
+        }
+    }
+    if RAG_BACKUP_HOURS
+    else {}
+)
 
 # --- `make run` -------------------------------------------------------------
 # (RAG_EMBEDDED_SHARED_BUFFERS, also of this topic, is read by rag_site/embedded.py as the server starts.)
