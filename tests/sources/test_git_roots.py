@@ -199,3 +199,32 @@ def test_a_permalink_is_built_from_the_template():
     link = git_roots.permalink(template, commit="abc123", path="docs/a guide.md", start=3, end=9)
     assert link == "https://git.example.org/org/repo/blob/abc123/docs/a%20guide.md#L3-L9"
     assert git_roots.permalink("{nope}", commit="abc", path="x", start=1, end=2) == ""
+
+
+PERMALINK = "https://git.example.org/org/repo/blob/{commit}/{path}#L{start}-L{end}"
+
+
+def test_hits_context_and_the_viewer_show_the_commit_and_the_permalink(origin, indexed, key_client, person, client):
+    WorkspaceRoot.objects.filter(pk=indexed.pk).update(git_permalink=PERMALINK)
+    tip = indexed.git_commit
+    hit = next(
+        h
+        for h in key_client.post(
+            "/api/v1/search", {"query": "harbour crane lifts containers"}, content_type="application/json"
+        ).json()["hits"]
+        if h["path"] == "docs/guide.md"
+    )
+    assert hit["commit"] == tip
+    assert (
+        hit["permalink"]
+        == f"https://git.example.org/org/repo/blob/{tip}/docs/guide.md#L{hit['start_line']}-L{hit['end_line']}"
+    )
+    parts = key_client.post(
+        "/api/v1/context",
+        {"query": "harbour crane lifts containers", "budget_tokens": 2000},
+        content_type="application/json",
+    ).json()["parts"]
+    part = next(p for p in parts if p["path"] == "docs/guide.md")
+    assert part["commit"] == tip and part["permalink"].startswith(f"https://git.example.org/org/repo/blob/{tip}/")
+    page = client.get(f"/view/file/{indexed.pk}/docs/guide.md").content.decode()
+    assert tip[:12] in page and f"https://git.example.org/org/repo/blob/{tip}/docs/guide.md#L1-L3" in page
