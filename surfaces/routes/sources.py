@@ -71,7 +71,7 @@ def root_reindex(request, root_id: int, payload: ReindexIn = Body(NO_REINDEX_BOD
 
 @router.post(
     "/roots/{root_id}/hook",
-    response={202: HookOut, **{code: ErrorOut for code in (401, 409, 429)}},
+    response={202: HookOut, 409: ErrorOut, **API_ERRORS},
     auth=None,
     tags=["sources"],
 )
