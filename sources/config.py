@@ -141,6 +141,11 @@ def git_dir() -> str:
     return str(settings.VAR_DIR / "git")
 
 
+def webhook_key() -> str:
+    """SECRET_KEY: git roots' webhook secrets are derived from it (sources/git_hooks.py)."""
+    return settings.SECRET_KEY
+
+
 def git_config() -> GitConfig:
     return GitConfig(directory=git_dir(), timeout_seconds=settings.RAG_GIT_TIMEOUT_SECONDS)
 

@@ -4,7 +4,6 @@ import os
 import re
 
 from django import forms
-from django.conf import settings
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpResponse, HttpResponseNotAllowed, HttpResponseRedirect
@@ -14,7 +13,7 @@ from django.utils.html import format_html
 
 from kernel.errors import ApplicationError
 from sources import git, git_hooks, git_roots, jobs, tasks
-from sources.config import git_config
+from sources.config import git_config, webhook_key
 from sources.models import ACTIVE_JOB_STATUSES, IndexJob, JobStatus, Segment, Tool, WorkspaceRoot
 from sources.roots import glob_problem, root_files_reread, root_pin
 from sources.tools import tool_parameters_validate
@@ -217,7 +216,7 @@ class WorkspaceRootAdmin(ScopedAdminMixin, BrokerWarningMixin, admin.ModelAdmin)
     def save_model(self, request, obj, form, change) -> None:
         super().save_model(request, obj, form, change)
         if obj.git_url and form.cleaned_data.get("rotate_webhook_secret"):
-            secret = git_hooks.webhook_rotate(root=obj, secret_key=settings.SECRET_KEY)
+            secret = git_hooks.webhook_rotate(root=obj, secret_key=webhook_key())
             hook = request.build_absolute_uri(f"/api/v1/roots/{obj.pk}/hook")
             self.message_user(
                 request,

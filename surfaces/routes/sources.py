@@ -1,4 +1,3 @@
-from django.conf import settings
 from ninja import Body, Router
 from ninja.responses import Status
 
@@ -9,7 +8,7 @@ from kernel.config import llm_config
 from kernel.errors import Unauthenticated
 from retrieval.schemas import API_ERRORS, ErrorOut
 from sources import tasks
-from sources.config import embedding_config
+from sources.config import embedding_config, webhook_key
 from sources.git_hooks import webhook_verified
 from sources.health import health_check
 from sources.models import WorkspaceRoot
@@ -87,7 +86,7 @@ def root_hook(request, root_id: int):
     root = WorkspaceRoot.objects.filter(pk=root_id).exclude(git_url="").first()
     # One answer for an unknown root and a bad signature: the hook tells a stranger nothing about which roots exist.
     if root is None or not webhook_verified(
-        root=root, headers=request.headers, body=request.body, secret_key=settings.SECRET_KEY
+        root=root, headers=request.headers, body=request.body, secret_key=webhook_key()
     ):
         raise Unauthenticated("the webhook's signature or token is missing or does not match the root's secret")
     job = tasks.root_push_request(root_id=root.pk)
