@@ -134,6 +134,9 @@ class GitConfig:
 
     directory: str
     timeout_seconds: int
+    # RAG_ROOT_BASE_DIRS: a file:// remote must lie under one, as a directory root must (no reading the server's
+    # other repositories through a URL).
+    local_bases: tuple[str, ...] = ()
 
 
 def git_dir() -> str:
@@ -147,7 +150,11 @@ def webhook_key() -> str:
 
 
 def git_config() -> GitConfig:
-    return GitConfig(directory=git_dir(), timeout_seconds=settings.RAG_GIT_TIMEOUT_SECONDS)
+    return GitConfig(
+        directory=git_dir(),
+        timeout_seconds=settings.RAG_GIT_TIMEOUT_SECONDS,
+        local_bases=tuple(settings.RAG_ROOT_BASE_DIRS),
+    )
 
 
 def skill_reverify_minutes() -> int:

@@ -92,6 +92,16 @@ def url_problem(url: str) -> str | None:
     return None
 
 
+def local_url_problem(url: str, bases: tuple[str, ...]) -> str | None:
+    """Why a file:// URL may not be cloned: its repository is not under one of ``bases`` (RAG_ROOT_BASE_DIRS)."""
+    if not url.startswith("file://"):
+        return None
+    real = os.path.realpath(url.removeprefix("file://"))
+    if any(os.path.commonpath([real, base]) == base for base in bases):
+        return None
+    return f"a file:// repository must lie under RAG_ROOT_BASE_DIRS ({', '.join(bases)}), as a directory root must"
+
+
 def is_ssh(url: str) -> bool:
     return url.startswith("ssh://") or bool(_SSH_SCP.match(url))
 

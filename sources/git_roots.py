@@ -106,6 +106,8 @@ def job_git_prepare(*, root: WorkspaceRoot, job: IndexJob, config: GitConfig) ->
     remote cannot be reached or read.
     """
     try:
+        if problem := git.local_url_problem(root.git_url, config.local_bases):
+            raise ApplicationError(problem)
         remote = root_remote(root)
         repo = root_repo(root, config)
         tip = git.repo_fetch(repo, remote)

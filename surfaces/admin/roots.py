@@ -96,7 +96,7 @@ class RootForm(UnixNewlinesForm, forms.ModelForm):
     def _clean_git(self, cleaned: dict) -> dict:
         """A git root: its URL, branch and credential references checked; its checkout directory set by the system."""
         url = cleaned["git_url"].strip()
-        if problem := git.url_problem(url):
+        if problem := git.url_problem(url) or git.local_url_problem(url, git_config().local_bases):
             self.add_error("git_url", problem[0].upper() + problem[1:] + ".")
         cleaned["git_url"] = url
         branch = cleaned.get("git_branch", "").strip() or "main"

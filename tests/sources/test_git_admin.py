@@ -40,6 +40,7 @@ def test_a_git_root_saved_in_the_admin_gets_its_checkout_and_a_secret_shown_once
         ({"git_url": "ftp://example.org/repo.git"}, "git_url", "must start with"),
         ({"git_credential_env": "ghp_abcdef not a name"}, "git_credential_env", "never its value"),
         ({"git_credential_file": "relative/key"}, "git_credential_file", "absolute path"),
+        ({"git_url": "file:///srv/other/repo.git"}, "git_url", "must lie under RAG_ROOT_BASE_DIRS"),
     ],
 )
 def test_a_bad_git_section_is_refused_with_the_reason(admin_client, var, changes, field, words):

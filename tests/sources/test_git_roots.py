@@ -15,7 +15,8 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture
 def origin(tmp_path, settings) -> Origin:
     settings.VAR_DIR = tmp_path / "var"
-    settings.RAG_ROOT_BASE_DIRS = [str(tmp_path / "nowhere")]  # a git root's checkout is allowed by itself
+    # The remote's directory only: a git root's checkout (under VAR_DIR/git) is allowed by itself.
+    settings.RAG_ROOT_BASE_DIRS = [str(tmp_path / "remote")]
     repo = Origin(tmp_path / "remote")
     repo.commit(
         "first",
@@ -171,6 +172,13 @@ def test_submodules_and_lfs_pointers_are_skipped_with_their_reason(origin, index
     assert reasons == {"vendor/lib": git.SUBMODULE_REASON, "data/weights.txt": git.LFS_REASON}
     assert job.files_skipped == 2
     assert "data/weights.txt" not in stored(indexed)
+
+
+def test_a_file_url_outside_the_base_directories_is_refused(origin, settings, tmp_path):
+    settings.RAG_ROOT_BASE_DIRS = [str(tmp_path / "elsewhere")]
+    job = run(git_root(origin), trigger="admin")
+    assert job.status == JobStatus.FAILED and "must lie under RAG_ROOT_BASE_DIRS" in job.message
+    assert not Chunk.objects.exists()
 
 
 @pytest.mark.unit

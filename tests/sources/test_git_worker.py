@@ -24,7 +24,8 @@ def search(client, query: str) -> list[dict]:
     return response.json()["hits"]
 
 
-def test_a_pushed_commit_announced_by_the_webhook_becomes_searchable(tmp_path, key_client):
+def test_a_pushed_commit_announced_by_the_webhook_becomes_searchable(tmp_path, key_client, settings):
+    settings.RAG_ROOT_BASE_DIRS = [str(tmp_path)]  # the worker is told these too: the file:// remote is under them
     origin = Origin(tmp_path / "remote")
     origin.commit("first", {"docs/ops.md": "# Ops\n\nRestart the walrus daemon every Monday.\n"})
     origin.push()
