@@ -6,11 +6,19 @@ root, then edits, creates, renames and deletes its files one at a time and
 times each from the change on disk until search reads it (the chunk is in the
 source's active generation) or no longer does. The same again while a bulk
 job (a large root's first index) runs beside it, and a skill saved meanwhile.
+Git rows: a git root cloned from a local bare repository; each round pushes
+a commit of 10 changed files, delivers the signed push event through the
+webhook's own code path (signature check, then the fetch job), and times it
+until search reads all 10; then a push event with no new commit, timed until
+its job has ended (it embeds nothing).
 Times are wall-clock on whatever else the machine is doing: say so with them.
 """
 
+import hashlib
+import hmac
 import os
 import shutil
+import subprocess
 import sys
 import time
 import uuid
@@ -28,7 +36,8 @@ from rag_site.celery import app
 from rag_site.embedded import Broker
 from rag_site.management.commands.rag_run import worker_command
 from rag_site.supervisor import Supervisor
-from sources import jobs, tasks
+from sources import git_hooks, git_roots, jobs, tasks
+from sources.config import git_config
 from sources.models import ACTIVE_JOB_STATUSES, Chunk, IndexJob, JobStatus, Skill, WorkspaceRoot
 from sources.queues import BULK, INTERACTIVE
 
@@ -36,6 +45,15 @@ PREFIX = "bench-freshness"
 # Files of the watched root: small, so its own first index is quick.
 WATCHED_FILES = 40
 POLL_SECONDS = 0.05
+GIT_FILES = 10  # changed by each pushed commit: the issue's "push of 10 changed files"
+_GIT_ENV = {
+    "GIT_AUTHOR_NAME": "Bench",
+    "GIT_AUTHOR_EMAIL": "bench@example.org",
+    "GIT_COMMITTER_NAME": "Bench",
+    "GIT_COMMITTER_EMAIL": "bench@example.org",
+    "GIT_CONFIG_GLOBAL": "/dev/null",
+    "GIT_CONFIG_NOSYSTEM": "1",
+}
 
 BULK_PY = '''"""Bulk module {i}."""
 
@@ -106,6 +124,10 @@ def freshness_bench(options: FreshnessOptions, *, log: Callable[[str], None] = p
 
         log(f"idle: {options.rounds} edits, creates, renames and deletes ...")
         report["idle"] = _changes(watched, watched_dir, options, tag="idle")
+        git_root, work = _git_root(base)
+        _job_done(_job_request(git_root.pk), options.timeout * 2)
+        log(f"idle: {options.rounds} pushes of {GIT_FILES} files, and push events with no new commit ...")
+        report["idle"].update(_pushes(git_root, work, options, tag="idle"))
 
         for i in range(options.bulk_files):
             (bulk_dir / f"pkg_{i // 200}").mkdir(parents=True, exist_ok=True)
@@ -117,6 +139,7 @@ def freshness_bench(options: FreshnessOptions, *, log: Callable[[str], None] = p
         _wait(lambda: _status(bulk_job) == JobStatus.RUNNING, options.timeout, "the bulk job to start")
         log(f"beside a bulk job ({options.bulk_files} files): the same changes, then skills saved ...")
         report["bulk"] = _changes(watched, watched_dir, options, tag="bulk", bulk_job=bulk_job)
+        report["bulk"].update(_pushes(git_root, work, options, tag="bulk"))
         report["bulk"]["skill saved"] = _skills(options, bulk_job)
         bulk_final = IndexJob.objects.get(pk=bulk_job)
         report["bulk_job"] = {
@@ -172,6 +195,81 @@ def _round(root: WorkspaceRoot, directory: Path, i: int, tag: str, timeout: floa
     (directory / moved).unlink()
     times["delete"] = _until(lambda: not _has(root, moved), timeout)
     return times
+
+
+def _git(cwd: Path, *args: str) -> None:
+    subprocess.run(["git", *args], cwd=cwd, env={**os.environ, **_GIT_ENV}, check=True, capture_output=True)
+
+
+def _git_root(base: Path) -> tuple[WorkspaceRoot, Path]:
+    """A bare repository of GIT_FILES * 3 files, a clone to push from, and a git root of it."""
+    bare, work = base / "origin.git", base / "work"
+    _git(base, "init", "--quiet", "--bare", "-b", "main", str(bare))
+    _git(base, "init", "--quiet", "-b", "main", str(work))
+    for i in range(GIT_FILES * 3):
+        (work / f"service_{i}.py").write_text(f"def service_{i}():\n    return 'service {i}'\n")
+    _git(work, "add", "--all")
+    _git(work, "commit", "--quiet", "-m", "first")
+    _git(work, "push", "--quiet", str(bare), "HEAD:refs/heads/main")
+    root = WorkspaceRoot.objects.create(
+        name=f"{PREFIX} git",
+        path=git_roots.root_git_path(name=f"{PREFIX}-git", config=git_config()),
+        git_url=f"file://{bare.resolve()}",
+        cooldown_seconds=0,
+        reverify_minutes=0,
+        watch=False,
+    )
+    git_hooks.webhook_rotate(root=root, secret_key=settings.SECRET_KEY)
+    return root, work
+
+
+def _push_event(root: WorkspaceRoot) -> int:
+    """A signed push event through the webhook's own path: the signature checked, then the fetch job requested."""
+    body = b'{"ref": "refs/heads/main"}'
+    secret = git_hooks.webhook_secret(root=root, secret_key=settings.SECRET_KEY)
+    headers = {git_hooks.GITHUB_HEADER: "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()}
+    if not git_hooks.webhook_verified(root=root, headers=headers, body=body, secret_key=settings.SECRET_KEY):
+        raise ApplicationError("rag_bench freshness: the bench's own push event failed its signature check")
+    return tasks.root_push_request(root_id=root.pk).pk
+
+
+def _pushes(root: WorkspaceRoot, work: Path, options: FreshnessOptions, *, tag: str) -> dict:
+    """Pushes of GIT_FILES changed files, each timed from the commit until search reads them all; and push events
+    with no new commit, timed until their job has ended."""
+    pushed: list[float | None] = []
+    idle: list[float | None] = []
+    embedded = 0
+    for i in range(options.rounds):
+        token = f"pushed{tag}{i}x{uuid.uuid4().hex[:8]}"
+        start = time.monotonic()
+        for n in range(GIT_FILES):
+            (work / f"service_{(i * GIT_FILES + n) % (GIT_FILES * 3)}.py").write_text(
+                f"def service_{n}():\n    return '{token} {n}'\n"
+            )
+        _git(work, "commit", "--quiet", "--all", "-m", token)
+        _git(work, "push", "--quiet", str(work.parent / "origin.git"), "HEAD:refs/heads/main")
+        _push_event(root)
+        searchable = _until(partial(_all_pushed, root, token), options.timeout)
+        pushed.append(None if searchable is None else time.monotonic() - start)
+        _wait(lambda: not IndexJob.objects.filter(root=root, status__in=ACTIVE_JOB_STATUSES).exists(), 60, "the push")
+        start = time.monotonic()
+        job_id = _push_event(root)
+        finished = _until(partial(_ended, job_id), options.timeout)
+        idle.append(None if finished is None else time.monotonic() - start)
+        embedded += IndexJob.objects.get(pk=job_id).chunks_embedded
+    summary = {"git push 10": _summary(pushed), "git no commit": _summary(idle)}
+    summary["git no commit"]["chunks_embedded"] = embedded
+    return summary
+
+
+def _all_pushed(root: WorkspaceRoot, token: str) -> bool:
+    """Whether search reads every file of the push (``token`` in each)."""
+    found = Chunk.objects.filter(source__root=root, generation=F("source__active_generation"), content__contains=token)
+    return found.values("path").distinct().count() == GIT_FILES
+
+
+def _ended(job_id: int) -> bool:
+    return _status(job_id) not in ACTIVE_JOB_STATUSES
 
 
 def _skill_saved(i: int, timeout: float) -> float | None:
@@ -259,13 +357,15 @@ def _clean(base: Path) -> None:
 
 def freshness_table(report: dict) -> list[str]:
     """The report as the other benches print theirs."""
-    lines = [f"  {'phase':<8} {'change':<12} {'n':>4} {'p50 s':>7} {'p95 s':>7} {'max s':>7} {'timeouts':>9}"]
+    lines = [f"  {'phase':<8} {'change':<13} {'n':>4} {'p50 s':>7} {'p95 s':>7} {'max s':>7} {'timeouts':>9}"]
     for phase in ("idle", "bulk"):
         for kind, row in report.get(phase, {}).items():
             if not isinstance(row, dict):
                 continue
             cells = [f"{row[k]:>7.2f}" if row[k] is not None else f"{'-':>7}" for k in ("p50_s", "p95_s", "max_s")]
-            lines.append(f"  {phase:<8} {kind:<12} {row['n']:>4} {' '.join(cells)} {row['timeouts']:>9}")
+            lines.append(f"  {phase:<8} {kind:<13} {row['n']:>4} {' '.join(cells)} {row['timeouts']:>9}")
+            if "chunks_embedded" in row:
+                lines.append(f"  {'':<8} {'':<13} chunks embedded by these jobs: {row['chunks_embedded']}")
     bulk = report.get("bulk", {})
     if "rounds_with_bulk_running" in bulk:
         lines.append(

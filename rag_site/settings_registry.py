@@ -543,6 +543,17 @@ DECLARED: tuple[Setting, ...] = (
         doc="Comma-separated directories under which workspace roots may be registered; others are refused.",
     ),
     IntSetting(
+        name="RAG_GIT_TIMEOUT_SECONDS",
+        topic=INDEXING,
+        default=300,
+        minimum=5,
+        maximum=86400,
+        doc=(
+            "How long one git command of a git root (clone, fetch, diff, checkout) may take before its job fails "
+            "with a clear message; git never prompts for a password, so a hung remote ends here."
+        ),
+    ),
+    IntSetting(
         name="RAG_JOB_STALE_SECONDS",
         topic=INDEXING,
         default=300,

@@ -5,6 +5,7 @@ and returns the response schema; the routers only add HTTP (status, headers).
 Context, read and grep answer from retrieval/context.py and retrieval/files.py.
 """
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from access.identity import Identity, scope_for
@@ -25,7 +26,8 @@ from retrieval.schemas import (
     ToolSearchOut,
 )
 from retrieval.search import ChannelScore, Hit, Mode, chunks_search, hits_tools
-from sources.models import DESCRIPTION_KEY, Skill, Source, Tool
+from sources.git_roots import permalink
+from sources.models import COMMIT_KEY, DESCRIPTION_KEY, Skill, Source, Tool, WorkspaceRoot
 
 
 def payload_scope(identity: Identity, payload: ScopeIn, *, kinds=()) -> Scope:
@@ -56,12 +58,16 @@ def search_answer(identity: Identity, payload: SearchIn, *, config: AnswerConfig
         config=config.search,
     )
     tools = hits_tools(hits)
+    templates = hits_permalink_templates(hits)
     out = SearchOut(
         query=payload.query,
         mode=payload.mode,
         k=payload.k,
         warnings=hits.warnings,
-        hits=[_hit_out(rank, hit, tools, id_secret=config.chunk_id_secret) for rank, hit in enumerate(hits, start=1)],
+        hits=[
+            _hit_out(rank, hit, tools, templates, id_secret=config.chunk_id_secret)
+            for rank, hit in enumerate(hits, start=1)
+        ],
     )
     return SearchAnswer(out=out, timings=hits.timings)
 
@@ -106,9 +112,19 @@ def tools_search_answer(identity: Identity, payload: ToolSearchIn, *, config: Se
     )
 
 
-def _hit_out(rank: int, hit: Hit, tools: dict[int, Tool], *, id_secret: str) -> HitOut:
+def hits_permalink_templates(hits: Iterable[Hit]) -> dict[int, str]:
+    """The permalink templates of the git roots behind hits that carry a commit, by root id, in one query."""
+    ids = {h.chunk.source.root_id for h in hits if h.chunk.source.root_id and (h.chunk.metadata or {}).get(COMMIT_KEY)}
+    if not ids:
+        return {}
+    return dict(WorkspaceRoot.objects.filter(pk__in=ids).exclude(git_permalink="").values_list("pk", "git_permalink"))
+
+
+def _hit_out(rank: int, hit: Hit, tools: dict[int, Tool], templates: dict[int, str], *, id_secret: str) -> HitOut:
     chunk = hit.chunk
     tool = tools.get(chunk.source_id)
+    commit = (chunk.metadata or {}).get(COMMIT_KEY, "")
+    template = templates.get(chunk.source.root_id or 0, "")
     return HitOut(
         chunk_id=chunk_public_id(chunk.pk, secret=id_secret),  # the table's key would count other tenants' chunks
         source=chunk.source.kind,
@@ -129,6 +145,8 @@ def _hit_out(rank: int, hit: Hit, tools: dict[int, Tool], *, id_secret: str) -> 
         fused=_explained(hit.fused) if hit.fused else None,
         rerank=_explained(hit.rerank) if hit.rerank else None,
         tool=tool.openai_schema if tool else None,
+        commit=commit,
+        permalink=permalink(template, commit=commit, path=chunk.path, start=chunk.start_line, end=chunk.end_line),
     )
 
 

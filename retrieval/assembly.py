@@ -72,6 +72,8 @@ class Span:
     indexed_at: datetime | None = None
     content_hash: str = ""
     stale: bool = False
+    commit: str = ""  # a git root's file: the commit it was indexed at
+    permalink_template: str = ""  # and its root's permalink template (sources/git_roots.py fills it in)
     omitted: tuple[int, int] | None = None  # compacted: the lines left out
     pieces: tuple["Span", ...] = ()  # merged: the spans it was merged from, each with its own score
 

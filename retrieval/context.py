@@ -20,7 +20,8 @@ from retrieval.schemas import ContextIn, ContextOut, ContextPartOut, DroppedOut
 from retrieval.search import Hit, chunks_search, hits_tools
 from retrieval.tokens import token_count
 from sources.extract import extractor_for
-from sources.models import IndexedFile, IndexStatus, Skill, Source, WorkspaceRoot
+from sources.git_roots import permalink
+from sources.models import COMMIT_KEY, IndexedFile, IndexStatus, Skill, Source, WorkspaceRoot
 
 # Kinds a caller may ask for, in the order their searches run.
 KINDS = (Source.Kind.SKILL, Source.Kind.FILE, Source.Kind.TOOL, Source.Kind.MEMORY)
@@ -192,7 +193,12 @@ def _spans(hits: list[Hit]) -> tuple[list[Span], dict[str, IndexedFile]]:
         return [], {}
     states = _file_states(hits)
     current = _files_now(hits)
-    roots = dict(WorkspaceRoot.objects.filter(pk__in={h.chunk.source.root_id for h in hits}).values_list("pk", "name"))
+    roots = {
+        pk: (name, template)
+        for pk, name, template in WorkspaceRoot.objects.filter(
+            pk__in={h.chunk.source.root_id for h in hits}
+        ).values_list("pk", "name", "git_permalink")
+    }
     spans, indexed = [], {}
     for hit in hits:
         chunk = hit.chunk
@@ -215,7 +221,9 @@ def _spans(hits: list[Hit]) -> tuple[list[Span], dict[str, IndexedFile]]:
                 score=hit.score,
                 kind=chunk.source.kind,
                 root_id=root_id,
-                root=roots.get(root_id, "") if root_id is not None else "",
+                root=roots.get(root_id, ("", ""))[0] if root_id is not None else "",
+                commit=chunk.metadata.get(COMMIT_KEY, ""),
+                permalink_template=roots.get(root_id, ("", ""))[1] if root_id is not None else "",
                 language=chunk.language,
                 symbol=chunk.symbol,
                 anchor=chunk.metadata.get("anchor", ""),
@@ -336,4 +344,8 @@ def _part_out(part: Part) -> ContextPartOut:
         symbol=item.symbol,
         compacted=item.omitted is not None,
         omitted_lines=list(item.omitted) if item.omitted else None,
+        commit=item.commit,
+        permalink=permalink(
+            item.permalink_template, commit=item.commit, path=item.path, start=item.start_line, end=item.end_line
+        ),
     )

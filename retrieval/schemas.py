@@ -146,6 +146,8 @@ class HitOut(Schema):
         None, description="Rank and score (0 to 1) from the reranker (cross-encoder or language model), when it ran."
     )
     tool: dict | None = Field(None, description="For tool hits: the full schema in OpenAI function format.")
+    commit: str = Field("", description="Git roots: the commit the chunk was indexed at.")
+    permalink: str = Field("", description="Git roots with a permalink template: a link to these lines at that commit.")
 
 
 class SearchOut(Schema):
@@ -240,6 +242,8 @@ class ContextPartOut(Schema):
         False,
         description="The file changed on disk since it was indexed (size or mtime), or the skill awaits re-indexing.",
     )
+    commit: str = Field("", description="File of a git root: the commit its lines were indexed at.")
+    permalink: str = Field("", description="File of a git root with a permalink template: a link to these lines.")
 
 
 class DroppedOut(Schema):

@@ -51,6 +51,7 @@ class IndexingConfig:
     max_skill_bytes: int
     extract: Limits  # RAG_EXTRACT_*: what one document's extraction may take
     max_document_bytes: int  # RAG_EXTRACT_MAX_FILE_MB: a larger document is left out unread
+    git: "GitConfig | None" = None  # git roots' clones and timeout; None: git roots cannot be indexed
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,6 +99,7 @@ def indexing_config() -> IndexingConfig:
         max_skill_bytes=settings.RAG_MAX_SKILL_BYTES,
         extract=extract_limits(),
         max_document_bytes=document_max_bytes(),
+        git=git_config(),
     )
 
 
@@ -121,8 +123,38 @@ def jobs_config() -> JobsConfig:
 
 
 def root_base_dirs() -> tuple[str, ...]:
-    """RAG_ROOT_BASE_DIRS: the directories a workspace root must lie under (resolved paths)."""
-    return tuple(settings.RAG_ROOT_BASE_DIRS)
+    """RAG_ROOT_BASE_DIRS: the directories a workspace root must lie under (resolved paths), and the data
+    directory's git checkouts (git roots, whose path the system sets)."""
+    return (*settings.RAG_ROOT_BASE_DIRS, str(git_dir()))
+
+
+@dataclass(frozen=True, slots=True)
+class GitConfig:
+    """Where git roots are cloned (RAG_VAR_DIR/git) and how long one git command may take."""
+
+    directory: str
+    timeout_seconds: int
+    # RAG_ROOT_BASE_DIRS: a file:// remote must lie under one, as a directory root must (no reading the server's
+    # other repositories through a URL).
+    local_bases: tuple[str, ...] = ()
+
+
+def git_dir() -> str:
+    """RAG_VAR_DIR/git: one clone (``<key>.git``) and one checkout (``<key>/``) per git root."""
+    return str(settings.VAR_DIR / "git")
+
+
+def webhook_key() -> str:
+    """SECRET_KEY: git roots' webhook secrets are derived from it (sources/git_hooks.py)."""
+    return settings.SECRET_KEY
+
+
+def git_config() -> GitConfig:
+    return GitConfig(
+        directory=git_dir(),
+        timeout_seconds=settings.RAG_GIT_TIMEOUT_SECONDS,
+        local_bases=tuple(settings.RAG_ROOT_BASE_DIRS),
+    )
 
 
 def skill_reverify_minutes() -> int:

@@ -32,6 +32,8 @@ TASK_QUEUES: dict[str, str] = {
     # while a bulk job holds the bulk worker (it is what hands on a job whose worker died).
     "sources.tasks.jobs_reap_task": INTERACTIVE,
     "sources.tasks.root_reverify_task": INTERACTIVE,
+    # Only asks again for a git root's fetch job once the running one has ended.
+    "sources.tasks.root_push_retry_task": INTERACTIVE,
     # Queues every skill, tool and document: after a model swap, each is re-embedded (sent with BULK below).
     "sources.tasks.skills_reverify_task": BULK,
     # Per job, by job_queue(): this is only where a message sent without one would go.
@@ -44,11 +46,17 @@ def task_routes() -> dict[str, dict[str, str]]:
     return {name: {"queue": queue} for name, queue in TASK_QUEUES.items()}
 
 
+# Jobs of a git root that begin with a fetch (sources/git_roots.py): "push" from its webhook, "fetch" from its
+# schedule. Interactive, like a targeted job: a push usually touches a few files, and one that needs a rebuild is
+# handed to the bulk queue once the fetch shows it.
+GIT_FETCH_TRIGGERS = ("push", "fetch")
+
+
 def job_targeted(job: "IndexJob") -> bool:
     """Whether the job reads only the paths it names (``IndexJob.paths``: a watched change), not the whole root."""
     return bool(job.paths)
 
 
 def job_queue(job: "IndexJob") -> str:
-    """The queue of an index job: a targeted job is interactive; a full walk (forced or not) is bulk."""
-    return INTERACTIVE if job_targeted(job) else BULK
+    """The queue of an index job: a targeted job or a git fetch is interactive; a full walk (forced or not) is bulk."""
+    return INTERACTIVE if job_targeted(job) or job.trigger in GIT_FETCH_TRIGGERS else BULK

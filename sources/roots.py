@@ -13,7 +13,7 @@ import os
 import time
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Protocol
 
 import pathspec
@@ -22,16 +22,18 @@ from django.db.models import Q
 from django.utils import timezone
 
 from kernel.errors import ApplicationError, Conflict
-from sources import jobs, locks
+from sources import git_roots, jobs, locks
 from sources.chunking import chunk_text
 from sources.config import EmbeddingConfig, IndexingConfig, indexing_config, root_base_dirs
 from sources.extract import Extracted, ExtractionRefused, extractor_for
 from sources.extract.chunks import document_chunks
 from sources.extract.html import html_document
 from sources.extract.sandbox import extract
+from sources.git import LFS_POINTER, LFS_REASON, SUBMODULE_REASON
 from sources.ingest import Batch, Document, content_hash, embedding_model_for, fingerprint
 from sources.job_report import job_facts
 from sources.models import (
+    COMMIT_KEY,
     Chunk,
     EmbeddingModel,
     IndexedFile,
@@ -371,7 +373,7 @@ def _files_reassign(*, owners: list[tuple[str, Source]], sources: list[Source]) 
     return sum(len(paths) for paths in moves.values())
 
 
-def _plans(root: WorkspaceRoot, config: EmbeddingConfig) -> list[SegmentPlan]:
+def _plans(root: WorkspaceRoot, config: EmbeddingConfig, *, rebuild: bool = False) -> list[SegmentPlan]:
     root_sources_sync(root=root)
     plans = []
     for segment in root.segments.select_related("source").order_by("pk"):
@@ -384,18 +386,22 @@ def _plans(root: WorkspaceRoot, config: EmbeddingConfig) -> list[SegmentPlan]:
                 matcher,
                 segment.embedding_model_name or root.embedding_model_name,
                 config,
+                rebuild,
             )
         )
     # The most specific segment wins: longest glob first, the default last.
     plans.sort(key=lambda p: -len(p.glob))
     assert root.source_id is not None  # root_sources_sync gave the root its source too
-    plans.append(_plan(Source.objects.get(pk=root.source_id), "", None, root.embedding_model_name, config))
+    plans.append(_plan(Source.objects.get(pk=root.source_id), "", None, root.embedding_model_name, config, rebuild))
     return plans
 
 
-def _plan(source: Source, glob: str, matcher, model_name: str, config: EmbeddingConfig) -> SegmentPlan:
+def _plan(
+    source: Source, glob: str, matcher, model_name: str, config: EmbeddingConfig, rebuild: bool = False
+) -> SegmentPlan:
+    """Where a segment's files are written; ``rebuild`` (a git history rewritten): beside the active generation."""
     model = embedding_model_for(model_name, config=config)
-    rebuilding = source.embedding_model_id is not None and source.embedding_model_id != model.pk
+    rebuilding = source.embedding_model_id is not None and (rebuild or source.embedding_model_id != model.pk)
     generation = source.active_generation + 1 if rebuilding else source.active_generation
     return SegmentPlan(source, glob, matcher, model, generation, rebuilding)
 
@@ -414,6 +420,16 @@ def root_index(*, job: IndexJob, config: IndexingConfig | None = None) -> str:
     """
     try:
         _Run(job, config or indexing_config()).run()
+    except git_roots.GitHandOff as handoff:
+        # Back to the queue as a full job; the caller (the task) sends it to the bulk queue once the lock is free.
+        IndexJob.objects.filter(pk=job.pk, status=JobStatus.RUNNING, worker=job.worker).update(
+            status=JobStatus.QUEUED,
+            worker="",
+            paths=[],
+            trigger=git_roots.REBUILD_TRIGGER,
+            message=f"handed to the bulk queue: {handoff.reason}",
+        )
+        return JobStatus.QUEUED
     except ApplicationError as exc:
         jobs.job_finish(job_id=job.pk, status=JobStatus.FAILED, message=exc.message, job=job)
         return JobStatus.FAILED
@@ -444,8 +460,25 @@ class _Run:
         self.limits = config.extract
         self.max_document_bytes = config.max_document_bytes
         self.left_out: Counter[str] = Counter()  # files the walk left out (patterns, size, type), by reason
+        self.git_config = config.git
+        self.git: git_roots.GitPlan | None = None
+        self.states: dict[tuple[int, int, str], IndexedFile] = {}
+        self.moved: set[tuple[int, int, str]] = set()  # renamed files' former keys: their chunks went with them
 
     def run(self) -> None:
+        if self.root.is_git:
+            if self.git_config is None:
+                raise ApplicationError("this worker has no git configuration (RAG_VAR_DIR)")
+            self.git = git_roots.job_git_prepare(root=self.root, job=self.job, config=self.git_config)
+            if self.git.nothing:
+                git_roots.root_git_indexed(root=self.root, plan=self.git)
+                jobs.job_finish(
+                    job_id=self.job.pk,
+                    status=JobStatus.SUCCEEDED,
+                    message=f"no file changed: {self.git.commit[:12]} is indexed",
+                    job=self.job,
+                )
+                return
         self.root_fd = root_directory_check(root=self.root)
         try:
             self._index()
@@ -454,7 +487,7 @@ class _Run:
 
     def _index(self) -> None:
         root = self.root
-        plans = _plans(root, self.embedding)
+        plans = _plans(root, self.embedding, rebuild=bool(self.git and self.git.rebuild))
         self.rules = WalkRules(
             include=tuple(words(root.include_globs)),
             exclude_dirs=frozenset(words(root.exclude_dirs)),
@@ -473,7 +506,7 @@ class _Run:
             for path in targeted:
                 about |= Q(path__startswith=path + "/")
             files = files.filter(about)
-        states = {(s.source_id, s.generation, s.path): s for s in files}
+        states = self.states = {(s.source_id, s.generation, s.path): s for s in files}
         self.job.phase = Phase.LISTING
         self._beat(force=True)
         if targeted:
@@ -485,6 +518,9 @@ class _Run:
             entries.append(entry)
             self.job.files_total = len(entries)  # found so far, while the phase says listing
             self._beat()
+        for link in self.git.gitlinks if self.git else ():
+            entries.append(Skipped(link, SUBMODULE_REASON))
+        self.job.files_total = len(entries)
         self.job.phase = Phase.READING
         self._beat(force=True)
         kept: set[tuple[int, int, str]] = set()
@@ -500,8 +536,10 @@ class _Run:
         self._flush()
         self.job.phase = Phase.FINISHING
         self._beat(force=True)
-        self._delete_missing(plans, states, kept)
+        self._delete_missing(plans, states, kept | self.moved)
         self._flip(plans)
+        if self.git:
+            git_roots.root_git_indexed(root=root, plan=self.git)
         if not targeted:
             # A targeted job vouches for its paths only: the re-verify's schedule and cooldown go on as they were.
             WorkspaceRoot.objects.filter(pk=root.pk).update(last_verified_at=timezone.now())
@@ -509,7 +547,10 @@ class _Run:
         job.left_out = dict(self.left_out)
         outcome = job_outcome(job_facts(job, status=JobStatus.SUCCEEDED))
         assert outcome is not None  # a succeeded job always has one
-        summary = (f"targeted at {len(targeted)} path(s): " if targeted else "") + outcome.text
+        summary = f"targeted at {len(targeted)} path(s): " if targeted else ""
+        if self.git:
+            summary = f"{'rebuilt at' if self.git.rebuild else 'at'} {self.git.commit[:12]}, " + summary
+        summary += outcome.text
         jobs.job_finish(job_id=job.pk, status=JobStatus.SUCCEEDED, message=summary, job=job)
 
     def _targeted(self, plans: list[SegmentPlan]) -> list[str]:
@@ -551,6 +592,9 @@ class _Run:
             self._skip(raw, failed=raw.reason.startswith("unreadable"))
             # Saved (replaced) while the job ran: keep what is stored, the next job reads the new file.
             return raw.reason == REPLACED and state is not None
+        if raw.startswith(LFS_POINTER):
+            self._skip(Skipped(entry.path, LFS_REASON))
+            return False
         extractor = extractor_for(entry.path)
         # An HTML fragment or template is code, read as text; only whole pages are documents.
         document = extractor is not None and (extractor.kind != "html" or html_document(raw))
@@ -568,6 +612,8 @@ class _Run:
             self.touched.append(state)  # saved in bulk at the next flush
             self.job.files_unchanged += 1  # touched, same content (a document is not extracted again)
             return True
+        if state is None and self._moved(entry, plan, digest):
+            return True
         if not document:
             chunks = chunk_text(text, entry.path, max_chars=self.config.max_chars, overlap=self.config.overlap)
         else:
@@ -580,6 +626,9 @@ class _Run:
             chunks = document_chunks(
                 extracted, entry.path, max_chars=self.config.max_chars, overlap=self.config.overlap
             )
+        if self.git:
+            # The commit each chunk was read at: hits, /context and the viewer show it and build the permalink.
+            chunks = [replace(chunk, metadata={**chunk.metadata, COMMIT_KEY: self.git.commit}) for chunk in chunks]
         self.job.files_changed += 1
         self.job.chunks_queued += len(chunks)
         self._store(
@@ -596,6 +645,32 @@ class _Run:
                 text=text if self.config.contextual else "",
             )
         )
+        return True
+
+    def _moved(self, entry: Candidate, plan: SegmentPlan, digest: str) -> bool:
+        """A file git renamed with its content unchanged: its chunks and vectors move to the new path, nothing is
+        embedded. False when it was not renamed, or its former state is not what indexing it now would write."""
+        former = self.git.renames.get(entry.path) if self.git else None
+        key = (plan.source.pk, plan.generation, former or "")
+        old = self.states.get(key) if former else None
+        if (
+            self.git is None
+            or old is None
+            or old.content_hash != digest
+            or old.fingerprint != self._fingerprint(digest, plan, entry.path)
+            or old.embedding_model_id != plan.model.pk
+            or self.forced_since is not None
+        ):
+            return False
+        with transaction.atomic():
+            chunks = list(Chunk.objects.filter(source_id=key[0], generation=key[1], path=former).only("pk", "metadata"))
+            for chunk in chunks:
+                chunk.path = entry.path
+                chunk.metadata = {**chunk.metadata, COMMIT_KEY: self.git.commit}
+            Chunk.objects.bulk_update(chunks, ["path", "metadata"], batch_size=1000)
+            IndexedFile.objects.filter(pk=old.pk).update(path=entry.path, size=entry.size, mtime_ns=entry.mtime_ns)
+        self.moved.add(key)
+        self.job.files_changed += 1
         return True
 
     def _extract(self, path: str, kind: str, raw: bytes) -> Extracted | Skipped:

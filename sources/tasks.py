@@ -20,8 +20,8 @@ from kernel import heartbeats, metrics
 from kernel.errors import ApplicationError
 from sources import jobs, memories, queueing, roots, services, tools, uploads
 from sources.config import indexing_config, jobs_config
-from sources.models import IndexJob, JobStatus, Memory, Skill, Tool, UploadedDocument
-from sources.queues import BULK, job_queue
+from sources.models import IndexJob, JobStatus, Memory, Skill, Tool, UploadedDocument, WorkspaceRoot
+from sources.queues import BULK, INTERACTIVE, job_queue
 
 log = logging.getLogger(__name__)
 
@@ -111,14 +111,22 @@ def root_index_task(self, job_id: int) -> str | None:
     job = jobs.job_start(job_id=job_id, config=jobs_config())
     if job is None:
         return None
-    return roots.root_index(job=job, config=indexing_config())
+    status = roots.root_index(job=job, config=indexing_config())
+    if status == JobStatus.QUEUED:
+        # A git fetch found a rebuild or a big diff: the job goes on, from the bulk queue (its lock is free now).
+        if reason := _send("indexjob", job_id):
+            queueing.queued_note(IndexJob, job_id, reason)
+    return status
 
 
 @shared_task(acks_late=True)
 def root_reverify_task(root_id: int) -> int | None:
-    """The periodic re-verify of one root (its schedule is editable in admin)."""
+    """The periodic re-verify of one root (its schedule is editable in admin); a git root's is a fetch."""
     try:
-        job, _ = root_reindex_request(root_id=root_id, trigger="schedule")
+        if WorkspaceRoot.objects.filter(pk=root_id).exclude(git_url="").exists():
+            job, _ = root_reindex_request(root_id=root_id, trigger="fetch", ignore_cooldown=True)
+        else:
+            job, _ = root_reindex_request(root_id=root_id, trigger="schedule")
     except ApplicationError as exc:
         log.info("root %s not re-verified: %s", root_id, exc.message)  # cooldown, disabled or deleted
         return None
@@ -202,6 +210,37 @@ def root_reindex_request(**request) -> tuple[IndexJob, bool]:
     if created:
         _send_on_commit("indexjob", job.pk, queue=job_queue(job))
     return job, created
+
+
+def root_push_request(*, root_id: int) -> IndexJob:
+    """A push arrived (webhook): a fetch job on the interactive queue, or the job already queued or running.
+
+    A job running now may have fetched before this push: a follow-up asks again once it has ended.
+    """
+    job, created = root_reindex_request(root_id=root_id, trigger="push", ignore_cooldown=True)
+    if not created and job.status == JobStatus.RUNNING:
+        transaction.on_commit(lambda: _push_follow_up(root_id))
+    return job
+
+
+def _push_follow_up(root_id: int) -> None:
+    try:
+        root_push_retry_task.apply_async((root_id,), countdown=1, queue=INTERACTIVE)
+    except Exception as exc:  # noqa: BLE001 - the schedule's fetch catches the push later all the same
+        log.warning("could not queue the follow-up fetch of root %s: %s", root_id, exc)
+
+
+@shared_task(bind=True, max_retries=600)
+def root_push_retry_task(self, root_id: int) -> int | None:
+    """Ask for a fetch job again once the running one has ended (a push arrived while it ran)."""
+    try:
+        job, created = root_reindex_request(root_id=root_id, trigger="push", ignore_cooldown=True)
+    except ApplicationError as exc:
+        log.info("root %s: follow-up fetch not queued: %s", root_id, exc.message)
+        return None
+    if not created and job.status == JobStatus.RUNNING:
+        raise self.retry(countdown=2)
+    return job.pk
 
 
 def recovery_sweep() -> dict[str, list[int]]:

@@ -80,7 +80,8 @@ class WatchedRoot:
 def watched_roots() -> list[WatchedRoot]:
     """The enabled roots whose ``watch`` box is ticked and whose directory exists now."""
     found = []
-    for root in WorkspaceRoot.objects.filter(enabled=True, watch=True).order_by("pk"):
+    # A git root's checkout changes only by its own jobs: a push reaches it through the webhook or the schedule.
+    for root in WorkspaceRoot.objects.filter(enabled=True, watch=True, git_url="").order_by("pk"):
         directory = root.symlink_target or os.path.realpath(root.path)
         if not os.path.isdir(directory):
             continue  # perhaps not mounted yet: looked for again at the next reload

@@ -159,6 +159,11 @@ class ReindexOut(Schema):
     job: JobOut
 
 
+class HookOut(Schema):
+    job_id: int = Field(..., description="The fetch job queued (or the one already queued or running).")
+    status: str
+
+
 class RootOut(Schema):
     id: int
     name: str

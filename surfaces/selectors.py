@@ -19,6 +19,7 @@ from sources.job_report import job_progress_read
 from sources.jobs import jobs_ahead
 from sources.models import (
     ACTIVE_JOB_STATUSES,
+    COMMIT_KEY,
     Chunk,
     EmbeddingModel,
     IndexedFile,
@@ -77,6 +78,20 @@ def roots_with_latest_job() -> list[WorkspaceRoot]:
     for root in roots:
         root.latest_job = latest.get(root.pk)  # type: ignore[attr-defined]  # for RootOut, like an annotation
     return roots
+
+
+def file_commit(*, root_id: int, path: str) -> tuple[str, str]:
+    """A git root's file: the commit its chunks were indexed at, and the root's permalink template ("" for others).
+
+    One query, for the viewer: the active generation's chunks of the file (all written together, so one commit).
+    """
+    row = (
+        Chunk.objects.filter(source__root_id=root_id, source__root__git_url__gt="", path=path)
+        .filter(generation=F("source__active_generation"))
+        .values_list(f"metadata__{COMMIT_KEY}", "source__root__git_permalink")
+        .first()
+    )
+    return (row[0] or "", row[1] or "") if row else ("", "")
 
 
 def job_get(job_id: int) -> IndexJob:

@@ -35,8 +35,9 @@ from retrieval.files import file_current, file_lines, file_original
 from retrieval.highlight import highlight_css, lexer_for
 from retrieval.uploaded import uploaded_original, uploaded_text
 from sources.extract import Anchor
+from sources.git_roots import permalink
 from sources.models import source_key
-from surfaces.selectors import skill_readable
+from surfaces.selectors import file_commit, skill_readable
 
 # Types a browser may be told for a download (with nosniff and as an attachment, none is rendered in the page); any
 # other document, HTML included, is opaque bytes.
@@ -78,6 +79,7 @@ def view_file(request, root: str, path: str):
     # A document's extracted text is markdown-like (headings, lists, tables), whatever its suffix.
     lexer = MarkdownLexer(stripnl=False) if current.document else lexer_for(path)
     stale = (current.size, current.mtime_ns) != (file.size, file.mtime_ns)
+    commit, template = file_commit(root_id=file.root.id, path=path)
     return _page(
         request,
         title=path,
@@ -88,6 +90,8 @@ def view_file(request, root: str, path: str):
         stale=stale,
         pages=current.anchors if current.document else None,
         download=reverse("download-file", args=[file.root.id, path]) if current.document else "",
+        commit=commit,
+        permalink=permalink(template, commit=commit, path=path, start=1, end=len(file_lines(current.text))),
     )
 
 
@@ -157,6 +161,8 @@ def _page(
     stale: bool = False,
     pages: Sequence[Anchor] | None = None,
     download: str = "",
+    commit: str = "",
+    permalink: str = "",
 ):
     code = highlight(text, lexer, HtmlFormatter(linenos="inline", linespans="L", wrapcode=True))
     if pages is not None:
@@ -173,6 +179,8 @@ def _page(
             "stale": stale,
             "highlight_css": highlight_css(),
             "download": download,
+            "commit": commit,
+            "permalink": permalink,
             # What "Copy citation" needs to cite a range by its pages, as every surface does (static/js/viewer.js).
             "pages": json.dumps([[a.label, a.start_line, a.end_line] for a in pages]) if pages else "",
         },

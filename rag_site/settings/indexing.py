@@ -54,4 +54,6 @@ RAG_ROOT_BASE_DIRS = [str(Path(p).resolve()) for p in read_list("RAG_ROOT_BASE_D
 # over, up to RAG_JOB_MAX_ATTEMPTS; indexing is idempotent, so the new attempt
 # resumes where the old one stopped.
 RAG_JOB_STALE_SECONDS = read_int("RAG_JOB_STALE_SECONDS")
+# A git root's clone, fetch or checkout that takes longer fails its job (sources/git.py).
+RAG_GIT_TIMEOUT_SECONDS = read_int("RAG_GIT_TIMEOUT_SECONDS")
 RAG_JOB_MAX_ATTEMPTS = read_int("RAG_JOB_MAX_ATTEMPTS")

@@ -7,7 +7,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("sources", "0015_help_text_placeholders"),
+        ("sources", "0016_git_roots"),
     ]
 
     operations = [

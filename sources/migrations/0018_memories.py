@@ -9,7 +9,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
     dependencies = [
         ("access", "0001_initial"),
-        ("sources", "0015_help_text_placeholders"),
+        ("sources", "0017_job_progress_outcomes"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 

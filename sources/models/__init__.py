@@ -4,7 +4,14 @@ One module per kind of record; everything is importable from here.
 """
 
 from sources.models.base import SCOPE_NAME, EmbeddingModel, Indexed, IndexStatus, Scoped, Source, words
-from sources.models.chunks import DESCRIPTION_KEY, IDENTIFIER_CAMEL, IDENTIFIER_SEPARATORS, Chunk, ChunkDescription
+from sources.models.chunks import (
+    COMMIT_KEY,
+    DESCRIPTION_KEY,
+    IDENTIFIER_CAMEL,
+    IDENTIFIER_SEPARATORS,
+    Chunk,
+    ChunkDescription,
+)
 from sources.models.documents import UploadedDocument
 from sources.models.keys import source_key
 from sources.models.memories import Memory, MemoryStatus, memory_status_filter
@@ -24,6 +31,7 @@ from sources.models.tools import Tool
 __all__ = [
     "ACTIVE_JOB_STATUSES",
     "DEFAULT_EXCLUDE_DIRS",
+    "COMMIT_KEY",
     "DESCRIPTION_KEY",
     "DEFAULT_INCLUDE",
     "IDENTIFIER_CAMEL",

@@ -20,6 +20,9 @@ IDENTIFIER_SEPARATORS = "._/-:"
 # Where a chunk's contextual description (sources/contextual.py) is kept:
 # the API and the page show it from there, and the lexical index reads it.
 DESCRIPTION_KEY = "contextual_description"
+# Where a git root's chunk keeps the commit it was read at (sources/git_roots.py): hits, /context and the viewer
+# show it, and the root's permalink template is filled with it. In the row already loaded: no join on search.
+COMMIT_KEY = "commit"
 
 
 def _identifier_words(field: str | Func) -> Func:

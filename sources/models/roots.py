@@ -99,6 +99,45 @@ class WorkspaceRoot(Scoped):
         help_text="Where the path led when an admin confirmed a path that passes through a symlink; empty: the path "
         "must pass through none.",
     )
+    # A git root (sources/git_roots.py): the worker clones git_url into the data directory and indexes a checkout of
+    # the branch's tip there; ``path`` is that checkout, set by the system.
+    git_url = models.CharField(
+        max_length=1024,
+        blank=True,
+        verbose_name="git URL",
+        help_text="Empty: a directory root. https://, ssh:// (or user@host:path) or file:// for a local bare "
+        "repository. A user name may be given; a password or token never: use a credential below.",
+    )
+    git_branch = models.CharField(max_length=255, blank=True, default="main", verbose_name="git branch")
+    git_credential_file = models.CharField(
+        max_length=1024,
+        blank=True,
+        verbose_name="credential file",
+        help_text="Absolute path of a file the worker reads: an ssh private key (ssh URLs) or an https token "
+        "(TOKEN or USER:TOKEN). Only the path is stored.",
+    )
+    git_credential_env = models.CharField(
+        max_length=255,
+        blank=True,
+        verbose_name="credential environment variable",
+        help_text="Name of an environment variable of the worker holding an https token (TOKEN or USER:TOKEN). "
+        "Only the name is stored.",
+    )
+    git_permalink = models.CharField(
+        max_length=1024,
+        blank=True,
+        verbose_name="permalink template",
+        help_text="A link a person can open for a hit, e.g. https://github.com/org/repo/blob/{commit}/{path}#L{start}"
+        "-L{end}. Fields: {commit} {path} {start} {end}. Empty: no link.",
+    )
+    # The webhook's secret is derived from SECRET_KEY and this salt (sources/git_hooks.py): the database alone
+    # never holds it, and a new salt rotates it.
+    git_webhook_salt = models.CharField(max_length=64, blank=True, editable=False)
+    git_commit = models.CharField(
+        max_length=64, blank=True, editable=False, help_text="The last commit indexed in full (git roots)."
+    )
+    git_indexed_branch = models.CharField(max_length=255, blank=True, editable=False)
+    git_error = models.TextField(blank=True, editable=False, help_text="Why the last fetch failed (redacted).")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -106,6 +145,10 @@ class WorkspaceRoot(Scoped):
 
     def __str__(self) -> str:
         return self.name
+
+    @property
+    def is_git(self) -> bool:
+        return bool(self.git_url)
 
 
 class Segment(models.Model):

@@ -1,5 +1,8 @@
 """Admin for workspace roots, segments, index jobs and tools."""
 
+import os
+import re
+
 from django import forms
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
@@ -9,7 +12,8 @@ from django.urls import path, reverse
 from django.utils.html import format_html
 
 from kernel.errors import ApplicationError
-from sources import jobs, tasks
+from sources import git, git_hooks, git_roots, jobs, tasks
+from sources.config import git_config, webhook_key
 from sources.job_report import job_outcome_read, job_progress_read
 from sources.models import ACTIVE_JOB_STATUSES, IndexJob, JobStatus, Segment, Tool, WorkspaceRoot
 from sources.outcomes import by_kind_words, left_out_words
@@ -45,6 +49,12 @@ class RootForm(UnixNewlinesForm, forms.ModelForm):
         "chunks from search), and read, grep and the viewer refuse it. Tick only if the directory the path "
         "leads to now is the one to index.",
     )
+    rotate_webhook_secret = forms.BooleanField(
+        required=False,
+        label="Set a new webhook secret",
+        help_text="Shown once after saving, with the hook's URL: paste both into the git host's webhook settings "
+        "(GitHub, Gitea: secret; GitLab: token). The old secret stops working at once.",
+    )
 
     class Meta:
         model = WorkspaceRoot
@@ -61,9 +71,17 @@ class RootForm(UnixNewlinesForm, forms.ModelForm):
             device, _, inode = identity.partition(":")
             target = f", through a symlink to {self.instance.symlink_target}" if self.instance.symlink_target else ""
             self.fields["confirm_directory"].help_text += f" Pinned now: device {device}, inode {inode}{target}."
+        if "path" in self.fields:
+            # A git root's path is its checkout under RAG_VAR_DIR/git, set when it is saved.
+            self.fields["path"].required = False
+            self.fields["path"].help_text += " Empty for a git root: its checkout is set for you."
 
     def clean(self):
         cleaned = super().clean()
+        if cleaned.get("git_url"):
+            return self._clean_git(cleaned)
+        if not cleaned.get("path") and "path" not in self.errors:
+            self.add_error("path", "A directory root needs a path (or give a git URL).")
         if path := cleaned.get("path"):
             try:
                 pin = root_pin(path=path, confirm=bool(cleaned.get("confirm_directory")), pinned=self.instance)
@@ -75,6 +93,34 @@ class RootForm(UnixNewlinesForm, forms.ModelForm):
                     pin.directory_identity,
                     pin.symlink_target,
                 )
+        return cleaned
+
+    def _clean_git(self, cleaned: dict) -> dict:
+        """A git root: its URL, branch and credential references checked; its checkout directory set by the system."""
+        url = cleaned["git_url"].strip()
+        if problem := git.url_problem(url) or git.local_url_problem(url, git_config().local_bases):
+            self.add_error("git_url", problem[0].upper() + problem[1:] + ".")
+        cleaned["git_url"] = url
+        branch = cleaned.get("git_branch", "").strip() or "main"
+        if branch.startswith("-") or not re.fullmatch(r"[A-Za-z0-9._/-]+", branch) or ".." in branch:
+            self.add_error("git_branch", "Not a branch name (letters, digits, . _ / -).")
+        cleaned["git_branch"] = branch
+        credential_file = cleaned.get("git_credential_file", "")
+        if credential_file and not os.path.isabs(credential_file):
+            self.add_error("git_credential_file", "Give an absolute path (the worker reads the file).")
+        variable = cleaned.get("git_credential_env", "")
+        if variable and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", variable):
+            self.add_error("git_credential_env", "Give the variable's name (e.g. GITHUB_TOKEN), never its value.")
+        if credential_file and variable:
+            self.add_error("git_credential_env", "Give a credential file or an environment variable, not both.")
+        # Never a directory an admin named: a checkout forces its files in place and removes what git does not track.
+        checkouts = git_config().directory
+        current = self.instance.path
+        if not current or os.path.commonpath([os.path.realpath(current), checkouts]) != checkouts:
+            if not self.errors:
+                current = git_roots.root_git_path(name=cleaned.get("name") or "root", config=git_config())
+        cleaned["path"] = current
+        self.instance.directory_identity, self.instance.symlink_target = "", ""
         return cleaned
 
 
@@ -101,10 +147,10 @@ class SegmentInline(ScopedInlineMixin, admin.TabularInline):
 class WorkspaceRootAdmin(ScopedAdminMixin, BrokerWarningMixin, admin.ModelAdmin):
     form = RootForm
     inlines = [SegmentInline]
-    list_display = ["name", "path", "enabled", "scope", "last_job", "last_verified_at", "reindex_button"]
+    list_display = ["name", "path", "enabled", "scope", "git_state", "last_job", "last_verified_at", "reindex_button"]
     list_filter = ["enabled"]
     search_fields = ["name", "path"]
-    readonly_fields = ["last_verified_at", "last_job", "jobs_link", "files_table"]
+    readonly_fields = ["last_verified_at", "last_job", "jobs_link", "files_table", "git_state", "git_hook"]
     actions = ["reindex", "reindex_force"]
     fieldsets = [
         (
@@ -125,6 +171,25 @@ class WorkspaceRootAdmin(ScopedAdminMixin, BrokerWarningMixin, admin.ModelAdmin)
                     "embedding_model_name",
                     "similarity_threshold",
                 ]
+            },
+        ),
+        (
+            "Git repository",
+            {
+                "fields": [
+                    "git_url",
+                    "git_branch",
+                    "git_credential_file",
+                    "git_credential_env",
+                    "git_permalink",
+                    "rotate_webhook_secret",
+                    "git_hook",
+                    "git_state",
+                ],
+                "description": "A git URL makes this a git root: the worker clones it into the data directory, "
+                "indexes its branch commit by commit, and fetches on the schedule below and on each push its "
+                "webhook reports. Credentials are read by the worker from a file or an environment variable: "
+                "never stored, never shown.",
             },
         ),
         (
@@ -152,6 +217,20 @@ class WorkspaceRootAdmin(ScopedAdminMixin, BrokerWarningMixin, admin.ModelAdmin)
 
     def save_model(self, request, obj, form, change) -> None:
         super().save_model(request, obj, form, change)
+        if obj.git_url and form.cleaned_data.get("rotate_webhook_secret"):
+            secret = git_hooks.webhook_rotate(root=obj, secret_key=webhook_key())
+            hook = request.build_absolute_uri(f"/api/v1/roots/{obj.pk}/hook")
+            self.message_user(
+                request,
+                format_html(
+                    "{}: the webhook's new secret, shown this once: <code>{}</code> (URL: <code>{}</code>, "
+                    "content type application/json, push events).",
+                    obj.name,
+                    secret,
+                    hook,
+                ),
+                messages.WARNING,
+            )
         if change and "scan_secrets" in form.changed_data and obj.scan_secrets:
             root_files_reread(root=obj)  # files indexed while the scan was off are scanned by the next job
 
@@ -160,6 +239,27 @@ class WorkspaceRootAdmin(ScopedAdminMixin, BrokerWarningMixin, admin.ModelAdmin)
         if obj.enabled:
             self._request_job(request, obj, force=False, ignore_cooldown=True)
         return super().response_add(request, obj, post_url_continue)
+
+    @admin.display(description="Git")
+    def git_state(self, root: WorkspaceRoot) -> str:
+        if not root.git_url:
+            return "—"
+        commit = format_html(
+            "{} at <code title='{}'>{}</code>",
+            root.git_indexed_branch or root.git_branch,
+            root.git_commit,
+            root.git_commit[:12] or "not indexed yet",
+        )
+        if root.git_error:
+            return format_html('{}<br><span class="errornote">Last fetch failed: {}</span>', commit, root.git_error)
+        return commit
+
+    @admin.display(description="Webhook")
+    def git_hook(self, root: WorkspaceRoot) -> str:
+        if root.pk is None or not root.git_url:
+            return "Save the root as a git root first."
+        state = "a secret is set" if root.git_webhook_salt else "no secret yet: tick the box above and save"
+        return format_html("POST <code>/api/v1/roots/{}/hook</code> ({})", root.pk, state)
 
     @admin.display(description="Last index job")
     def last_job(self, root: WorkspaceRoot) -> str:

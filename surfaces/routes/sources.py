@@ -2,12 +2,27 @@ from ninja import Body, Router
 from ninja.responses import Status
 
 from access.auth import HEALTH_AUTH, MANAGE_AUTH, READ_AUTH, manage_required
+from access.identity import identity_anonymous
+from access.ratelimit import rate_limit_check
 from kernel.config import llm_config
+from kernel.errors import Unauthenticated
 from retrieval.schemas import API_ERRORS, ErrorOut
 from sources import tasks
-from sources.config import embedding_config
+from sources.config import embedding_config, webhook_key
+from sources.git_hooks import webhook_verified
 from sources.health import health_check
-from surfaces.schemas import CheckOut, HealthOut, JobOut, ReindexIn, ReindexOut, RootOut, SkillDetailOut, SkillOut
+from sources.models import WorkspaceRoot
+from surfaces.schemas import (
+    CheckOut,
+    HealthOut,
+    HookOut,
+    JobOut,
+    ReindexIn,
+    ReindexOut,
+    RootOut,
+    SkillDetailOut,
+    SkillOut,
+)
 from surfaces.selectors import job_get, roots_with_latest_job, skill_detail_answer, skills_visible
 
 # No body: the defaults (one frozen instance, shared by every request).
@@ -51,6 +66,31 @@ def root_reindex(request, root_id: int, payload: ReindexIn = Body(NO_REINDEX_BOD
     job, created = tasks.root_reindex_request(root_id=root_id, force=payload.force, trigger="api")
     # The job as a model: the response schema reads it (JobOut's resolvers need the row, not a copy).
     return Status(202 if created else 200, {"created": created, "job": job_get(job.pk)})
+
+
+@router.post(
+    "/roots/{root_id}/hook",
+    response={202: HookOut, 409: ErrorOut, **API_ERRORS},
+    auth=None,
+    tags=["sources"],
+)
+def root_hook(request, root_id: int):
+    """A git host's push event for a git root: queues a fetch job at once on the interactive queue (202, its id).
+
+    No API key: the request is verified with the root's webhook secret (set in the admin): GitHub's
+    ``X-Hub-Signature-256: sha256=HMAC``, Gitea's ``X-Gitea-Signature: HMAC`` (hex HMAC-SHA256 of the body) or
+    GitLab's ``X-Gitlab-Token: SECRET``. Unsigned, wrongly signed, or not a git root: 401, nothing queued.
+    Rate-limited per address like anonymous callers."""
+    caller = identity_anonymous(address=request.META.get("REMOTE_ADDR", ""))
+    rate_limit_check(bucket=f"hook:{caller.rate_bucket}", limit=caller.rate_limit)
+    root = WorkspaceRoot.objects.filter(pk=root_id).exclude(git_url="").first()
+    # One answer for an unknown root and a bad signature: the hook tells a stranger nothing about which roots exist.
+    if root is None or not webhook_verified(
+        root=root, headers=request.headers, body=request.body, secret_key=webhook_key()
+    ):
+        raise Unauthenticated("the webhook's signature or token is missing or does not match the root's secret")
+    job = tasks.root_push_request(root_id=root.pk)
+    return Status(202, HookOut(job_id=job.pk, status=job.status))
 
 
 @router.get("/index-jobs/{job_id}", response={200: JobOut, **ERRORS}, auth=MANAGE_AUTH)

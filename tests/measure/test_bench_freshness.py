@@ -23,3 +23,11 @@ def test_the_table_has_a_row_per_phase_and_change_and_says_how_long_the_bulk_job
     assert [line.split()[:2] for line in lines[1:4]] == [["idle", "edit"], ["idle", "delete"], ["bulk", "edit"]]
     assert lines[4].split() == ["bulk", "skill", "saved", "2", "1.00", "1.50", "1.50", "0"]
     assert lines[-1].strip().startswith("the bulk job ran through 2 of 2 rounds")
+
+
+def test_the_git_rows_say_how_many_chunks_the_fetches_with_no_new_commit_embedded():
+    row = {"n": 2, "timeouts": 0, "p50_s": 1.0, "p95_s": 1.5, "max_s": 1.5}
+    lines = freshness_table({"idle": {"git push 10": row, "git no commit": {**row, "chunks_embedded": 0}}})
+    assert lines[1].split()[:4] == ["idle", "git", "push", "10"]
+    assert lines[2].split()[:4] == ["idle", "git", "no", "commit"]
+    assert lines[3].strip() == "chunks embedded by these jobs: 0"

@@ -21,6 +21,7 @@ def test_every_task_has_its_queue_in_the_one_table_and_unknown_work_is_bulk():
         "sources.tasks.jobs_reap_task",
         "sources.tasks.root_reverify_task",
         "sources.tasks.skills_reverify_task",
+        "sources.tasks.root_push_retry_task",
     }
     assert settings.CELERY_TASK_ROUTES["sources.tasks.skill_index_task"] == {"queue": queues.INTERACTIVE}
     assert settings.CELERY_TASK_ROUTES["sources.tasks.jobs_reap_task"] == {"queue": queues.INTERACTIVE}
@@ -33,6 +34,9 @@ def test_a_full_walk_is_bulk_and_a_job_for_given_paths_is_interactive():
     assert queues.job_queue(IndexJob(force=False)) == queues.BULK
     assert queues.job_queue(IndexJob(force=True)) == queues.BULK
     assert queues.job_queue(IndexJob(paths=["docs/a.md"])) == queues.INTERACTIVE
+    # A git root's fetch (webhook push or schedule) starts interactive; a rebuild it finds is handed to bulk.
+    assert queues.job_queue(IndexJob(trigger="push")) == queues.INTERACTIVE
+    assert queues.job_queue(IndexJob(trigger="git-rebuild")) == queues.BULK
     assert queues.job_queue(IndexJob(paths=[])) == queues.BULK
 
 

@@ -18,7 +18,8 @@ class Command(BaseCommand):
         "`login-flood`: search latency alone and beside clients posting wrong passwords to the login pages. "
         "`slowloris --url URL`: health probes beside connections trickling headers or a body. "
         "`extract PATH`: every document under PATH through the extraction sandbox; PDF pages/s, peak memory. "
-        "`freshness`: seconds from a change in a watched root to search (edit, create, rename, delete), idle and "
+        "`freshness`: seconds from a change in a watched root to search (edit, create, rename, delete), a git push "
+        "of 10 files through the webhook and one with no new commit, idle and "
         "beside a bulk job, and a skill saved meanwhile. "
         "`answers`: search latency alone and beside --streams streamed answers from a slow fake chat model."
     )
@@ -177,7 +178,8 @@ class Command(BaseCommand):
             return
         self.stdout.write(
             f"seconds from a change on disk until search agrees ({options.concurrency} worker process(es), "
-            f"{rounds} rounds; target: edit and delete p95 <= 5 s)"
+            f"{rounds} rounds; targets: edit and delete p95 <= 5 s, git push of 10 files p95 <= 15 s, no new "
+            "commit < 1 s)"
         )
         self.stdout.write("\n".join(freshness_table(report)))
 

@@ -1,0 +1,240 @@
+"""Git plumbing for git roots: the ``git`` CLI run with a timeout, no prompt, no hooks and no user config.
+
+Credentials reach git only through its environment (``GIT_SSH_COMMAND`` with
+a key file; an ``http.extraHeader`` in ``GIT_CONFIG_*``), never its command
+line, where ``ps`` would show them. Every message that leaves this module is
+redacted: URL user info and the secret itself become ``***``.
+
+The clone is blobless (``--filter=blob:none``), not shallow: it holds every
+commit and tree, so the diff from the last indexed commit to the new tip,
+and whether that commit is still an ancestor of it (a force-push is not),
+are answered locally; blobs are fetched only for what is checked out. A
+shallow clone would have to deepen until it met the old commit, and could
+not tell "rewritten" from "not fetched deep enough".
+"""
+
+import base64
+import os
+import re
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kernel.errors import ApplicationError
+
+EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
+# How a file in the tree names a submodule (a commit of another repository, never checked out here).
+GITLINK_MODE = "160000"
+LFS_POINTER = b"version https://git-lfs.github.com/spec/v1"
+SUBMODULE_REASON = "a git submodule: its commit is in another repository, not indexed"
+LFS_REASON = "a Git LFS pointer: the file's content is not in the repository"
+
+_USERINFO = re.compile(r"(?P<scheme>[a-zA-Z][a-zA-Z0-9+.-]*://)[^/@\s]+@")
+_SSH_SCP = re.compile(r"^[A-Za-z0-9._-]+@[A-Za-z0-9.-]+:")
+
+
+class GitError(ApplicationError):
+    """A git command failed or timed out; the message is redacted."""
+
+
+@dataclass(frozen=True, slots=True)
+class Remote:
+    """A git root's remote and how to authenticate to it; ``secret`` never leaves this process."""
+
+    url: str
+    branch: str
+    key_file: str = ""  # ssh private key
+    secret: str = field(default="", repr=False)  # https token, "TOKEN" or "USER:TOKEN"
+
+
+@dataclass(frozen=True, slots=True)
+class Repo:
+    """A root's clone (``git_dir``, bare) and the checkout the walker reads (``work_tree``)."""
+
+    git_dir: str
+    work_tree: str
+    timeout: int
+
+
+@dataclass(slots=True)
+class Diff:
+    """What changed between two commits, root-relative."""
+
+    paths: set[str] = field(default_factory=set)  # every path touched (both sides of a rename)
+    renames: dict[str, str] = field(default_factory=dict)  # new path -> old path, content unchanged or similar
+
+
+def url_redact(text: str, secret: str = "") -> str:
+    """``text`` with the user info of any URL and ``secret`` replaced by ``***``."""
+    text = _USERINFO.sub(lambda m: m.group("scheme") + "***@", text)
+    if secret:
+        text = text.replace(secret, "***")
+        if ":" in secret:
+            for part in secret.split(":"):
+                if len(part) >= 6:
+                    text = text.replace(part, "***")
+    return text
+
+
+def url_problem(url: str) -> str | None:
+    """Why ``url`` cannot be a git root's remote (None when it can)."""
+    if not url:
+        return "a git root needs a URL"
+    if url.startswith("-") or any(c in url for c in "\x00\n\r "):
+        return "the URL has a leading dash or a space or control character"
+    if _SSH_SCP.match(url):
+        return None
+    scheme, sep, rest = url.partition("://")
+    if not sep or scheme not in ("https", "http", "ssh", "file"):
+        return "the URL must start with https://, ssh://, file:// (or be user@host:path)"
+    if scheme != "file" and ":" in rest.split("/", 1)[0].rpartition("@")[0]:
+        return "the URL holds a password: give it as a credential file or environment variable instead"
+    return None
+
+
+def local_url_problem(url: str, bases: tuple[str, ...]) -> str | None:
+    """Why a file:// URL may not be cloned: its repository is not under one of ``bases`` (RAG_ROOT_BASE_DIRS)."""
+    if not url.startswith("file://"):
+        return None
+    real = os.path.realpath(url.removeprefix("file://"))
+    if any(os.path.commonpath([real, base]) == base for base in bases):
+        return None
+    return f"a file:// repository must lie under RAG_ROOT_BASE_DIRS ({', '.join(bases)}), as a directory root must"
+
+
+def is_ssh(url: str) -> bool:
+    return url.startswith("ssh://") or bool(_SSH_SCP.match(url))
+
+
+def _environment(remote: Remote | None) -> dict[str, str]:
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": "/nonexistent",
+        "LANG": "C",
+        "GIT_TERMINAL_PROMPT": "0",
+        "GIT_ASKPASS": "/bin/false",
+        "SSH_ASKPASS": "/bin/false",
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "GIT_CONFIG_GLOBAL": "/dev/null",
+    }
+    # No hooks (a repository's own config could name some) and no fsmonitor process: the clone is data, never code.
+    config = [("core.hooksPath", "/dev/null"), ("core.fsmonitor", "false"), ("protocol.ext.allow", "never")]
+    if remote is not None and remote.secret and not is_ssh(remote.url):
+        user, sep, token = remote.secret.partition(":")
+        basic = remote.secret if sep else f"x-access-token:{remote.secret}"
+        config.append(("http.extraHeader", "Authorization: Basic " + base64.b64encode(basic.encode()).decode()))
+    if remote is not None and remote.key_file:
+        env["GIT_SSH_COMMAND"] = (
+            "ssh -F /dev/null -o BatchMode=yes -o IdentitiesOnly=yes -o StrictHostKeyChecking=accept-new "
+            f"-o UserKnownHostsFile=/dev/null -i '{remote.key_file}'"
+        )
+    env["GIT_CONFIG_COUNT"] = str(len(config))
+    for index, (key, value) in enumerate(config):
+        env[f"GIT_CONFIG_KEY_{index}"] = key
+        env[f"GIT_CONFIG_VALUE_{index}"] = value
+    return env
+
+
+def git(repo: Repo, *args: str, remote: Remote | None = None, check: bool = True) -> subprocess.CompletedProcess:
+    """Run ``git --git-dir=... --work-tree=... ARGS``; a failure raises GitError with git's (redacted) words."""
+    command = ["git", f"--git-dir={repo.git_dir}", f"--work-tree={repo.work_tree}", *args]
+    secret = remote.secret if remote else ""
+    try:
+        done = subprocess.run(
+            command, env=_environment(remote), capture_output=True, timeout=repo.timeout, check=False, stdin=None
+        )
+    except subprocess.TimeoutExpired:
+        raise GitError(
+            f"git {args[0]} took longer than {repo.timeout} s (RAG_GIT_TIMEOUT_SECONDS) and was stopped"
+        ) from None
+    except FileNotFoundError:
+        raise GitError("the git command is not installed on this worker") from None
+    if check and done.returncode != 0:
+        words = done.stderr.decode("utf-8", "replace").strip().splitlines()
+        said = "; ".join(line for line in words if line and not line.startswith("hint:"))[-800:]
+        raise GitError(url_redact(f"git {args[0]} failed: {said or f'exit status {done.returncode}'}", secret))
+    return done
+
+
+def repo_fetch(repo: Repo, remote: Remote) -> str:
+    """Create the clone if needed, fetch the branch, return its tip's commit id."""
+    if not os.path.isdir(repo.git_dir):
+        Path(repo.git_dir).parent.mkdir(parents=True, exist_ok=True)
+        done = subprocess.run(
+            ["git", "init", "--quiet", "--bare", repo.git_dir], env=_environment(None), capture_output=True, timeout=30
+        )
+        if done.returncode:
+            raise GitError(f"could not create the clone: {done.stderr.decode('utf-8', 'replace').strip()}")
+    os.makedirs(repo.work_tree, exist_ok=True)
+    # A named remote: a blobless clone fetches the blobs a checkout or diff needs later from it. Set every time
+    # (the URL may have been edited); it holds no secret, those come from the environment.
+    if git(repo, "remote", "set-url", "origin", remote.url, check=False).returncode:
+        git(repo, "remote", "add", "origin", remote.url)
+    ref = f"refs/remotes/origin/{remote.branch}"
+    git(
+        repo,
+        "fetch",
+        "--quiet",
+        "--no-tags",
+        "--filter=blob:none",
+        "origin",
+        f"+refs/heads/{remote.branch}:{ref}",
+        remote=remote,
+    )
+    return commit_of(repo, ref)
+
+
+def commit_of(repo: Repo, ref: str) -> str:
+    return git(repo, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}").stdout.decode().strip()
+
+
+def is_ancestor(repo: Repo, old: str, new: str) -> bool:
+    """Whether ``old`` is still in ``new``'s history (False after a force-push, or when it is gone)."""
+    if git(repo, "cat-file", "-e", f"{old}^{{commit}}", check=False).returncode != 0:
+        return False
+    return git(repo, "merge-base", "--is-ancestor", old, new, check=False).returncode == 0
+
+
+def diff_read(repo: Repo, remote: Remote, old: str, new: str) -> Diff:
+    """The paths changed from ``old`` to ``new`` (``git diff --name-status -M -z``; blobs fetched as rename
+    detection needs them)."""
+    raw = git(repo, "diff", "--name-status", "-M", "-z", old, new, "--", remote=remote).stdout
+    return diff_parse(raw)
+
+
+def diff_parse(raw: bytes) -> Diff:
+    """Parse ``git diff --name-status -M -z``: ``STATUS\\0PATH\\0`` or, for R and C, ``STATUS\\0OLD\\0NEW\\0``."""
+    fields = raw.split(b"\0")
+    diff = Diff()
+    index = 0
+    while index < len(fields) and fields[index]:
+        status = fields[index].decode()
+        if status[0] in "RC":
+            old, new = os.fsdecode(fields[index + 1]), os.fsdecode(fields[index + 2])
+            index += 3
+            diff.paths.add(new)
+            if status[0] == "R":
+                diff.paths.add(old)
+                diff.renames[new] = old
+        else:
+            diff.paths.add(os.fsdecode(fields[index + 1]))
+            index += 2
+    return diff
+
+
+def gitlinks(repo: Repo, commit: str) -> list[str]:
+    """The submodules (gitlinks) of ``commit``'s tree, root-relative."""
+    out = git(repo, "ls-tree", "-r", "-z", "--full-tree", commit).stdout
+    found = []
+    for entry in out.split(b"\0"):
+        meta, _, path = entry.partition(b"\t")
+        if meta.startswith(GITLINK_MODE.encode()):
+            found.append(os.fsdecode(path))
+    return found
+
+
+def checkout(repo: Repo, remote: Remote, commit: str) -> None:
+    """Make the work tree ``commit``'s files (what is tracked changes; nothing else is there)."""
+    git(repo, "checkout", "--quiet", "--detach", "--force", commit, remote=remote)
+    # Files of a former commit that git no longer tracks (e.g. after a branch switch, or a half-done checkout).
+    git(repo, "clean", "-q", "-d", "-f", "-x")

@@ -1,0 +1,181 @@
+"""Git roots: what an index job of a root with a git URL does before the walk, and what it records after.
+
+Every job of a git root fetches first, inside the job (it holds the root's
+lock, so no other job checks out meanwhile). Then, from the last indexed
+commit ``root.git_commit`` to the branch's new tip:
+
+- the same commit: a fetch job (webhook or schedule) has nothing to do;
+- a descendant: the job reads only the paths ``git diff`` names (renames
+  keep their vectors, sources/roots.py);
+- not a descendant (force-push, gc) or another branch: the root is rebuilt
+  in full into a new generation, flipped when complete (blue/green, as a
+  model swap does), so search never sees a half-built index.
+
+The checkout under RAG_VAR_DIR/git is a directory like any root's: the
+walker, its containment and its reader checks apply unchanged.
+"""
+
+import logging
+import os
+import secrets
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import quote
+
+from django.utils.text import slugify
+
+from kernel.errors import ApplicationError
+from sources import git
+from sources.config import GitConfig
+from sources.models import IndexJob, WorkspaceRoot
+from sources.queues import GIT_FETCH_TRIGGERS
+
+log = logging.getLogger(__name__)
+
+# A job asked for by a webhook or the schedule that finds this many changed paths (or a rewritten history) is
+# handed to the bulk queue: a rebuild there never holds up a save on the interactive one.
+MAX_INTERACTIVE_PATHS = 1000
+REBUILD_TRIGGER = "git-rebuild"
+
+
+class GitHandOff(Exception):
+    """The fetch found work for the bulk queue (a rebuild, a big diff); the job is queued there instead."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+@dataclass(slots=True)
+class GitPlan:
+    """What a git root's job indexes: the commit checked out, and how."""
+
+    commit: str
+    branch: str
+    nothing: bool = False  # no new commit: nothing to read
+    rebuild: bool = False  # history rewritten or branch switched: a new generation, flipped at the end
+    renames: dict[str, str] = field(default_factory=dict)  # new path -> old path
+    gitlinks: list[str] = field(default_factory=list)  # submodules among what the job reads
+
+
+def root_git_path(*, name: str, config: GitConfig) -> str:
+    """A new checkout directory for a git root (created now: a root's path must exist)."""
+    path = Path(config.directory) / f"{slugify(name)[:60] or 'root'}-{secrets.token_hex(4)}"
+    path.mkdir(parents=True, exist_ok=False)
+    return str(path)
+
+
+def root_remote(root: WorkspaceRoot) -> git.Remote:
+    """The root's remote with its credential read now, or a clear error that names where it was looked for."""
+    key_file, secret = "", ""
+    if root.git_credential_file:
+        path = root.git_credential_file
+        if git.is_ssh(root.git_url):
+            if not os.access(path, os.R_OK):
+                raise ApplicationError(f"the ssh key file {path!r} cannot be read by the worker")
+            key_file = path
+        else:
+            try:
+                secret = Path(path).read_text().strip()
+            except OSError as exc:
+                raise ApplicationError(
+                    f"the credential file {path!r} cannot be read by the worker ({exc.strerror})"
+                ) from None
+    elif root.git_credential_env:
+        secret = os.environ.get(root.git_credential_env, "").strip()
+        if not secret:
+            raise ApplicationError(
+                f"the environment variable {root.git_credential_env} is not set (or empty) on the worker"
+            )
+    return git.Remote(url=root.git_url, branch=root.git_branch or "main", key_file=key_file, secret=secret)
+
+
+def root_repo(root: WorkspaceRoot, config: GitConfig) -> git.Repo:
+    return git.Repo(
+        git_dir=os.path.join(config.directory, f"{os.path.basename(root.path)}.git"),
+        work_tree=root.path,
+        timeout=config.timeout_seconds,
+    )
+
+
+def job_git_prepare(*, root: WorkspaceRoot, job: IndexJob, config: GitConfig) -> GitPlan:
+    """Fetch, decide what the job reads (setting ``job.paths`` to the diff), check the new tip out.
+
+    Raises GitHandOff when a fetch job (interactive) finds bulk work, and
+    ApplicationError (redacted, also kept on ``root.git_error``) when the
+    remote cannot be reached or read.
+    """
+    try:
+        if problem := git.local_url_problem(root.git_url, config.local_bases):
+            raise ApplicationError(problem)
+        remote = root_remote(root)
+        repo = root_repo(root, config)
+        tip = git.repo_fetch(repo, remote)
+        plan = _plan(root, job, repo, remote, tip)
+        if not plan.nothing:
+            git.checkout(repo, remote, tip)
+            links = git.gitlinks(repo, tip)
+            wanted = set(job.paths)
+            plan.gitlinks = [
+                p for p in links if not wanted or p in wanted or any(p.startswith(w + "/") for w in wanted)
+            ]
+    except ApplicationError as exc:
+        message = git.url_redact(exc.message)
+        WorkspaceRoot.objects.filter(pk=root.pk).update(git_error=message[:2000])
+        raise ApplicationError(f"git root {root.name!r}: {message}") from None
+    return plan
+
+
+def _plan(root: WorkspaceRoot, job: IndexJob, repo: git.Repo, remote: git.Remote, tip: str) -> GitPlan:
+    plan = GitPlan(commit=tip, branch=remote.branch)
+    old = root.git_commit
+    fetch_job = job.trigger in GIT_FETCH_TRIGGERS
+    if not old:
+        if fetch_job:
+            raise GitHandOff("the first index of a git root reads it in full")
+        return plan
+    if (root.git_indexed_branch and root.git_indexed_branch != remote.branch) or not git.is_ancestor(repo, old, tip):
+        why = (
+            f"the branch changed ({root.git_indexed_branch} -> {remote.branch})"
+            if root.git_indexed_branch != remote.branch
+            else f"commit {old[:12]} is no longer in {remote.branch}'s history (force-push or garbage collection)"
+        )
+        if fetch_job:
+            raise GitHandOff(f"{why}: rebuilt in full")
+        plan.rebuild = True
+        log.info("git root %s: %s; rebuilding into a new generation", root.name, why)
+        return plan
+    if old == tip:
+        # A fetch job with nothing new ends here; an admin's or API's full job re-verifies the checkout as usual.
+        plan.nothing = fetch_job and not job.paths
+        return plan
+    diff = git.diff_read(repo, remote, old, tip)
+    plan.renames = diff.renames
+    if fetch_job or job.paths:
+        paths = sorted({*job.paths, *diff.paths})
+        if len(paths) > MAX_INTERACTIVE_PATHS:
+            raise GitHandOff(f"{len(paths)} paths changed: read in full")
+        # An empty diff (commits that change no file) still checks the tip out and records it.
+        job.paths = paths or []
+        IndexJob.objects.filter(pk=job.pk).update(paths=job.paths)
+        if not paths:
+            plan.nothing = True
+            git.checkout(repo, remote, tip)
+    return plan
+
+
+def root_git_indexed(*, root: WorkspaceRoot, plan: GitPlan) -> None:
+    """Record the commit the root's index now reflects (the next fetch diffs from it)."""
+    WorkspaceRoot.objects.filter(pk=root.pk).update(
+        git_commit=plan.commit, git_indexed_branch=plan.branch, git_error=""
+    )
+
+
+def permalink(template: str, *, commit: str, path: str, start: int, end: int) -> str:
+    """The root's permalink template filled in; "" without a template or a commit, or when the template is broken."""
+    if not template or not commit:
+        return ""
+    try:
+        return template.format(commit=commit, path=quote(path), start=start, end=end)
+    except (KeyError, IndexError, ValueError):
+        return ""

@@ -1,0 +1,64 @@
+"""The admin's "Git repository" section (issue 25 item 1): a git root saved with a URL gets its checkout under
+RAG_VAR_DIR/git, a webhook secret shown once, and its last commit and fetch error on the list."""
+
+import pytest
+
+from sources.models import IndexJob, WorkspaceRoot
+from tests.sources.test_admin_console import root_form
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def var(tmp_path, settings):
+    settings.VAR_DIR = tmp_path / "var"
+    settings.RAG_ROOT_BASE_DIRS = [str(tmp_path / "dirs")]
+    return settings.VAR_DIR
+
+
+def test_a_git_root_saved_in_the_admin_gets_its_checkout_and_a_secret_shown_once(admin_client, var):
+    form = root_form(
+        var, path="", git_url="https://github.com/org/repo.git", git_branch="main", git_credential_env="GITHUB_TOKEN"
+    )
+    response = admin_client.post(
+        "/admin/sources/workspaceroot/add/", {**form, "rotate_webhook_secret": "on"}, follow=True
+    )
+    assert response.status_code == 200
+    root = WorkspaceRoot.objects.get()
+    assert root.path.startswith(str(var / "git")) and root.git_webhook_salt
+    page = response.content.decode()
+    assert "shown this once" in page and f"/api/v1/roots/{root.pk}/hook" in page
+    assert IndexJob.objects.filter(root=root).exists()  # its first index (clone) is queued at once
+    change = admin_client.get(f"/admin/sources/workspaceroot/{root.pk}/change/").content.decode()
+    assert "shown this once" not in change and "a secret is set" in change and "GITHUB_TOKEN" in change
+
+
+@pytest.mark.parametrize(
+    ("changes", "field", "words"),
+    [
+        ({"git_url": "https://bob:pw@github.com/org/repo.git"}, "git_url", "password"),
+        ({"git_url": "ftp://example.org/repo.git"}, "git_url", "must start with"),
+        ({"git_credential_env": "ghp_abcdef not a name"}, "git_credential_env", "never its value"),
+        ({"git_credential_file": "relative/key"}, "git_credential_file", "absolute path"),
+        ({"git_url": "file:///srv/other/repo.git"}, "git_url", "must lie under RAG_ROOT_BASE_DIRS"),
+    ],
+)
+def test_a_bad_git_section_is_refused_with_the_reason(admin_client, var, changes, field, words):
+    form = root_form(var, path="", **{"git_url": "https://github.com/org/repo.git", "git_branch": "main", **changes})
+    response = admin_client.post("/admin/sources/workspaceroot/add/", form)
+    assert response.status_code == 200
+    assert words in str(response.context["adminform"].form.errors[field])
+    assert not WorkspaceRoot.objects.exists()
+
+
+def test_the_root_list_shows_the_last_commit_and_the_last_fetch_error(admin_client, var):
+    WorkspaceRoot.objects.create(
+        name="repo",
+        path=str(var / "git" / "repo"),
+        git_url="https://github.com/org/repo.git",
+        git_commit="0123456789abcdef0123456789abcdef01234567",
+        git_indexed_branch="main",
+        git_error="git fetch failed: could not resolve host",
+    )
+    listing = admin_client.get("/admin/sources/workspaceroot/").content.decode()
+    assert "0123456789ab" in listing and "Last fetch failed: git fetch failed: could not resolve host" in listing

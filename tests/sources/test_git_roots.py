@@ -1,0 +1,210 @@
+"""Git roots (issue 25 item 1): cloned from a local bare repository by file:// URL, indexed commit by commit
+through the same job, walk and ingest code as a directory root (real git, PostgreSQL and MiniLM)."""
+
+import pytest
+from django.db.models import Count
+
+from sources import git, git_roots, jobs, roots
+from sources.config import git_config
+from sources.models import COMMIT_KEY, Chunk, IndexJob, JobStatus, Source, WorkspaceRoot
+from tests.gitrepo import Origin
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def origin(tmp_path, settings) -> Origin:
+    settings.VAR_DIR = tmp_path / "var"
+    # The remote's directory only: a git root's checkout (under VAR_DIR/git) is allowed by itself.
+    settings.RAG_ROOT_BASE_DIRS = [str(tmp_path / "remote")]
+    repo = Origin(tmp_path / "remote")
+    repo.commit(
+        "first",
+        {
+            "README.md": "# Readme\n\nThe readme of the repository.\n",
+            "pkg/alpha.py": "def alpha_function():\n    return 'alpha'\n",
+            "pkg/beta.py": "def beta_function():\n    return 'beta'\n",
+            "docs/guide.md": "# Guide\n\nHow the harbour crane lifts containers.\n",
+        },
+    )
+    repo.push()
+    return repo
+
+
+def git_root(origin: Origin, **fields) -> WorkspaceRoot:
+    path = git_roots.root_git_path(name="repo", config=git_config())
+    return WorkspaceRoot.objects.create(
+        name="repo", path=path, git_url=origin.url, git_branch=origin.branch, cooldown_seconds=0, **fields
+    )
+
+
+def run(root: WorkspaceRoot, *, trigger: str = "push") -> IndexJob:
+    """Ask for a job as the webhook (push) or the admin does, and run it here through the real pipeline."""
+    job, created = jobs.root_job_request(root_id=root.pk, trigger=trigger, ignore_cooldown=True)
+    assert created
+    roots.root_index(job=jobs.job_start(job_id=job.pk))
+    job.refresh_from_db()
+    root.refresh_from_db()
+    return job
+
+
+def stored(root: WorkspaceRoot) -> dict[str, int]:
+    rows = Chunk.objects.filter(source__root=root).values("path").annotate(n=Count("id"))
+    return {row["path"]: row["n"] for row in rows}
+
+
+@pytest.fixture
+def indexed(origin) -> WorkspaceRoot:
+    root = git_root(origin)
+    job = run(root, trigger="admin")
+    assert job.status == JobStatus.SUCCEEDED, job.message
+    return root
+
+
+def test_a_git_root_is_cloned_and_indexed_at_its_branch_tip(origin, indexed):
+    tip = origin.git("rev-parse", "HEAD")
+    assert indexed.git_commit == tip and indexed.git_indexed_branch == "main" and not indexed.git_error
+    assert set(stored(indexed)) == {"README.md", "pkg/alpha.py", "pkg/beta.py", "docs/guide.md"}
+    assert {chunk.metadata[COMMIT_KEY] for chunk in Chunk.objects.filter(source__root=indexed)} == {tip}
+
+
+def test_a_push_re_indexes_only_the_paths_its_commits_changed(origin, indexed):
+    tip = origin.commit(
+        "change",
+        {"pkg/alpha.py": "def alpha_function():\n    return 'zebra crossing'\n", "pkg/gamma.py": "GAMMA = 3\n"},
+        delete=("pkg/beta.py",),
+    )
+    origin.push()
+    job = run(indexed)
+    assert job.status == JobStatus.SUCCEEDED, job.message
+    assert job.paths == ["pkg/alpha.py", "pkg/beta.py", "pkg/gamma.py"]
+    assert (job.files_changed, job.files_deleted, job.files_unchanged) == (2, 1, 0)
+    assert set(stored(indexed)) == {"README.md", "pkg/alpha.py", "pkg/gamma.py", "docs/guide.md"}
+    alpha = Chunk.objects.get(path="pkg/alpha.py")
+    assert "zebra crossing" in alpha.content and alpha.metadata[COMMIT_KEY] == tip
+    assert Chunk.objects.get(path="README.md").metadata[COMMIT_KEY] != tip  # unchanged: still the commit it was read at
+    assert indexed.git_commit == tip
+
+
+def test_a_renamed_file_keeps_its_vectors(origin, indexed):
+    before = Chunk.objects.get(path="docs/guide.md")
+    tip = origin.commit("move", rename={"docs/guide.md": "manual/guide.md"})
+    origin.push()
+    job = run(indexed)
+    assert job.status == JobStatus.SUCCEEDED, job.message
+    assert (job.chunks_embedded, job.files_changed, job.files_deleted) == (0, 1, 0)
+    after = Chunk.objects.get(path="manual/guide.md")
+    assert after.pk == before.pk and list(after.embedding) == list(before.embedding)
+    assert after.metadata[COMMIT_KEY] == tip
+    assert "docs/guide.md" not in stored(indexed)
+
+
+def test_a_fetch_with_no_new_commit_embeds_nothing(indexed):
+    job = run(indexed, trigger="fetch")
+    assert job.status == JobStatus.SUCCEEDED and job.message.startswith("no file changed")
+    assert (job.files_total, job.chunks_embedded) == (0, 0)
+
+
+def test_a_force_push_hands_the_rebuild_to_the_bulk_queue_and_rebuilds_in_a_new_generation(origin, indexed):
+    source = Source.objects.get(pk=indexed.source_id)
+    origin.git("reset", "--quiet", "--hard", "HEAD~0")
+    origin.git("checkout", "--quiet", "--orphan", "rewritten")
+    origin.git("rm", "--quiet", "-r", "--cached", ".")
+    origin.work.joinpath("pkg/beta.py").unlink()
+    tip = origin.commit("history rewritten", {"pkg/alpha.py": "def alpha_function():\n    return 'rewritten'\n"})
+    origin.push(force=True, branch="main")
+    job = run(indexed)
+    assert job.status == JobStatus.QUEUED and job.trigger == git_roots.REBUILD_TRIGGER, job.message
+    assert "no longer in main's history" in job.message
+    assert stored(indexed)["pkg/beta.py"]  # the old index still serves until the rebuild flips
+    roots.root_index(job=jobs.job_start(job_id=job.pk))
+    job.refresh_from_db()
+    indexed.refresh_from_db()
+    assert job.status == JobStatus.SUCCEEDED and job.message.startswith("rebuilt at"), job.message
+    assert Source.objects.get(pk=source.pk).active_generation == source.active_generation + 1
+    assert set(stored(indexed)) == {"README.md", "pkg/alpha.py", "docs/guide.md"}
+    assert set(Chunk.objects.filter(source__root=indexed).values_list("generation", flat=True)) == {
+        source.active_generation + 1
+    }
+    assert indexed.git_commit == tip
+
+
+def test_switching_the_branch_rebuilds_the_root(origin, indexed):
+    origin.git("checkout", "--quiet", "-b", "release")
+    origin.commit("release only", {"RELEASE.md": "# Release\n\nShipped to the lighthouse.\n"})
+    origin.push(branch="release")
+    WorkspaceRoot.objects.filter(pk=indexed.pk).update(git_branch="release")
+    job = run(indexed, trigger="admin")
+    assert job.status == JobStatus.SUCCEEDED and job.message.startswith("rebuilt at"), job.message
+    assert "RELEASE.md" in stored(indexed) and indexed.git_indexed_branch == "release"
+
+
+def test_an_unreachable_remote_fails_the_job_with_a_redacted_message(origin, settings, monkeypatch):
+    monkeypatch.setenv("RAG_TEST_GIT_TOKEN", "tok-very-secret-value")
+    root = git_root(origin, git_credential_env="RAG_TEST_GIT_TOKEN")
+    WorkspaceRoot.objects.filter(pk=root.pk).update(git_url="https://alice@127.0.0.1:1/org/repo.git")
+    root.refresh_from_db()
+    job = run(root, trigger="admin")
+    assert job.status == JobStatus.FAILED and "git fetch failed" in job.message, job.message
+    assert "tok-very-secret-value" not in job.message and "alice" not in job.message
+    assert root.git_error and "tok-very-secret-value" not in root.git_error
+
+
+def test_a_missing_credential_variable_is_named_in_the_error(origin):
+    root = git_root(origin, git_credential_env="RAG_TEST_NOT_SET")
+    job = run(root, trigger="admin")
+    assert job.status == JobStatus.FAILED
+    assert "environment variable RAG_TEST_NOT_SET is not set" in job.message
+
+
+def test_submodules_and_lfs_pointers_are_skipped_with_their_reason(origin, indexed):
+    lfs = "version https://git-lfs.github.com/spec/v1\noid sha256:" + "0" * 64 + "\nsize 12345\n"
+    sha = origin.git("rev-parse", "HEAD")
+    (origin.work / "data").mkdir()
+    (origin.work / "data" / "weights.txt").write_text(lfs)
+    origin.git("add", "data/weights.txt")
+    origin.git("update-index", "--add", "--cacheinfo", f"160000,{sha},vendor/lib")
+    origin.git("commit", "--quiet", "-m", "lfs and a submodule")
+    origin.push()
+    job = run(indexed)
+    assert job.status == JobStatus.SUCCEEDED, job.message
+    reasons = {error["path"]: error["reason"] for error in job.errors}
+    assert reasons == {"vendor/lib": git.SUBMODULE_REASON, "data/weights.txt": git.LFS_REASON}
+    assert job.files_skipped == 2
+    assert "data/weights.txt" not in stored(indexed)
+
+
+def test_a_file_url_outside_the_base_directories_is_refused(origin, settings, tmp_path):
+    settings.RAG_ROOT_BASE_DIRS = [str(tmp_path / "elsewhere")]
+    job = run(git_root(origin), trigger="admin")
+    assert job.status == JobStatus.FAILED and "must lie under RAG_ROOT_BASE_DIRS" in job.message
+    assert not Chunk.objects.exists()
+
+
+PERMALINK = "https://git.example.org/org/repo/blob/{commit}/{path}#L{start}-L{end}"
+
+
+def test_hits_context_and_the_viewer_show_the_commit_and_the_permalink(origin, indexed, key_client, person, client):
+    WorkspaceRoot.objects.filter(pk=indexed.pk).update(git_permalink=PERMALINK)
+    tip = indexed.git_commit
+    hit = next(
+        h
+        for h in key_client.post(
+            "/api/v1/search", {"query": "harbour crane lifts containers"}, content_type="application/json"
+        ).json()["hits"]
+        if h["path"] == "docs/guide.md"
+    )
+    assert hit["commit"] == tip
+    assert (
+        hit["permalink"]
+        == f"https://git.example.org/org/repo/blob/{tip}/docs/guide.md#L{hit['start_line']}-L{hit['end_line']}"
+    )
+    parts = key_client.post(
+        "/api/v1/context",
+        {"query": "harbour crane lifts containers", "budget_tokens": 2000},
+        content_type="application/json",
+    ).json()["parts"]
+    part = next(p for p in parts if p["path"] == "docs/guide.md")
+    assert part["commit"] == tip and part["permalink"].startswith(f"https://git.example.org/org/repo/blob/{tip}/")
+    page = client.get(f"/view/file/{indexed.pk}/docs/guide.md").content.decode()
+    assert tip[:12] in page and f"https://git.example.org/org/repo/blob/{tip}/docs/guide.md#L1-L3" in page
