@@ -134,3 +134,19 @@ def test_every_admin_list_and_add_page_and_the_api_docs_run_under_the_policy(liv
             page.goto(live_server.url + url)
             page.wait_for_load_state("networkidle")  # Swagger UI and the admin's widgets finish building the page
         assert blocked == []
+
+
+def test_the_roots_list_fits_1280_pixels_with_its_reindex_buttons(live_server, boss, tmp_path):
+    """The filter sidebar and eight columns pushed Re-index off a 1280 px screen, and a long path widened the list."""
+    deep = tmp_path / "a_rather_long_directory_name" / "with_more_levels_below_it" / "and_another_one" / "repository"
+    deep.mkdir(parents=True)
+    WorkspaceRoot.objects.create(name="deep", path=str(deep))
+    with chromium(viewport={"width": 1280, "height": 800}) as browser:
+        page = browser.new_page()
+        sign_in(page, live_server.url, "boss", PASSWORD, admin=True)
+        page.goto(f"{live_server.url}/admin/sources/workspaceroot/")
+        button = page.get_by_role("button", name="Re-index deep").bounding_box()
+        shown = page.locator("#changelist .results").bounding_box()  # the list scrolls sideways inside this box
+        assert button is not None and shown is not None
+        assert button["x"] + button["width"] <= min(1280, shown["x"] + shown["width"]), (button, shown)
+        assert page.evaluate("document.documentElement.scrollWidth") <= 1280
