@@ -18,6 +18,7 @@ walker, its containment and its reader checks apply unchanged.
 import logging
 import os
 import secrets
+import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import quote
@@ -63,6 +64,15 @@ def root_git_path(*, name: str, config: GitConfig) -> str:
     path = Path(config.directory) / f"{slugify(name)[:60] or 'root'}-{secrets.token_hex(4)}"
     path.mkdir(parents=True, exist_ok=False)
     return str(path)
+
+
+def root_git_forget(*, root: WorkspaceRoot, config: GitConfig) -> None:
+    """A deleted git root's checkout and clone, removed from disk; only directories directly below the git
+    directory, where ``root_git_path`` made them (a root's path, whatever it says, never leads the removal off)."""
+    base = Path(config.directory).resolve()
+    for path in (Path(root.path), Path(root_repo(root, config).git_dir)):
+        if path.is_dir() and not path.is_symlink() and path.resolve().parent == base:
+            shutil.rmtree(path, ignore_errors=True)
 
 
 def root_remote(root: WorkspaceRoot) -> git.Remote:

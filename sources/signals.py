@@ -1,9 +1,13 @@
 """Thin receivers: every way a source is saved (admin, ORM, API) reaches its service."""
 
+import functools
+
+from django.db import transaction
 from django.db.models.signals import post_delete, post_save, pre_delete
 from django.dispatch import receiver
 
-from sources import memories, services, tasks, tools, uploads
+from sources import git_roots, memories, services, tasks, tools, uploads
+from sources.config import git_config
 from sources.models import Memory, Segment, Skill, Source, Tool, UploadedDocument, WorkspaceRoot
 from sources.roots import root_sources_sync
 from sources.schedules import root_schedule_delete, root_schedule_sync
@@ -72,6 +76,9 @@ def root_saved(sender, instance: WorkspaceRoot, raw: bool = False, **kwargs) -> 
 def root_deleting(sender, instance: WorkspaceRoot, **kwargs) -> None:
     # Its sources (and their chunks and files) go by cascade: each one's Source.root is this root.
     root_schedule_delete(root_id=instance.pk)
+    if instance.git_url:
+        # Its clone and checkout go once the deletion is committed (a rolled-back delete keeps a working root).
+        transaction.on_commit(functools.partial(git_roots.root_git_forget, root=instance, config=git_config()))
 
 
 @receiver(post_save, sender=Segment, dispatch_uid="segment_saved")

@@ -1,6 +1,8 @@
 """Git roots (issue 25 item 1): cloned from a local bare repository by file:// URL, indexed commit by commit
 through the same job, walk and ingest code as a directory root (real git, PostgreSQL and MiniLM)."""
 
+import os
+
 import pytest
 from django.db.models import Count
 
@@ -208,3 +210,13 @@ def test_hits_context_and_the_viewer_show_the_commit_and_the_permalink(origin, i
     assert part["commit"] == tip and part["permalink"].startswith(f"https://git.example.org/org/repo/blob/{tip}/")
     page = client.get(f"/view/file/{indexed.pk}/docs/guide.md").content.decode()
     assert tip[:12] in page and f"https://git.example.org/org/repo/blob/{tip}/docs/guide.md#L1-L3" in page
+
+
+def test_deleting_a_git_root_removes_its_clone_and_checkout(indexed, django_capture_on_commit_callbacks):
+    checkout = indexed.path
+    clone = git_roots.root_repo(indexed, git_config()).git_dir
+    assert os.path.isdir(checkout) and os.path.isdir(clone)
+    with django_capture_on_commit_callbacks(execute=True):
+        indexed.delete()
+    assert not os.path.exists(checkout) and not os.path.exists(clone)
+    assert os.path.isdir(git_config().directory)  # the other roots' clones live beside them
