@@ -184,3 +184,31 @@ def test_four_digit_line_numbers_and_long_queries_fit_a_phone(live_server, tmp_p
         expect(page.locator("#results")).to_contain_text("Nothing matches")
         assert page.evaluate("document.documentElement.scrollWidth") <= 390
     assert blocked == []
+
+
+def test_regex_exact_and_symbol_search_on_the_page_open_the_viewer_at_the_line(live_server, corpus):
+    from playwright.sync_api import expect
+
+    from tests.browser import sign_in
+
+    with chromium() as browser:
+        page = browser.new_page()
+        blocked = csp_violations(page)
+        sign_in(page, live_server.url, "reader", PASSWORD)
+        page.locator("#q").fill(r"re:def refund_step_3\d")
+        page.locator("#q").press("Enter")
+        expect(page.locator("#results .summary")).to_contain_text("10 matching lines in 1 file")
+        expect(page.locator("#results .hit mark").first).to_have_text("def refund_step_30")
+        assert page.locator("#results .hit .linenos").first.inner_text().startswith("91\n")  # the file's own lines
+        page.locator("#results .hit a.open").first.click()
+        page.wait_for_url("**/view/file/**/billing.py#L91")
+        expect(page.locator(".viewer .marked").first).to_contain_text("def refund_step_30")  # at the matching line
+        page.go_back()
+        page.locator("#q").fill('"invoice.total - 7"')
+        page.locator("#q").press("Enter")
+        expect(page.locator("#results .summary")).to_contain_text("1 matching line in 1 file")
+        expect(page.locator("#results .hit mark")).to_have_text("invoice.total - 7")
+        page.locator("#q").fill("sym:refund_step_12")
+        page.locator("#q").press("Enter")
+        expect(page.locator("#results .hit .path code")).to_have_text("refund_step_12")
+    assert blocked == []
