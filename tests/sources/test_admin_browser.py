@@ -150,3 +150,18 @@ def test_the_roots_list_fits_1280_pixels_with_its_reindex_buttons(live_server, b
         assert button is not None and shown is not None
         assert button["x"] + button["width"] <= min(1280, shown["x"] + shown["width"]), (button, shown)
         assert page.evaluate("document.documentElement.scrollWidth") <= 1280
+
+
+def test_the_segment_table_fits_the_root_page_at_1280_pixels(live_server, boss, tmp_path):
+    from sources.models import Segment
+
+    (tmp_path / "repo").mkdir()
+    root = WorkspaceRoot.objects.create(name="repo", path=str(tmp_path / "repo"))
+    Segment.objects.create(root=root, name="docs", path_glob="docs/**", channels="support ops")
+    with chromium(viewport={"width": 1280, "height": 800}) as browser:
+        page = browser.new_page()
+        sign_in(page, live_server.url, "boss", PASSWORD, admin=True)
+        page.goto(f"{live_server.url}/admin/sources/workspaceroot/{root.pk}/change/")
+        table = page.locator(".inline-group .tabular").first
+        sizes = table.evaluate("element => [element.scrollWidth, element.clientWidth]")
+        assert sizes[0] <= sizes[1], sizes  # no sideways scroll to reach a segment's channels
