@@ -3,6 +3,7 @@ channel through the real search service, score them side by side."""
 
 import functools
 import json
+import random
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -14,6 +15,7 @@ from kernel.errors import ApplicationError
 from measure.metrics import evaluate, token_overlap_rank, tokens
 from retrieval.assembly import Span, assemble
 from retrieval.choices import RerankBackend
+from retrieval.confidence import best_similarity, lexical_found
 from retrieval.config import ContextConfig, SearchConfig
 from retrieval.context import context_pieces, context_search
 from retrieval.search import Mode, chunks_search
@@ -374,3 +376,61 @@ def _root_source_ids(root) -> tuple[int, ...]:
     if not ids:  # an empty tuple would scope the search to every source
         raise ApplicationError(f"root {root.name!r} has no indexed sources")
     return ids
+
+
+# The no-good-match section: how often real development queries and generated gibberish are called "no good match"
+# at the configured line and around it (retrieval/confidence.py).
+GIBBERISH_QUERIES = 50
+CONFIDENCE_FLOORS = (0.3, 0.35, 0.4, 0.45, 0.5)
+
+
+def gibberish_queries(count: int = GIBBERISH_QUERIES, *, seed: int = 29) -> list[str]:
+    """``count`` pronounceable non-words, one to four per query ("kezuva mipo"): what a person types by mistake or
+    to test the service; the same list every run."""
+    rng = random.Random(seed)
+
+    def word() -> str:
+        return "".join(rng.choice("bcdfghjklmnpqrstvwxz") + rng.choice("aeiou") for _ in range(rng.randint(2, 4)))
+
+    return [" ".join(word() for _ in range(rng.randint(1, 4))) for _ in range(count)]
+
+
+def match_confidence(real: list[str], scope: Scope) -> dict:
+    """The share of ``real`` queries and of the gibberish ones that the page would call "no good match", at
+    RAG_SEARCH_GOOD_MATCH_SIMILARITY (``configured``) and at each of CONFIDENCE_FLOORS (``by_floor``)."""
+    config = SearchConfig.from_settings()
+
+    def evidence(queries: list[str]) -> list[tuple[bool, float]]:
+        found = []
+        for query in queries:
+            hits = list(_searched(query=query, k=10, scope=scope, mode=Mode.HYBRID, rerank=False, config=config))
+            found.append((lexical_found(hits), best_similarity(hits)))
+        return found
+
+    real_found, gibberish_found = evidence(real), evidence(gibberish_queries())
+
+    def flagged(found: list[tuple[bool, float]], floor: float) -> float:
+        return round(sum(1 for lexical, best in found if not lexical and best < floor) / (len(found) or 1), 4)
+
+    configured = settings.RAG_SEARCH_GOOD_MATCH_SIMILARITY
+    return {
+        "floor": configured,
+        "real_flagged": flagged(real_found, configured),
+        "gibberish_flagged": flagged(gibberish_found, configured),
+        "gibberish_with_a_shared_word": round(sum(lexical for lexical, _ in gibberish_found) / GIBBERISH_QUERIES, 4),
+        "by_floor": {
+            f"{floor:g}": {"real": flagged(real_found, floor), "gibberish": flagged(gibberish_found, floor)}
+            for floor in CONFIDENCE_FLOORS
+        },
+    }
+
+
+def dataset_confidence(dataset: Dataset, source: Source) -> dict:
+    judged = [text for q, text in dataset.queries.items() if q in dataset.qrels]
+    return match_confidence(judged, Scope(kinds=(Source.Kind.DATASET,), source_ids=(source.pk,)))
+
+
+def code_confidence(queries: list[CodeQuery], root) -> dict:
+    return match_confidence(
+        [query.text for query in queries], Scope(kinds=(Source.Kind.FILE,), source_ids=_root_source_ids(root))
+    )

@@ -893,6 +893,18 @@ DECLARED: tuple[Setting, ...] = (
         ),
     ),
     FloatSetting(
+        name="RAG_SEARCH_GOOD_MATCH_SIMILARITY",
+        topic=SEARCH,
+        default=0.4,
+        minimum=-1.0,
+        maximum=1.0,
+        doc=(
+            "The search page says \"no good match\" (and still lists the nearest results) when none of the first "
+            "three hits shares a word with the query and none is at least this close in meaning (cosine). "
+            "Calibrated by `rag_eval`'s no-good-match section (real queries against generated gibberish)."
+        ),
+    ),
+    FloatSetting(
         name="RAG_CONTEXT_SKILL_SHARE",
         topic=SEARCH,
         default=0.4,

@@ -17,6 +17,7 @@ from django_htmx.http import HttpResponseClientRedirect
 
 from access.identity import identity_for_user, scope_for
 from kernel.errors import ApplicationError
+from retrieval.confidence import good_match
 from retrieval.config import CitedAnswerConfig, SearchConfig
 from retrieval.highlight import highlight_css, matching_words, snippet
 from retrieval.search import Hit, Mode, chunks_search, hits_tools
@@ -186,6 +187,8 @@ def _results(filters: Filters, scope, roots: list[WorkspaceRoot]) -> dict:
     elapsed_ms = round((time.perf_counter() - started) * 1000)
     more = len(hits) > k or (len(found) == k and k < settings.RAG_SEARCH_MAX_K)
     return {
+        # Ranks are relative: the first hit of a gibberish query is first all the same (retrieval/confidence.py).
+        "weak": bool(hits) and not good_match(hits, min_similarity=settings.RAG_SEARCH_GOOD_MATCH_SIMILARITY),
         "hits": _hit_views(shown, words, roots, first_rank=(filters.page - 1) * PAGE_SIZE + 1),
         "total": min(len(hits), k),
         "more": more,

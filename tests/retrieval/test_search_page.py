@@ -272,3 +272,17 @@ def test_re_and_quoted_text_find_lines_like_grep_with_the_match_marked(client, p
     assert 'role="alert"' in bad and "invalid regex" in bad
     none = client.get("/", {"q": '"no such words here"'}, headers={"HX-Request": "true"}).content.decode()
     assert "No matching lines" in none and "exact text" in none
+
+
+def test_gibberish_gets_no_good_match_and_a_real_query_does_not(client, person, settings):
+    """The first hit of any query is first: without evidence (a shared word, or a close meaning) the page says so."""
+    settings.RAG_SIMILARITY_THRESHOLD_SKILL = -1.0  # every skill reaches the page, however far: only the line decides
+    services.skill_index(
+        skill_id=SkillFactory(slug="deploy", body="# Deploy\n\n## Rollback\n\nRevert the release tag.\n").pk
+    )
+    gibberish = client.get("/", {"q": "kezuva mipotal"}, headers={"HX-Request": "true"}).content.decode()
+    assert 'class="hit"' in gibberish and "No good match for “kezuva mipotal”" in gibberish
+    real = client.get("/", {"q": "roll back a release"}, headers={"HX-Request": "true"}).content.decode()
+    assert 'class="hit"' in real and "No good match" not in real
+    close = client.get("/", {"q": "undo the last deployment", "mode": "vector"}, headers={"HX-Request": "true"})
+    assert "No good match" not in close.content.decode()  # no shared word, but close in meaning

@@ -12,11 +12,14 @@ from kernel.errors import ApplicationError
 from kernel.llm import llm_client
 from measure.answers import answers_evaluate
 from measure.evaluation import (
+    GIBBERISH_QUERIES,
     beir_load,
+    code_confidence,
     code_context,
     code_evaluate,
     code_queries_load,
     code_root_index,
+    dataset_confidence,
     dataset_context,
     dataset_evaluate,
     dataset_index,
@@ -65,6 +68,7 @@ class Command(BaseCommand):
         try:
             channels = dataset_evaluate(data, source, k=k)
             context = dataset_context(data, source)
+            confidence = dataset_confidence(data, source)
             answers = self._answers(data, source, limit=options["answers"])
         finally:
             if not keep:
@@ -79,6 +83,7 @@ class Command(BaseCommand):
             "index_seconds": round(indexed, 1),
             "channels": channels,
             "context": context,
+            "no_good_match": confidence,
             "searches_skipping_work": skipped,
         }
         if answers is not None:
@@ -93,6 +98,7 @@ class Command(BaseCommand):
         self._notes(skipped)
         self._table(channels)
         self._context(context, what="a relevant passage")
+        self._confidence(confidence)
         if answers is not None:
             self.stdout.write(
                 f"  cited answers ({settings.RAG_LLM_MODEL}) to {answers['answered']} queries "
@@ -122,6 +128,7 @@ class Command(BaseCommand):
         try:
             channels = code_evaluate(queries, root, k=k)
             context = code_context(queries, root)
+            confidence = code_confidence(queries, root)
         finally:
             if not keep:
                 root.delete()
@@ -134,6 +141,7 @@ class Command(BaseCommand):
             "embedded_chunks": job.chunks_embedded,
             "channels": channels,
             "context": context,
+            "no_good_match": confidence,
             "searches_skipping_work": skipped,
         }
         if as_json:
@@ -145,6 +153,17 @@ class Command(BaseCommand):
         self._notes(skipped)
         self._table(channels)
         self._context(context, what="the function")
+        self._confidence(confidence)
+
+    def _confidence(self, confidence: dict) -> None:
+        by_floor = confidence["by_floor"].items()
+        floors = ", ".join(f"{floor}: {rates['real']:.3f} / {rates['gibberish']:.3f}" for floor, rates in by_floor)
+        self.stdout.write(
+            f"  no good match (RAG_SEARCH_GOOD_MATCH_SIMILARITY={confidence['floor']:g}): "
+            f"{confidence['real_flagged']:.3f} of the real queries, {confidence['gibberish_flagged']:.3f} of "
+            f"{GIBBERISH_QUERIES} gibberish ones ({confidence['gibberish_with_a_shared_word']:.3f} of those share a "
+            f"word with the corpus); real / gibberish by floor: {floors}"
+        )
 
     def _notes(self, skipped: list[str]) -> None:
         for note in indexing_notes():
