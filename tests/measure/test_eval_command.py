@@ -52,6 +52,16 @@ def test_every_channel_is_scored_from_one_run(dataset):
     assert all(0.5 < context[name] < 2.0 for name in context if name.startswith("tokens/"))
     assert not Source.objects.filter(kind="dataset").exists()  # removed without --keep
     assert report["searches_skipping_work"] == []  # every search did all its work: these are the service's numbers
+    # Both real queries share words with the corpus: never "no good match". Most of the gibberish is called so.
+    confidence = report["no_good_match"]
+    assert confidence["floor"] == 0.4 and confidence["real_flagged"] == 0.0
+    assert confidence["gibberish_flagged"] >= 0.9 and set(confidence["by_floor"]) == {
+        "0.3",
+        "0.35",
+        "0.4",
+        "0.45",
+        "0.5",
+    }
 
 
 def test_a_run_whose_searches_skip_work_says_its_numbers_are_not_the_services(dataset):
