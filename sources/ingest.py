@@ -383,6 +383,31 @@ class Batch:
         self.pending, self.pending_chunks = [], 0
 
 
+def item_index_whole(item, *, source: Source, text: str, labels: dict, config: IndexingConfig) -> IndexOutcome | None:
+    """Embed a one-chunk item (a tool, a memory: ``text`` whole, its chunk labelled by ``labels``: language,
+    symbol, metadata) unless its fingerprint is unchanged; None if it was deleted meanwhile."""
+    model = embedding_model_for(config=config.embedding)
+    digest = content_hash(text)
+    chunk = ChunkResult(content=text, context_prefix="", start_line=1, end_line=text.count("\n") + 1, **labels)
+    document = Document(
+        source=source,
+        generation=source.active_generation,
+        path="",
+        chunks=[chunk],
+        model=model,
+        content_hash=digest,
+        fingerprint=fingerprint(content=digest, model=model.spec.identity, config=config.ingest),
+        text=text,
+    )
+    item_model = type(item)
+    if document.fingerprint == item.fingerprint:
+        item_unchanged(item_model, item.pk)
+        return IndexOutcome(skipped=True)
+    item_running(item_model, item.pk)
+    deleted = item_store(item_model, item.pk, document, config=config)
+    return None if deleted is None else IndexOutcome(skipped=False, chunks_embedded=1, chunks_deleted=deleted)
+
+
 def item_unchanged(item_model: ItemModel, pk: int) -> None:
     """A skill or tool whose fingerprint matches: nothing to embed, and no old error to show."""
     item_model.objects.filter(pk=pk).update(index_status=IndexStatus.INDEXED, last_error="")

@@ -17,9 +17,8 @@ from django.utils import timezone
 from kernel.errors import Conflict, InvalidInput, NotFound
 from kernel.text import control_characters_message
 from sources import ingest
-from sources.chunking import ChunkResult
 from sources.config import IndexingConfig, indexing_config
-from sources.ingest import IndexOutcome, content_hash, embedding_model_for, fingerprint
+from sources.ingest import IndexOutcome
 from sources.models import Memory, Source, source_key
 
 # A memory is one fact, not a document (upload those): 2,000 characters is a long paragraph, and about what the
@@ -199,34 +198,9 @@ def memory_index(*, memory_id: int, config: IndexingConfig | None = None) -> Ind
     memory = Memory.objects.filter(pk=memory_id).first()
     if memory is None:
         return None
-    model = embedding_model_for(config=config.embedding)
-    digest = content_hash(memory.text)
+    labels = {"language": "", "symbol": "", "metadata": {"memory": memory.pk}}
     source = memory_source_sync(memory)
-    chunk = ChunkResult(
-        content=memory.text,
-        context_prefix="",
-        language="",
-        symbol="",
-        start_line=1,
-        end_line=memory.text.count("\n") + 1,
-        metadata={"memory": memory.pk},
-    )
-    document = ingest.Document(
-        source=source,
-        generation=source.active_generation,
-        path="",
-        chunks=[chunk],
-        model=model,
-        content_hash=digest,
-        fingerprint=fingerprint(content=digest, model=model.spec.identity, config=config.ingest),
-        text=memory.text,
-    )
-    if document.fingerprint == memory.fingerprint:
-        ingest.item_unchanged(Memory, memory_id)
-        return IndexOutcome(skipped=True)
-    ingest.item_running(Memory, memory_id)
-    deleted = ingest.item_store(Memory, memory_id, document, config=config)
-    return None if deleted is None else IndexOutcome(skipped=False, chunks_embedded=1, chunks_deleted=deleted)
+    return ingest.item_index_whole(memory, source=source, text=memory.text, labels=labels, config=config)
 
 
 def memory_index_failed(*, memory_id: int, reason: str) -> None:

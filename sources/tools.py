@@ -4,9 +4,8 @@ from jsonschema import Draft202012Validator, SchemaError
 
 from kernel.errors import ApplicationError
 from sources import ingest
-from sources.chunking import ChunkResult
 from sources.config import IndexingConfig, indexing_config
-from sources.ingest import IndexOutcome, content_hash, embedding_model_for, fingerprint
+from sources.ingest import IndexOutcome
 from sources.models import Source, Tool, source_key
 
 
@@ -46,35 +45,9 @@ def tool_index(*, tool_id: int, config: IndexingConfig | None = None) -> IndexOu
     tool = Tool.objects.filter(pk=tool_id).first()
     if tool is None:
         return None
-    model = embedding_model_for(config=config.embedding)
     text = tool_text(tool)
-    digest = content_hash(text)
-    source = tool_source_sync(tool)
-    chunk = ChunkResult(
-        content=text,
-        context_prefix="",
-        language="tool",
-        symbol=tool.key,
-        start_line=1,
-        end_line=text.count("\n") + 1,
-        metadata={"tool": tool.key},
-    )
-    document = ingest.Document(
-        source=source,
-        generation=source.active_generation,
-        path="",
-        chunks=[chunk],
-        model=model,
-        content_hash=digest,
-        fingerprint=fingerprint(content=digest, model=model.spec.identity, config=config.ingest),
-        text=text,
-    )
-    if document.fingerprint == tool.fingerprint:
-        ingest.item_unchanged(Tool, tool_id)
-        return IndexOutcome(skipped=True)
-    ingest.item_running(Tool, tool_id)
-    deleted = ingest.item_store(Tool, tool_id, document, config=config)
-    return None if deleted is None else IndexOutcome(skipped=False, chunks_embedded=1, chunks_deleted=deleted)
+    labels = {"language": "tool", "symbol": tool.key, "metadata": {"tool": tool.key}}
+    return ingest.item_index_whole(tool, source=tool_source_sync(tool), text=text, labels=labels, config=config)
 
 
 def tool_source_sync(tool: Tool) -> Source:

@@ -46,6 +46,22 @@ _STATUS_BADGE = {
 }
 
 
+# Who wrote a memory, when, what it replaced and its index state: shown, never edited.
+HISTORY = (
+    "memory_status",
+    "author",
+    "api_key",
+    "created_at",
+    "approved_at",
+    "approved_by",
+    "supersedes",
+    "superseded_by_link",
+    "superseded_at",
+    "index_state",
+    "indexed_at",
+)
+
+
 @admin.register(Memory)
 class MemoryAdmin(ScopedAdminMixin, BrokerWarningMixin, admin.ModelAdmin):
     """An admin's edit corrects the text in place (re-indexed at once); bots change a fact by superseding it."""
@@ -54,19 +70,7 @@ class MemoryAdmin(ScopedAdminMixin, BrokerWarningMixin, admin.ModelAdmin):
     list_display = ["summary", "memory_status", "scope", "author", "conversation_id", "created_at", "expires_at"]
     list_filter = [MemoryStatusFilter, "bot_id", "client_id", "index_status"]
     search_fields = ["text", "author", "conversation_id", "citation", "bot_id", "client_id", "channels"]
-    readonly_fields = [
-        "memory_status",
-        "author",
-        "api_key",
-        "created_at",
-        "approved_at",
-        "approved_by",
-        "supersedes",
-        "superseded_by_link",
-        "superseded_at",
-        "index_state",
-        "indexed_at",
-    ]
+    readonly_fields = HISTORY
     actions = ["approve", "reindex"]
     list_select_related = ["api_key"]
     fieldsets = [
@@ -80,21 +84,7 @@ class MemoryAdmin(ScopedAdminMixin, BrokerWarningMixin, admin.ModelAdmin):
         ),
         (
             "History",
-            {
-                "fields": [
-                    "memory_status",
-                    "author",
-                    "api_key",
-                    "created_at",
-                    "approved_at",
-                    "approved_by",
-                    "supersedes",
-                    "superseded_by_link",
-                    "superseded_at",
-                    "index_state",
-                    "indexed_at",
-                ]
-            },
+            {"fields": HISTORY},
         ),
     ]
 
