@@ -899,7 +899,7 @@ DECLARED: tuple[Setting, ...] = (
         minimum=-1.0,
         maximum=1.0,
         doc=(
-            "The search page says \"no good match\" (and still lists the nearest results) when none of the first "
+            'The search page says "no good match" (and still lists the nearest results) when none of the first '
             "three hits shares a word with the query and none is at least this close in meaning (cosine). "
             "Calibrated by `rag_eval`'s no-good-match section (real queries against generated gibberish)."
         ),
