@@ -223,6 +223,8 @@ def test_grant_and_key_forms_suggest_the_names_in_use_and_warn_about_a_new_one(c
         "access_grants-0-bot_id": "alpha",
         "access_grants-0-client_id": "",
         "access_grants-0-channels": "ops",
+        "oidc_identities-TOTAL_FORMS": "0",  # the single sign-on identities' inline, beside the grants
+        "oidc_identities-INITIAL_FORMS": "0",
     }
     response = client.post(f"/admin/auth/user/{person.pk}/change/", form, follow=True)
     assert response.status_code == 200 and person.access_grants.filter(bot_id="alpha").exists()

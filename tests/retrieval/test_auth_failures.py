@@ -7,6 +7,7 @@ leave in the suite's Valkey never meet its own.
 import itertools
 import json
 import secrets
+import time
 
 import pytest
 from django.test import Client
@@ -44,8 +45,11 @@ def random_key() -> str:
 
 def test_bad_keys_from_one_address_get_429_with_retry_after_once_over_the_limit(settings):
     settings.RAG_AUTH_FAILURES_PER_MINUTE = 20
-    address = next(_addresses)
-    codes = [search(address=address, key=random_key()).status_code for _ in range(60)]
+    for _ in range(3):  # the limit counts in fixed one-minute windows: a run that crosses one starts afresh
+        address, window = next(_addresses), int(time.time() // 60)
+        codes = [search(address=address, key=random_key()).status_code for _ in range(30)]
+        if int(time.time() // 60) == window:
+            break
     assert codes[:20] == [401] * 20 and set(codes[20:]) == {429}, codes
     refused = search(address=address, key=random_key())
     assert int(refused["Retry-After"]) >= 1

@@ -41,7 +41,7 @@ def test_a_root_of_documents_indexes_the_good_ones_and_names_each_bad_one_with_i
     for name, reason in documents.BAD.items():
         assert reason in reasons[name], reasons[name]
     assert (job.files_changed, job.files_skipped + job.files_failed) == (7, 4)
-    assert "1 not matching the root's patterns" in job.message
+    assert "1 file not matching the root's patterns" in job.message
     # Each bad file's reason is a problem of the job (shown to those who may see its segment), not in the summary
     # every viewer of the job reads.
     assert "encrypted PDF" not in job.message and "no text layer" not in job.message
