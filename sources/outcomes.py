@@ -102,10 +102,12 @@ def _succeeded(facts: JobFacts) -> Outcome:
         parts.append(f"{facts.files_deleted:,} removed ({facts.chunks_deleted:,} chunks)")
     if left_out := left_out_words(facts.left_out):
         parts.append("left out: " + left_out)
+    # Counts only: the summary is read by everyone who sees the job, and a reason ("encrypted PDF") is a problem
+    # of one file, shown with that file to those who may see its segment (the job page's problems; issue 22).
     if facts.files_skipped:
-        parts.append(f"{facts.files_skipped:,} skipped{_by_kind(facts.skipped_by_reason)}")
+        parts.append(f"{facts.files_skipped:,} skipped")
     if facts.files_failed:
-        parts.append(f"{facts.files_failed:,} failed{_by_kind(facts.failed_by_reason)}")
+        parts.append(f"{facts.files_failed:,} failed")
     if facts.chunks_undescribed:
         parts.append(
             f"{facts.chunks_undescribed:,} without a contextual description (the language model failed; "
@@ -162,7 +164,3 @@ def by_kind_words(counts: Mapping[str, int] | None) -> str:
     if not counts:
         return ""
     return ", ".join(f"{kind} {n:,}" for kind, n in sorted(counts.items(), key=lambda item: (-item[1], item[0])))
-
-
-def _by_kind(counts: Mapping[str, int] | None) -> str:
-    return f" ({words})" if (words := by_kind_words(counts)) else ""

@@ -243,8 +243,8 @@ def test_the_console_lists_and_pages_show_only_the_persons_scope(identity, tenan
         ).content.decode()
         assert "quokkarootshared.md" in shared
         assert (SEGMENT in shared) == (SEGMENT in expected)
-        # Its job's problems name the vip segment's skipped file only to those who see that segment (the outcome's
-        # counts by kind of reason, "skipped (binary file 1)", name no file).
+        # Its job's problems name the vip segment's skipped file only to those who see that segment (the Skipped
+        # row's counts by kind of reason, "binary file 1", name no file).
         job = client.get(
             f"/admin/sources/indexjob/{tenants['finished']['quokkarootshared'].pk}/change/"
         ).content.decode()

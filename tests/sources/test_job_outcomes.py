@@ -55,9 +55,9 @@ def test_a_root_whose_only_file_is_skipped_warns_and_counts_the_skip_by_reason(b
     body = outcome_of(manage_client, job)
     assert (body["outcome"]["level"], body["outcome"]["title"]) == ("warning", "Nothing to index")
     assert body["outcome"]["text"] == (
-        "every file it found was skipped or failed: 0 files indexed, 0 chunks embedded; 1 skipped (binary file 1)"
+        "every file it found was skipped or failed: 0 files indexed, 0 chunks embedded; 1 skipped"
     )
-    assert body["skipped_by_reason"] == {"binary file": 1}
+    assert body["skipped_by_reason"] == {"binary file": 1}  # by reason for the managers' API; the summary counts only
 
 
 def test_files_left_out_by_patterns_gitignore_and_excluded_directories_are_counted_by_reason(base, manage_client):
@@ -85,7 +85,7 @@ def test_files_left_out_by_patterns_gitignore_and_excluded_directories_are_count
     assert body["outcome"]["text"] == (
         "2 files indexed, 2 chunks embedded; left out: 3 files not matching the root's patterns, "
         "1 directory excluded by name (exclude_dirs), 1 directory ignored by .gitignore, "
-        "1 file ignored by .gitignore; 1 skipped (too large 1)"
+        "1 file ignored by .gitignore; 1 skipped"
     )
     assert job.message == body["outcome"]["text"]  # the log and rag_index say the same
 
