@@ -217,3 +217,27 @@ def test_help_texts_show_their_placeholders_whole(admin_client):
     # The admin renders help text as HTML: "api:<model>[@<dimensions>]" reached the page as "api:[@]".
     page = admin_client.get("/admin/sources/workspaceroot/add/").content.decode()
     assert "api:MODEL or api:MODEL@DIMENSIONS" in page and "api:[@]" not in page
+
+
+def _roots_list_queries(admin_client, count_before: int, tmp_path: Path) -> int:
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    for number in range(count_before, count_before + 3):
+        directory = tmp_path / f"r{number}"
+        directory.mkdir()
+        root = WorkspaceRoot.objects.create(name=f"r{number}", path=str(directory))
+        job, _ = jobs.root_job_request(root_id=root.pk, trigger="test")
+        IndexJob.objects.filter(pk=job.pk).update(status=JobStatus.SUCCEEDED)
+    with CaptureQueriesContext(connection) as queries:
+        assert admin_client.get("/admin/sources/workspaceroot/").status_code == 200
+    return len(queries)
+
+
+def test_the_roots_list_costs_the_same_queries_for_three_roots_or_six(admin_client, tmp_path, settings):
+    settings.RAG_ROOT_BASE_DIRS = [str(tmp_path)]
+    three = _roots_list_queries(admin_client, 0, tmp_path)
+    six = _roots_list_queries(admin_client, 3, tmp_path)
+    assert six == three  # each row's last job comes with the page's one query for jobs, not one query per row
+    listing = admin_client.get("/admin/sources/workspaceroot/").content.decode()
+    assert listing.count("/admin/sources/indexjob/") >= 6  # and every row still links its last job
