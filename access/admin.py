@@ -9,7 +9,7 @@ from django.utils import timezone
 
 from access.keys import api_key_assign
 from access.models import AccessGrant, ApiKey, OidcIdentity
-from access.names import names_in_use, suggest_names, unused_names
+from access.names import NamesInUse, names_in_use, suggest_names, unused_names
 
 # A key or grant widens what its holder sees: the source forms' wording ("shared with every bot") says the opposite.
 _GRANT_HELP = {
@@ -20,20 +20,30 @@ _GRANT_HELP = {
 
 
 class ScopeNamesForm(forms.ModelForm):
+    # Set per request by NamesOncePerPage: a user page builds one form per grant row, and each used to ask again.
+    in_use: NamesInUse | None = None
     """A key's or grant's bot, client and channels: the names in use are suggested, the help says what they grant."""
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
-        suggest_names(self, names_in_use())
+        if self.in_use is None:
+            self.in_use = names_in_use()
+        suggest_names(self, self.in_use)
         for field, text in _GRANT_HELP.items():
             if field in self.fields:
                 self.fields[field].help_text = text
 
 
-def warn_unused_names(request, values: dict[str, str]) -> None:
+def warn_unused_names(request, form: ScopeNamesForm) -> None:
     """After a save: a name no source uses yet grants nothing; say so, with the names that do."""
-    for sentence in unused_names(values, names_in_use()):
+    values = {field: form.cleaned_data.get(field, "") for field in _GRANT_HELP}
+    for sentence in unused_names(values, form.in_use or names_in_use()):
         messages.warning(request, sentence)
+
+
+def _bound_to_names(form_class: type[ScopeNamesForm]) -> type[ScopeNamesForm]:
+    """The form class with this request's names in use: three queries per page, however many rows it has."""
+    return type(form_class.__name__, (form_class,), {"in_use": names_in_use()})
 
 
 @admin.register(ApiKey)
@@ -72,7 +82,10 @@ class ApiKeyAdmin(admin.ModelAdmin):
             request._new_api_key = api_key_assign(obj)  # shown once by response_add, never stored
             obj.created_by = request.user
         super().save_model(request, obj, form, change)
-        warn_unused_names(request, {field: form.cleaned_data.get(field, "") for field in _GRANT_HELP})
+        warn_unused_names(request, form)
+
+    def get_form(self, request, obj=None, change=False, **kwargs):
+        return _bound_to_names(super().get_form(request, obj, change, **kwargs))
 
     def response_add(self, request, obj: ApiKey, post_url_continue=None):
         # The key is on this page only: not in a message (messages live in a cookie), not in a log.
@@ -101,6 +114,11 @@ class AccessGrantInline(admin.TabularInline):
     verbose_name = "search access grant"
     verbose_name_plural = "Search access: bots, clients and channels this account sees besides shared sources"
 
+    def get_formset(self, request, obj=None, **kwargs):
+        formset = super().get_formset(request, obj, **kwargs)
+        formset.form = _bound_to_names(formset.form)
+        return formset
+
 
 class OidcIdentityInline(admin.TabularInline):
     """Who at the provider signs in as this account: shown, and deletable (the next sign-in then makes a new account),
@@ -127,7 +145,7 @@ class GrantsWarnMixin:
         if formset.model is AccessGrant:
             for grant in formset.forms:
                 if grant.has_changed() and not grant.cleaned_data.get("DELETE"):
-                    warn_unused_names(request, {field: grant.cleaned_data.get(field, "") for field in _GRANT_HELP})
+                    warn_unused_names(request, grant)
 
 
 @admin.register(User)

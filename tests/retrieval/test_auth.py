@@ -2,6 +2,7 @@
 
 import hashlib
 import json
+import re
 from datetime import timedelta
 
 import pytest
@@ -229,3 +230,21 @@ def test_grant_and_key_forms_suggest_the_names_in_use_and_warn_about_a_new_one(c
     response = client.post(f"/admin/auth/user/{person.pk}/change/", form, follow=True)
     assert response.status_code == 200 and person.access_grants.filter(bot_id="alpha").exists()
     assert not [m for m in response.context["messages"] if "No source is given" in str(m)]  # names in use: no warning
+
+
+def test_a_user_page_with_many_grants_reads_the_names_in_use_once(client, django_user_model):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from access.models import AccessGrant
+
+    client.force_login(django_user_model.objects.create_superuser("boss", password="a-long-test-password"))
+    person = django_user_model.objects.create_user("person", password="a-long-test-password")
+    for number in range(4):
+        AccessGrant.objects.create(user=person, bot_id=f"bot-{number}")
+    with CaptureQueriesContext(connection) as queries:
+        page = client.get(f"/admin/auth/user/{person.pk}/change/").content.decode()
+    bot_lists = re.findall(r'<datalist id="id_access_grants-[^"]*-bot_id-names">', page)
+    assert len(bot_lists) == 5  # four grants and the row "Add another" copies
+    distinct_names = [q["sql"] for q in queries if "DISTINCT" in q["sql"] and "sources_source" in q["sql"]]
+    assert len(distinct_names) == 3  # bots, clients, channels: once for the page, not once per grant row
