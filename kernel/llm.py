@@ -255,25 +255,7 @@ class LLMClient:
                 "stream": True,
                 "stream_options": {"include_usage": True},
             }
-            request = self._http.build_request("POST", "chat/completions", json=body, timeout=self.config.timeout)
-            try:
-                response = self._http.send(request, stream=True)
-            except httpx.TimeoutException:
-                raise AttemptError(ErrorKind.TIMEOUT, f"no answer within {self.config.timeout:g} s") from None
-            except httpx.TransportError as exc:
-                raise AttemptError(ErrorKind.CONNECTION, f"connection failed: {type(exc).__name__}") from None
-            if response.status_code >= 400:
-                try:
-                    response.read()
-                finally:
-                    response.close()
-                kind = status_kind(response.status_code)
-                retry_after = retry_after_seconds(response.headers) if kind.retryable else None
-                raise AttemptError(
-                    kind,
-                    f"HTTP {response.status_code} {self._provider_text(response)}".rstrip(),
-                    retry_after=retry_after,
-                )
+            response = self._send("chat/completions", body, stream=True)
             return ChatStream(response, model=model, timeout=self.config.timeout, breaker=self.breaker)
 
         return self._run(chain, call)
@@ -367,24 +349,35 @@ class LLMClient:
 
     # --- the wire -----------------------------------------------------------
     def _post(self, path: str, body: dict) -> Any:
-        try:
-            response = self._http.post(path, json=body, timeout=self.config.timeout)
-        except httpx.TimeoutException:
-            raise AttemptError(ErrorKind.TIMEOUT, f"no answer within {self.config.timeout:g} s") from None
-        except httpx.TransportError as exc:
-            raise AttemptError(ErrorKind.CONNECTION, f"connection failed: {type(exc).__name__}") from None
-        if response.status_code >= 400:
-            kind = status_kind(response.status_code)
-            retry_after = retry_after_seconds(response.headers) if kind.retryable else None
-            raise AttemptError(
-                kind, f"HTTP {response.status_code} {self._provider_text(response)}".rstrip(), retry_after=retry_after
-            )
+        response = self._send(path, body)
         try:
             return response.json()
         except ValueError:
             raise AttemptError(
                 ErrorKind.BAD_RESPONSE, f"HTTP {response.status_code} with a body that is not JSON"
             ) from None
+
+    def _send(self, path: str, body: dict, *, stream: bool = False) -> httpx.Response:
+        """POST ``body``; a failure to connect or an error status becomes the attempt's error, whole or streamed."""
+        request = self._http.build_request("POST", path, json=body, timeout=self.config.timeout)
+        try:
+            response = self._http.send(request, stream=stream)
+        except httpx.TimeoutException:
+            raise AttemptError(ErrorKind.TIMEOUT, f"no answer within {self.config.timeout:g} s") from None
+        except httpx.TransportError as exc:
+            raise AttemptError(ErrorKind.CONNECTION, f"connection failed: {type(exc).__name__}") from None
+        if response.status_code < 400:
+            return response
+        if stream:
+            try:
+                response.read()  # the provider's error text, then the connection goes back to the pool
+            finally:
+                response.close()
+        kind = status_kind(response.status_code)
+        retry_after = retry_after_seconds(response.headers) if kind.retryable else None
+        raise AttemptError(
+            kind, f"HTTP {response.status_code} {self._provider_text(response)}".rstrip(), retry_after=retry_after
+        )
 
     def _provider_text(self, response: httpx.Response) -> str:
         try:
