@@ -33,8 +33,10 @@ EXAMPLES_PER_OPERATION_AND_MODE = 25
 CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance, response_schema_conformance]
 
 
-def test_fuzzing_the_api_finds_no_server_error_and_no_schema_violation(live_server, settings):
+def test_fuzzing_the_api_finds_no_server_error_and_no_schema_violation(live_server, settings, openai_server):
     settings.RAG_RATE_LIMIT_PER_MINUTE = 0
+    # A chat model (the fake one on loopback), so POST /api/v1/answer is fuzzed as it runs, streaming included.
+    settings.RAG_LLM_BASE_URL, settings.RAG_LLM_MODEL = openai_server.base_url, "writer"
     services.skill_index(
         skill_id=SkillFactory(slug="deploy", body="# Deploy\n\n## Backups\n\nRun pg_dump nightly.\n").pk
     )
@@ -62,13 +64,6 @@ def test_fuzzing_the_api_finds_no_server_error_and_no_schema_violation(live_serv
                 response = case.call(base_url=live_server.url, headers={"Authorization": f"Bearer {key}"}, timeout=60)
                 cases[f"{operation.label} {mode.value}"] += 1
                 statuses[response.status_code] += 1
-                answers_off = (
-                    operation.label == "POST /api/v1/answer"
-                    and response.status_code == 503
-                    and "RAG_LLM_BASE_URL" in response.text
-                )
-                if answers_off:  # no chat model configured here: 503 naming the settings is the documented answer
-                    checks = [check for check in checks if check is not not_a_server_error]
                 try:
                     case.validate_response(response, checks=checks)
                 except Exception as exc:  # noqa: BLE001 - collect every failure, report them together

@@ -40,7 +40,30 @@ NOT_CONFIGURED = (
 )
 
 
-@router.post("/answer", response={200: AnswerOut, **API_ERRORS}, url_name="answer")
+# The schema names both bodies of a 200: JSON, and the event stream ``stream: true`` asks for (a client generated
+# from the schema, or a checker, would otherwise take the stream for an undocumented answer).
+STREAM_RESPONSE = {
+    "responses": {
+        200: {
+            "content": {
+                "text/event-stream": {
+                    # One event: its name and its data (one JSON object); ': keep-alive' comments are no events.
+                    "schema": {
+                        "type": "object",
+                        "properties": {
+                            "event": {"type": "string", "enum": ["sources", "delta", "error", "done"]},
+                            "data": {"type": "string", "contentMediaType": "application/json"},
+                        },
+                        "required": ["event", "data"],
+                    }
+                }
+            }
+        }
+    }
+}
+
+
+@router.post("/answer", response={200: AnswerOut, **API_ERRORS}, url_name="answer", openapi_extra=STREAM_RESPONSE)
 @decorate_view(read_only)
 def answer(request, payload: AnswerIn):
     """An answer to ``query`` written by the chat model from /context's parts, each claim citing them as [n].
