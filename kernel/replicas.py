@@ -100,16 +100,12 @@ class ReplicaPool:
     def states(self, *, fresh: bool = False) -> list[ReplicaState]:
         return [self.state(alias, fresh=fresh) for alias in self.aliases]
 
-    def lost(self, alias: str, reason: str) -> None:
-        """Mark ``alias`` down now (a request's connection to it dropped); checked again after the usual delay."""
-        with self._lock:
-            self._states[alias] = ReplicaState(alias, False, reason, None, self.clock())
-        log.warning("replica %s is skipped, searches read the primary: %s", alias, reason)
-
     def _check(self, alias: str, now: float) -> ReplicaState:
         from django.db import DatabaseError, connections
 
         conn = connections[alias]
+        if conn.connection is not None and not conn.is_usable():
+            conn.close()  # a connection the replica dropped says only "closed"; a new one says why
         try:
             with conn.cursor() as cursor:
                 cursor.execute(_CHECK_SQL)
@@ -200,7 +196,7 @@ def replica_reads() -> Iterator[None]:
     except Exception as exc:
         # Before the choice is forgotten: a request run again must not pick the same dead replica.
         if connection_lost(exc):
-            replica_lost(f"a request's connection was lost ({type(exc).__name__})")
+            replica_lost()
         raise
     finally:
         _READING.reset(token)
@@ -229,9 +225,10 @@ def read_connection():
     return connections[read_alias()]
 
 
-def replica_lost(reason: str) -> bool:
-    """After a lost connection: if the current request was reading a replica that no longer answers, mark it down
-    and let the rest of the request (or its second run) read another replica or the primary. Whether it was that.
+def replica_lost() -> bool:
+    """After a lost connection: if the current request was reading a replica that no longer answers, check it now
+    (it is then skipped until it answers again) and let the rest of the request, or its second run, read another
+    replica or the primary. Whether it was that.
     """
     reading = _READING.get()
     pool = replica_pool()
@@ -239,6 +236,5 @@ def replica_lost(reason: str) -> bool:
         return False
     if pool.state(reading.alias, fresh=True).readable:
         return False  # the replica answers: the primary's connection was the one lost
-    pool.lost(reading.alias, reason)
     reading.alias = pool.choose()
     return True

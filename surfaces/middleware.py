@@ -97,7 +97,7 @@ class RetryLostConnection:
     def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
         if not connection_lost(exception):
             return None
-        replica_lost(f"a request's connection was lost ({type(exception).__name__})")
+        replica_lost()
         in_transaction = _drop_lost_connections()
         repeatable = request.method in _READ_METHODS or getattr(request, "database_read_only", False)
         if not repeatable or in_transaction:
