@@ -16,7 +16,7 @@ from pathlib import Path
 from kernel.errors import ApplicationError
 from measure.bench_load import Sample, Stream, clients_run, samples_summary
 from measure.bench_queries import query_stream
-from rag_site.embedded_replica import replica_dir, replica_start, replica_stop, socket_dir_of
+from rag_site.embedded_replica import replica_start, replica_stop, socket_dir_of
 
 OUTAGE_CLIENTS = 8
 
@@ -26,9 +26,16 @@ def outage_stream(seed: int) -> Stream:
 
 
 def replica_outage(
-    *, url: str, key: str, var_dir: Path, seconds: float, seed: int = 0, log: Callable[[str], None] = print
+    *,
+    url: str,
+    key: str,
+    primary_dir: Path,
+    data_dir: Path,
+    seconds: float,
+    seed: int = 0,
+    log: Callable[[str], None] = print,
 ) -> dict:
-    data_dir = replica_dir(var_dir, 1)
+    """``primary_dir``, ``data_dir``: the data directories of the embedded primary and of the replica to stop."""
     if socket_dir_of(data_dir) is None:
         raise ApplicationError(
             "--replica-outage stops the embedded replica: run rag_bench with RAG_EMBEDDED_REPLICAS=1 "
@@ -55,7 +62,7 @@ def replica_outage(
         stop.set()
         runner.join()
         elapsed = time.perf_counter() - started
-        replica_start(var_dir / "postgres", data_dir, number=1)
+        replica_start(primary_dir, data_dir, number=1)
     samples = runner_samples.get("all", [])
     summary = samples_summary(samples, elapsed)
     report = {

@@ -131,9 +131,16 @@ def _load(url: str, key: str, options: SearchBenchOptions, log: Callable[[str], 
         report["contention"] = _contention(url, key, options, log)
     if options.replica_outage:
         from measure.bench_replica import replica_outage
+        from rag_site.embedded_replica import replica_dir
 
         report["replica_outage"] = replica_outage(
-            url=url, key=key, var_dir=settings.VAR_DIR, seconds=options.seconds, seed=options.seed, log=log
+            url=url,
+            key=key,
+            primary_dir=settings.VAR_DIR / "postgres",
+            data_dir=replica_dir(settings.VAR_DIR, 1),
+            seconds=options.seconds,
+            seed=options.seed,
+            log=log,
         )
     return report
 

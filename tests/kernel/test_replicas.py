@@ -11,8 +11,12 @@ import pytest
 from django.contrib.sessions.models import Session
 from django.db import connection, connections, router
 
+from access.keys import api_key_create
 from access.models import ApiKey
 from kernel.replicas import PRIMARY, ReplicaRouter, replica_pool, replica_reads
+from measure.bench_load import Client
+from measure.bench_queries import QueryKind
+from measure.bench_replica import replica_outage
 from rag_site.embedded_replica import replica_dir, replica_start, replica_stop
 from sources import services
 from sources.models import Chunk, IndexJob, Memory, Skill
@@ -173,3 +177,21 @@ def test_a_replica_that_stops_between_searches_is_skipped_without_a_failed_searc
     assert "unreachable" in health.json()["checks"]["replicas"]["details"]["error"]
     replica_start(primary_data_dir(), replica, number=1)
     assert replica_pool().state(ALIAS, fresh=True).readable
+
+
+@pytest.mark.slow
+def test_stopping_the_replica_under_eight_searching_clients_fails_no_search(replica, live_server):
+    skill_indexed("deploy", "# Deploy\n\nRun pg_dump every night to back up PostgreSQL.\n")
+    wait_for(lambda: replica_has("deploy"), what="the replica to receive the skill")
+    _, key = api_key_create(name="rag-bench", rate_limit_per_minute=0)
+    # Warmed up first, as the bench does: the first search loads the model, which would outlast the outage.
+    warm = Client(live_server.url, key)
+    assert warm.search(QueryKind.QUESTION, "nightly database backup", "hybrid").status == 200
+    warm.close()
+    assert replica_pool().state(ALIAS).readable
+    report = replica_outage(
+        url=live_server.url, key=key, primary_dir=primary_data_dir(), data_dir=replica, seconds=15.0, log=print
+    )
+    assert report["clients"] == 8
+    assert report["requests"] > 8
+    assert report["errors"] == 0, report.get("error_examples")
