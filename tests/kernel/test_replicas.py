@@ -13,7 +13,7 @@ from django.db import connection, connections, router
 
 from access.keys import api_key_create
 from access.models import ApiKey
-from kernel.replicas import PRIMARY, ReplicaRouter, replica_pool, replica_reads
+from kernel.replicas import PRIMARY, ReplicaPool, ReplicaRouter, replica_pool, replica_reads
 from measure.bench_load import Client
 from measure.bench_queries import QueryKind
 from measure.bench_replica import replica_outage
@@ -195,3 +195,23 @@ def test_stopping_the_replica_under_eight_searching_clients_fails_no_search(repl
     assert report["clients"] == 8
     assert report["requests"] > 8
     assert report["errors"] == 0, report.get("error_examples")
+
+
+def checks(seen: Statements) -> int:
+    # Not the connection's own set-up queries (pgvector's type look-ups).
+    return sum("pg_is_in_recovery" in sql for sql in seen.by_alias[ALIAS])
+
+
+def test_a_replica_is_checked_once_per_period_not_per_request(replica):
+    now = [0.0]
+    pool = ReplicaPool((ALIAS,), max_lag_seconds=30.0, recheck_seconds=5.0, clock=lambda: now[0])
+    seen = Statements()
+    with connections[ALIAS].execute_wrapper(seen.wrapper(ALIAS)):
+        chosen = {pool.choose() for _ in range(20)}
+        now[0] = 4.9
+        pool.choose()
+        assert checks(seen) == 1
+        now[0] = 5.0
+        pool.choose()
+        assert checks(seen) == 2
+    assert chosen == {ALIAS}
