@@ -16,7 +16,8 @@ def report_lines(report: dict) -> list[str]:
         f"corpus {corpus['source_key']}: {report['chunks']} chunks, {built}",
         f"server: {server['url'] or 'gunicorn started by the bench'}"
         + (f", {server['workers']} workers x {server['threads']} threads" if server["workers"] else "")
-        + f"; {report['seconds']} s per run",
+        + f"; {report['seconds']} s per run"
+        + (f"; reading {report['replicas']} replica(s)" if report.get("replicas") else ""),
         "",
     ]
     results = report.get("results", {})
@@ -78,6 +79,14 @@ def report_lines(report: dict) -> list[str]:
             f"ratio {contention['p95_ratio']} (target <= {contention['target_ratio']})",
             f"  worst-case queries: {worst['answered']} answered, {worst['warned']} answered with a warning, "
             f"{worst['failed']} failed (p50 {worst['p50_ms']} ms)",
+        ]
+    if outage := report.get("replica_outage"):
+        lines += [
+            "",
+            f"replica outage: {outage['clients']} clients (hybrid), replica 1 stopped (immediate) after "
+            f"{outage['stopped_after_s']} s: {outage['requests']} searches, {outage['errors']} failed (target 0); "
+            f"p50 {outage['p50_ms']} ms, p95 {outage['p95_ms']} ms, max {outage['max_ms']} ms, {outage['qps']} q/s",
+            *(f"  error: {example}" for example in outage.get("error_examples") or []),
         ]
     if explain := report.get("explain"):
         lines += ["", "EXPLAIN ANALYZE, lexical channel, worst-case query:", *explain["lexical_worst_case"]]

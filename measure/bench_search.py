@@ -47,6 +47,7 @@ class SearchBenchOptions:
     embedded: int | None = None  # chunks embedded for real; None: bench_corpus.EMBEDDED_DEFAULT
     seed: int = 0
     explain: bool = False
+    replica_outage: bool = False  # also: the embedded replica stopped under 8 clients (measure/bench_replica.py)
 
     def __post_init__(self) -> None:
         if self.chunks < 1:
@@ -78,6 +79,7 @@ def search_bench(options: SearchBenchOptions, *, log: Callable[[str], None] = pr
         "corpus": corpus.as_dict(),
         "seconds": options.seconds,
         "server": {"workers": None, "threads": None, "url": options.url or None},
+        "replicas": len(settings.DATABASES) - 1,
     }
     key_row = None
     if options.key:
@@ -127,6 +129,19 @@ def _load(url: str, key: str, options: SearchBenchOptions, log: Callable[[str], 
     report = {"results": results}
     if options.contention:
         report["contention"] = _contention(url, key, options, log)
+    if options.replica_outage:
+        from measure.bench_replica import replica_outage
+        from rag_site.embedded_replica import replica_dir
+
+        report["replica_outage"] = replica_outage(
+            url=url,
+            key=key,
+            primary_dir=settings.VAR_DIR / "postgres",
+            data_dir=replica_dir(settings.VAR_DIR, 1),
+            seconds=options.seconds,
+            seed=options.seed,
+            log=log,
+        )
     return report
 
 

@@ -18,7 +18,9 @@ from pathlib import Path
 from typing import IO
 from urllib.parse import quote
 
-from kernel.env import env_str
+from django.core.exceptions import ImproperlyConfigured
+
+from kernel.env import env_int, env_str
 
 log = logging.getLogger(__name__)
 
@@ -225,6 +227,33 @@ def database_note(directory: Path, command: str) -> str:
     )
 
 
+# Commands that start the embedded replicas (RAG_EMBEDDED_REPLICAS) when they are not running: the product and the
+# bench that measures it. Any other command reads from those already running, and never clones one on its own.
+STARTS_REPLICAS = frozenset({"rag_run", "rag_bench"})
+
+
+def replicas_setting() -> int:
+    """RAG_EMBEDDED_REPLICAS, checked here: it is read before settings, like RAG_EMBEDDED_SHARED_BUFFERS."""
+    try:
+        return env_int("RAG_EMBEDDED_REPLICAS", 0, minimum=0, maximum=4)
+    except ImproperlyConfigured as exc:
+        raise ServiceError(str(exc)) from None
+
+
+def replicas_join(root: Path, count: int, *, command: str) -> list[str]:
+    """The URLs of the embedded replicas: started when ``command`` starts them, else those running."""
+    from rag_site.embedded_replica import ReplicaError, replica_dir, replicas_prepare, socket_dir_of
+    from rag_site.embedded_replica import database_url as replica_url
+
+    if command in STARTS_REPLICAS:
+        try:
+            return replicas_prepare(root, root / "postgres", count)
+        except ReplicaError as exc:
+            raise ServiceError(str(exc)) from exc
+    running = (socket_dir_of(replica_dir(root, number)) for number in range(1, count + 1))
+    return [replica_url(socket) for socket in running if socket is not None]
+
+
 def services_prepare(*, command: str) -> None:
     """Fill DATABASE_URL and REDIS_URL from embedded services when unset.
 
@@ -238,6 +267,9 @@ def services_prepare(*, command: str) -> None:
         if not os.environ.get("DATABASE_URL"):
             sys.stderr.write(database_note(root, command))
             os.environ["DATABASE_URL"] = postgres_start(root / "postgres")
+            replicas = replicas_setting()
+            if replicas and not os.environ.get("DATABASE_REPLICA_URLS"):
+                os.environ["DATABASE_REPLICA_URLS"] = ",".join(replicas_join(root, replicas, command=command))
         if not os.environ.get("REDIS_URL"):
             if command == "rag_run":
                 os.environ["REDIS_URL"] = Broker(root / "valkey").start()

@@ -208,6 +208,27 @@ DECLARED: tuple[Setting, ...] = (
             "under `RAG_VAR_DIR/postgres`."
         ),
     ),
+    ListSetting(
+        name="DATABASE_REPLICA_URLS",
+        topic=BASE,
+        example="postgres://rag:rag@replica-1:5432/rag",
+        doc=(
+            "Comma-separated PostgreSQL streaming replicas of `DATABASE_URL`. Searches, the search page, "
+            "`/context`, `/mcp` and read-only API calls read the corpus from one of them; writes, jobs, the admin, "
+            "sign-in and API keys use the primary. Unset: everything reads the primary. See "
+            "[Operations](operations.md#read-replicas)."
+        ),
+    ),
+    FloatSetting(
+        name="RAG_REPLICA_MAX_LAG_SECONDS",
+        topic=BASE,
+        default=5.0,
+        minimum=0.0,
+        doc=(
+            "A replica further behind the primary than this (or down) is skipped, and searches read the "
+            "primary, until its next check (every 5 s per process); `/health` warns."
+        ),
+    ),
     IntSetting(
         name="DB_CONN_MAX_AGE",
         topic=BASE,
@@ -352,6 +373,19 @@ DECLARED: tuple[Setting, ...] = (
             "`var/postgres/rag_site.conf` with `jit = off`, `work_mem = 16MB`, `random_page_cost = 1.1`, "
             "which apply at once). docker-compose gives its PostgreSQL the same settings "
             "(`POSTGRES_SHARED_BUFFERS`)."
+        ),
+    ),
+    IntSetting(
+        name="RAG_EMBEDDED_REPLICAS",
+        topic=RUNTIME,
+        reader="rag_site/embedded.py",
+        default=0,
+        minimum=0,
+        maximum=4,
+        doc=(
+            "Streaming replicas of the embedded PostgreSQL that `make run` (and `rag_bench`) start, cloned once "
+            "into `var/postgres-replica-N` with `pg_basebackup`, and read as `DATABASE_REPLICA_URLS`. For tests "
+            "and trying replicas: on one machine they add no CPU."
         ),
     ),
     StrSetting(

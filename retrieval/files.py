@@ -31,12 +31,12 @@ from operator import attrgetter
 from typing import Literal
 
 import re2
-from django.db import connection
 
 from access.identity import Identity, scope_for
 from access.scope import Scope
 from kernel.citations import citation_text, pages_label
 from kernel.errors import ApplicationError, Conflict, InvalidInput, NotFound, Unavailable
+from kernel.replicas import read_connection
 from retrieval.config import FilesLimits
 from retrieval.documents import document_text, is_document
 from retrieval.schemas import GrepIn, GrepMatchOut, GrepOut, PageOut, ReadOut
@@ -177,7 +177,7 @@ def files_visible(
         WHERE {where} {root_filter}
         ORDER BY r.name COLLATE "C", f.path COLLATE "C"
     """
-    with connection.cursor() as cursor:
+    with read_connection().cursor() as cursor:
         cursor.execute(sql, params)
         rows = cursor.fetchall()
     roots: dict[int, VisibleRoot] = {}

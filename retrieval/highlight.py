@@ -16,13 +16,13 @@ import re
 from dataclasses import dataclass
 from itertools import pairwise
 
-from django.db import connection
 from markdown_it import MarkdownIt
 from pygments import highlight as pygments_highlight
 from pygments.formatters import HtmlFormatter
 from pygments.lexers import TextLexer, get_lexer_for_filename
 from pygments.util import ClassNotFound
 
+from kernel.replicas import read_connection
 from retrieval.lexical import QUERY_LEXEMES, lexeme_params
 from sources.models import IDENTIFIER_CAMEL
 
@@ -61,7 +61,7 @@ def matching_words(query: str, texts: list[str]) -> set[str]:
         WHERE EXISTS (SELECT 1 FROM unnest(tsvector_to_array(to_tsvector('english', w))) AS l
                       WHERE l IN (SELECT lexeme FROM query_lexemes))
     """
-    with connection.cursor() as cursor:
+    with read_connection().cursor() as cursor:
         cursor.execute(sql, {**lexeme_params(query), "words": words})
         return {row[0] for row in cursor.fetchall()}
 

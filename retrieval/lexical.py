@@ -26,9 +26,8 @@ import math
 import re
 from dataclasses import dataclass
 
-from django.db import connection
-
 from access.scope import Scope
+from kernel.replicas import read_connection
 from retrieval.candidates import Candidate
 from retrieval.choices import LexicalRanking
 from retrieval.config import LexicalConfig
@@ -208,7 +207,7 @@ _COLLECTION = """
 def collection_statistics(*, query: str, scope: Scope) -> Collection:
     """One round trip: the visible collection's size and length, and each query word's document frequencies."""
     sql, params = collection_sql(query=query, scope=scope)
-    with connection.cursor() as cursor:
+    with read_connection().cursor() as cursor:
         cursor.execute(sql, params)
         return collection_read(cursor.fetchall())
 
@@ -305,7 +304,7 @@ def _bm25(*, query: str, limit: int, collection: Collection, reads: list[TermRea
 
 def _candidates(sql: str, params: dict) -> list[Candidate]:
     """Rows of (chunk id, score, source id, path), best first."""
-    with connection.cursor() as cursor:
+    with read_connection().cursor() as cursor:
         cursor.execute(sql, params)
         rows = cursor.fetchall()
     return [

@@ -11,6 +11,7 @@ from django.db import transaction
 from access.identity import Identity
 from access.memories import memories_visible, memory_changeable, memory_readable, memory_write_scope
 from kernel.errors import InvalidInput
+from kernel.replicas import primary_reads
 from retrieval.answers import payload_scope
 from retrieval.config import SearchConfig
 from retrieval.memory_schemas import (
@@ -99,7 +100,9 @@ def memory_forget(identity: Identity, memory_id: int) -> ForgetOut:
 def memories_recall(identity: Identity, payload: RecallIn, *, config: SearchConfig) -> RecallOut:
     """The MCP tool ``recall``: the served memories closest to ``payload.query``, best first."""
     scope = payload_scope(identity, payload, kinds=[Source.Kind.MEMORY])
-    hits = chunks_search(query=payload.query, k=payload.k, scope=scope, group=True, config=config)
+    # From the primary, replicas or not: an agent recalls what it remembered a moment ago.
+    with primary_reads():
+        hits = chunks_search(query=payload.query, k=payload.k, scope=scope, group=True, config=config)
     by_source = {
         m.source_id: m
         for m in Memory.objects.filter(source_id__in=[h.chunk.source_id for h in hits]).select_related("superseded_by")

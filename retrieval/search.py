@@ -18,13 +18,14 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 
-from django.db import OperationalError, connection, transaction
+from django.db import OperationalError, transaction
 from psycopg.errors import QueryCanceled
 
 from access.scope import Scope
 from kernel import metrics
 from kernel.errors import ApplicationError, Unavailable, connection_lost
 from kernel.llm import llm_client, rerank_client
+from kernel.replicas import read_connection
 from retrieval.admission import search_admitted
 from retrieval.candidates import (
     LEXICAL,
@@ -345,7 +346,8 @@ def _collect(lists: list[CandidateList], channel: Channel, run, failures: list[s
         # In a caller's transaction (a long query's admission, a test), a
         # savepoint: a failed query must not poison it. In autocommit a failed
         # statement leaves nothing behind.
-        with transaction.atomic() if connection.in_atomic_block else nullcontext():
+        connection = read_connection()
+        with transaction.atomic(using=connection.alias) if connection.in_atomic_block else nullcontext():
             lists.append(CandidateList(channel, tuple(run())))
     except EmbeddingError as exc:
         log.warning("search skipped %s: %s", name, exc)

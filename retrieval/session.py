@@ -19,9 +19,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from django.db import connection
-
 from access.scope import Scope
+from kernel.replicas import read_connection
 from retrieval.config import SearchConfig
 from retrieval.lexical import COLLECTION_COLUMNS, Collection, collection_read, collection_sql
 from retrieval.vector import ef_search, hnsw_settings_sql, models_sql
@@ -73,6 +72,7 @@ def search_session(
     ``lexical_query`` (None: no lexical channel)."""
     started = time.perf_counter()
     sql, params = _open_sql(scope=scope, lexical_query=lexical_query, vector=vector, limit=limit, config=config)
+    connection = read_connection()  # a replica's inside replica_reads(): the whole search reads there
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         rows = cursor.fetchall()

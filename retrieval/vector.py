@@ -5,12 +5,13 @@ outside the caller's scope cannot leak through.
 """
 
 import numpy as np
-from django.db import connection, transaction
+from django.db import transaction
 from django.db.models import Case, F, FloatField, Value, When
 from django.db.models.functions import Cast, Coalesce
 from pgvector.django import CosineDistance, HalfVectorField
 
 from access.scope import Scope
+from kernel.replicas import read_connection
 from retrieval.candidates import Candidate
 from retrieval.config import SearchConfig, Thresholds
 from sources.models import Chunk, EmbeddingModel, Source
@@ -80,7 +81,8 @@ def vector_candidates(
 ) -> list[Candidate]:
     """``vector_rows`` on its own (benchmarks, tests): the HNSW settings for this query only."""
     config = config or SearchConfig.from_settings()
-    with transaction.atomic(), connection.cursor() as cursor:
+    connection = read_connection()
+    with transaction.atomic(using=connection.alias), connection.cursor() as cursor:
         cursor.execute(
             f"SELECT {hnsw_settings_sql(ef_search='%s', is_local='true')}",
             [str(ef_search(configured=config.hnsw_ef_search, limit=limit))],

@@ -17,6 +17,7 @@ from kernel import heartbeats
 from kernel.breaker import BreakerState
 from kernel.config import LLMConfig, llm_config
 from kernel.llm import llm_status
+from kernel.replicas import ReplicaPool, replica_pool
 from sources.config import EmbeddingConfig, embedding_config
 from sources.embedding.local import model_findable
 from sources.embedding.registry import embedder_loaded, model_reference
@@ -55,6 +56,7 @@ def health_check(*, embedding: EmbeddingConfig | None = None, llm: LLMConfig | N
             **_heartbeats(reachable=broker.ok),
             "embedding_model": _embedding_model(embedding.model, database_ok=database.ok),
             **({"llm": _llm(llm)} if llm.base_url else {}),
+            **({"replicas": _replicas(pool)} if (pool := replica_pool()) else {}),
         }
     )
 
@@ -120,6 +122,24 @@ def _embedding_model(name: str, *, database_ok: bool) -> Check:
     if not ok:
         details["error"] = f"{name!r} is neither the bundled model nor an existing path, and no worker has loaded it"
     return Check(ok, details)
+
+
+def _replicas(pool: ReplicaPool) -> Check:
+    """Not critical: a skipped replica's searches read the primary. The states searches go by (checked every few
+    seconds per process), so the answer costs nothing more."""
+    states = pool.states()
+    details: dict[str, Any] = {
+        "replicas": {
+            state.alias: {"readable": state.readable, "lag_seconds": state.lag_seconds, "reason": state.reason}
+            for state in states
+        }
+    }
+    skipped = [state for state in states if not state.readable]
+    if skipped:
+        details["error"] = "searches read the primary instead of " + "; ".join(
+            f"{state.alias} ({state.reason})" for state in skipped
+        )
+    return Check(not skipped, details)
 
 
 def _llm(config: LLMConfig) -> Check:

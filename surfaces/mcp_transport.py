@@ -41,6 +41,7 @@ and the request runs again once on a fresh connection, else a JSON-RPC 503
 import json
 import logging
 from collections.abc import MutableMapping
+from contextlib import nullcontext
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -58,6 +59,7 @@ from mcp.types import INVALID_REQUEST
 from access.auth import ApiKeyAuth
 from access.identity import Identity
 from kernel.errors import ApplicationError, Unauthenticated, error_headers, http_status
+from kernel.replicas import primary_reads
 from surfaces.handlers import jsonrpc_id_usable
 from surfaces.mcp import CALLER, LOST_CONNECTION, mcp_server, tool_writes
 from surfaces.middleware import read_only
@@ -100,7 +102,8 @@ def mcp_endpoint(request: HttpRequest) -> HttpResponse:
         return _error(exc.message, status=http_status(exc), details=exc.details)
     except RequestDataTooBig:
         return _error("the request body is too large", status=413)
-    if writes(body):
+    writing = writes(body)
+    if writing:
         request.database_read_only = False  # type: ignore[attr-defined]  # remember or forget: never twice
     problem = invalid_id(body)
     if problem is not None:
@@ -110,7 +113,9 @@ def mcp_endpoint(request: HttpRequest) -> HttpResponse:
     lost: list[BaseException] = []
     token, lost_token = CALLER.set(identity), LOST_CONNECTION.set(lost)
     try:
-        status, headers, content = async_to_sync(_served)(_scope(request), body)
+        # A tool that writes reads its own rows back (a memory's chunk, its links) from the primary, not a replica.
+        with primary_reads() if writing else nullcontext():
+            status, headers, content = async_to_sync(_served)(_scope(request), body)
     finally:
         CALLER.reset(token)
         LOST_CONNECTION.reset(lost_token)

@@ -9,6 +9,7 @@ from django.db import connections
 from django.http import HttpRequest, HttpResponse, JsonResponse
 
 from kernel.errors import connection_lost
+from kernel.replicas import replica_lost, replica_reads
 from kernel.text import control_characters_message
 from surfaces.handlers import database_unavailable
 
@@ -47,14 +48,33 @@ _READ_METHODS = ("GET", "HEAD")
 
 def read_only(view: Callable) -> Callable:
     """Declare a view safe to run again after a lost database connection: it writes nothing a second run would
-    repeat (search, context, the MCP tools). On django-ninja operations: ``@decorate_view(read_only)``."""
+    repeat (search, context, the MCP tools). On django-ninja operations: ``@decorate_view(read_only)``.
+
+    The view also reads the corpus from a read replica, when one is configured and healthy (kernel/replicas.py).
+    """
 
     @functools.wraps(view)
     def marked(request: HttpRequest, *args, **kwargs):
         request.database_read_only = True  # type: ignore[attr-defined]
-        return view(request, *args, **kwargs)
+        with replica_reads():
+            return view(request, *args, **kwargs)
 
     return marked
+
+
+class ReplicaReads:
+    """GET and HEAD requests read the corpus from a read replica (kernel/replicas.py), except in the admin, which
+    shows its own writes at once. Before RetryLostConnection, so a request run again after a replica dropped stays
+    inside the block, on the primary or another replica."""
+
+    def __init__(self, get_response) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        if request.method not in _READ_METHODS or request.path.startswith("/admin/"):
+            return self.get_response(request)
+        with replica_reads():
+            return self.get_response(request)
 
 
 class RetryLostConnection:
@@ -77,6 +97,7 @@ class RetryLostConnection:
     def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
         if not connection_lost(exception):
             return None
+        replica_lost()
         in_transaction = _drop_lost_connections()
         repeatable = request.method in _READ_METHODS or getattr(request, "database_read_only", False)
         if not repeatable or in_transaction:

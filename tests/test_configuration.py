@@ -76,9 +76,10 @@ def test_env_readers(monkeypatch, tmp_path):
 def settings_read() -> set[str]:
     """Fill env.READ: the settings, and what the embedded servers read as they start (also when they did not)."""
     import rag_site.settings  # noqa: F401
-    from rag_site.embedded import shared_buffers_setting
+    from rag_site.embedded import replicas_setting, shared_buffers_setting
 
     shared_buffers_setting()
+    replicas_setting()
     return set(env.READ)
 
 

@@ -7,7 +7,8 @@ from typing import Any
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
-from rag_site.settings_registry import read_bool, read_int, read_list, read_str, read_url
+from kernel.replicas import ReplicaRouter  # imports nothing that needs settings
+from rag_site.settings_registry import read_bool, read_float, read_int, read_list, read_str, read_url
 from surfaces.csp import policy_build as csp_policy_build  # imports nothing that needs settings
 
 BASE_DIR = Path(__file__).resolve().parent.parent.parent
@@ -100,6 +101,8 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    # GETs read the corpus from a replica (kernel/replicas.py); outside RetryLostConnection, so its rerun stays inside.
+    "surfaces.middleware.ReplicaReads",
     # Last, so it sees a view's lost database connection first: retried if the view only reads, else 503.
     "surfaces.middleware.RetryLostConnection",
 ]
@@ -135,6 +138,27 @@ if _database_url is None:
 DATABASES = {
     "default": dj_database_url.parse(_database_url, conn_max_age=read_int("DB_CONN_MAX_AGE"), conn_health_checks=True)
 }
+
+# Read replicas (kernel/replicas.py): the corpus is read there by requests that only read. Jobs and memories are
+# read from the primary even then: their status right after they are queued, a memory right after it is written.
+RAG_REPLICA_MAX_LAG_SECONDS = read_float("RAG_REPLICA_MAX_LAG_SECONDS")
+for _number, _replica_url in enumerate(read_list("DATABASE_REPLICA_URLS"), start=1):
+    if _replica_url.split(":", 1)[0] not in ("postgres", "postgresql", "pgsql"):
+        raise ImproperlyConfigured(f"DATABASE_REPLICA_URLS: entry {_number} is no postgres:// URL")
+    _replica = dj_database_url.parse(_replica_url, conn_max_age=read_int("DB_CONN_MAX_AGE"), conn_health_checks=True)
+    # A replica host that drops packets must not hold a search for the system's TCP timeout.
+    _replica.setdefault("OPTIONS", {}).setdefault("connect_timeout", 3)
+    # Tests create no database on a read-only server: under the test runner a replica reads the primary's.
+    _replica["TEST"] = {"MIRROR": "default"}
+    DATABASES[f"replica_{_number}"] = _replica
+DATABASE_ROUTERS = [
+    ReplicaRouter(
+        aliases=tuple(alias for alias in DATABASES if alias != "default"),
+        max_lag_seconds=RAG_REPLICA_MAX_LAG_SECONDS,
+        apps=("sources", "retrieval"),
+        primary_models=("sources.IndexJob", "sources.Memory"),
+    )
+]
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [

@@ -109,7 +109,8 @@ def index_job(request, job_id: int):
 )
 def health(request):
     """Database, broker, workers, beat, embedding model and, when one is configured, the language model
-    (``llm``): 200 when the database and the broker answer, else 503.
+    (``llm``) and the read replicas (``replicas``: fails while one is down or lagging, and searches read the
+    primary instead): 200 when the database and the broker answer, else 503.
 
     ``status`` is "ok" when every check passes, else "degraded"; ``llm`` fails
     only when every model of its chain is cooling down in the circuit breaker.

@@ -48,6 +48,11 @@ class Command(BaseCommand):
             "--explain", action="store_true", help="Also: EXPLAIN ANALYZE of the worst-case lexical query."
         )
         search.add_argument(
+            "--replica-outage",
+            action="store_true",
+            help="Also: 8 clients search while the embedded replica is stopped (needs RAG_EMBEDDED_REPLICAS=1).",
+        )
+        search.add_argument(
             "--embedded",
             type=int,
             help="Chunks embedded with the real model (default 3000; the rest get mixtures of their vectors).",
@@ -258,6 +263,7 @@ class Command(BaseCommand):
                 embedded=options["embedded"],
                 seed=options["seed"],
                 explain=options["explain"],
+                replica_outage=options["replica_outage"],
             )
             log = (lambda line: self.stderr.write(line)) if as_json else (lambda line: self.stdout.write(line))
             report = search_bench(bench, log=log)
