@@ -70,7 +70,8 @@ def test_flushes_embed_on_the_encoder_thread_while_the_indexer_reads_on(tmp_path
     job = index_root(root)
     assert job.status == "succeeded" and job.chunks_embedded == 12
     assert len(threads) == 4 and all(name.startswith("rag-encoder") for name in threads)
-    assert IndexedFile.objects.filter(source__root=root).count() == Chunk.objects.filter(source__root=root).count() == 12
+    assert Chunk.objects.filter(source__root=root).count() == 12
+    assert IndexedFile.objects.filter(source__root=root).count() == 12
 
 
 @pytest.mark.django_db
