@@ -39,6 +39,7 @@ from sources.config import EmbeddingConfig, IndexingConfig, IngestSettings
 from sources.contextual import ContextualConfig, DescriptionRequest, descriptions_get
 from sources.embedding import EmbeddingError, embedder_for, model_reference
 from sources.embedding.backends import local_name
+from sources.encoder_thread import BackgroundWork
 from sources.models import (
     DESCRIPTION_KEY,
     Chunk,
@@ -222,11 +223,30 @@ def documents_embed(
     IndexingError with its reason.
     """
     # The fingerprint's own settings decide the descriptions and long texts: what is stored is what it says.
-    chunking, embedding = config.ingest, config.embedding
     undescribed = (
-        documents_describe(documents, config=config.contextual, on_batch=on_batch) if chunking.contextual else 0
+        documents_describe(documents, config=config.contextual, on_batch=on_batch) if config.ingest.contextual else 0
     )
+    documents_vectors_set(
+        documents, documents_vectors(documents, config=config, on_batch=on_batch, on_embedded=on_embedded)
+    )
+    return undescribed
+
+
+def documents_vectors(
+    documents: Sequence[Document],
+    *,
+    config: IndexingConfig,
+    on_batch: Callable[[], None] | None = None,
+    on_embedded: Callable[[int], None] | None = None,
+) -> dict[EmbeddingModel, np.ndarray]:
+    """The vectors of every chunk of ``documents`` (descriptions already written), one call per model, in order.
+
+    Reads no database and changes no row: Batch runs it on the encoder
+    thread while the indexer reads on. Raises IndexingError.
+    """
+    chunking, embedding = config.ingest, config.embedding
     done = 0  # chunks of earlier models' groups
+    found: dict[EmbeddingModel, np.ndarray] = {}
     for model, group in _by_model(documents).items():
         texts = [embed_text(chunk, d.path) for d in group for chunk in d.chunks]
         batches = 0
@@ -241,7 +261,7 @@ def documents_embed(
                 on_batch()
 
         try:
-            vectors = embedder_for(provider=model.provider, name=model.name, device=embedding.device).embed(
+            found[model] = embedder_for(provider=model.provider, name=model.name, device=embedding.device).embed(
                 texts,
                 batch_size=embedding.batch_size,
                 pieces=chunking.long_texts == "pieces",
@@ -249,19 +269,26 @@ def documents_embed(
             )
         except EmbeddingError as exc:
             raise IndexingError(str(exc)) from exc
-        if len(texts) and vectors.shape[1] != model.dimensions:
+        done += len(texts)
+    return found
+
+
+def documents_vectors_set(documents: Sequence[Document], vectors: dict[EmbeddingModel, np.ndarray]) -> None:
+    """Give each document its rows of ``documents_vectors``' answer, checked against its model's dimensions."""
+    for model, group in _by_model(documents).items():
+        found = vectors[model]
+        count = sum(len(d.chunks) for d in group)
+        if count and found.shape[1] != model.dimensions:
             # Never stored: the model's HNSW index and every query read N dimensions.
             raise IndexingError(
-                f"the embedding model {model} answered with {vectors.shape[1]}-dimensional vectors, "
+                f"the embedding model {model} answered with {found.shape[1]}-dimensional vectors, "
                 f"but its row says {model.dimensions}; nothing was stored"
             )
-        metrics.CHUNKS_EMBEDDED.labels(model=model.name).inc(len(texts))
+        metrics.CHUNKS_EMBEDDED.labels(model=model.name).inc(count)
         offset = 0
         for d in group:
-            d.vectors = vectors[offset : offset + len(d.chunks)]
+            d.vectors = found[offset : offset + len(d.chunks)]
             offset += len(d.chunks)
-        done += len(texts)
-    return undescribed
 
 
 def _embedded(document: Document) -> np.ndarray:
@@ -342,6 +369,10 @@ class Batch:
 
     Big embedding calls pad less (the model sorts a call's texts by length):
     see RAG_INDEX_FLUSH_CHUNKS (``config.embedding.flush_chunks``, unless ``flush_chunks`` says otherwise).
+    A flush that ``add`` starts embeds on the encoder thread (encoder_thread.py) while the caller reads on;
+    the next flush waits for its vectors, starts its own, and writes the earlier one meanwhile. ``flush``
+    returns with everything stored. A crash in between loses only what was not written yet, and nothing is
+    recorded as indexed before its chunks are, so the next run embeds it again.
     """
 
     def __init__(
@@ -361,6 +392,7 @@ class Batch:
         self.on_embedded = on_embedded
         self.pending: list[Document] = []
         self.pending_chunks = 0
+        self.running: _Embedding | None = None  # the flush embedding on the encoder thread
         self.embedded = 0
         self.deleted = 0
         self.undescribed = 0
@@ -369,18 +401,69 @@ class Batch:
         self.pending.append(document)
         self.pending_chunks += len(document.chunks)
         if self.pending_chunks >= self.flush_chunks:
-            self.flush()
+            self._flush(wait=False)
 
     def flush(self) -> None:
-        if not self.pending:
+        """Embed and store everything added so far."""
+        self._flush(wait=True)
+
+    def _flush(self, *, wait: bool) -> None:
+        earlier, self.running = self.running, None
+        if earlier is not None:
+            self._vectors_wait(earlier)
+        documents, chunks = self.pending, self.pending_chunks
+        self.pending, self.pending_chunks = [], 0
+        if documents and earlier is None and wait:
+            # Nothing to write meanwhile: embed here, every batch heard as it ends.
+            if self.on_embedded is not None:
+                self.on_embedded(0)
+            documents_embed(documents, config=self.config, on_batch=self.on_batch, on_embedded=self.on_embedded)
+            self._write(_Embedding(documents, chunks, None))
             return
+        if documents:
+            self.running = self._start(documents, chunks)
+        if earlier is not None:
+            self._write(earlier)  # while the next flush embeds
+        if wait and self.running is not None:
+            last, self.running = self.running, None
+            self._vectors_wait(last)
+            self._write(last)
+
+    def _start(self, documents: list[Document], chunks: int) -> "_Embedding":
+        # Descriptions read and write their cache in the database: written here, before the thread starts.
+        if self.config.ingest.contextual:
+            documents_describe(documents, config=self.config.contextual, on_batch=self.on_batch)
+        config = self.config
+
+        def work(report: Callable[[int], None]) -> dict[EmbeddingModel, np.ndarray]:
+            return documents_vectors(documents, config=config, on_embedded=report)
+
+        return _Embedding(documents, chunks, BackgroundWork(work))
+
+    def _vectors_wait(self, embedding: "_Embedding") -> None:
+        def heard(done: int) -> None:
+            # The job's callbacks run on its own thread: they write its row.
+            if self.on_embedded is not None:
+                self.on_embedded(done)
+            if self.on_batch is not None:
+                self.on_batch()
+
         if self.on_embedded is not None:
             self.on_embedded(0)
-        documents_embed(self.pending, config=self.config, on_batch=self.on_batch, on_embedded=self.on_embedded)
-        self.undescribed += sum(d.undescribed for d in self.pending)
-        self.deleted += documents_replace(self.pending, track_files=self.track_files)
-        self.embedded += self.pending_chunks
-        self.pending, self.pending_chunks = [], 0
+        assert embedding.work is not None
+        documents_vectors_set(embedding.documents, embedding.work.result(heard))
+
+    def _write(self, embedding: "_Embedding") -> None:
+        self.undescribed += sum(d.undescribed for d in embedding.documents)
+        self.deleted += documents_replace(embedding.documents, track_files=self.track_files)
+        self.embedded += embedding.chunks
+
+
+@dataclass(slots=True)
+class _Embedding:
+    documents: list[Document]
+    chunks: int
+    work: BackgroundWork[dict[EmbeddingModel, np.ndarray]] | None
 
 
 def item_index_whole(item, *, source: Source, text: str, labels: dict, config: IndexingConfig) -> IndexOutcome | None:

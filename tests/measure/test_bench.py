@@ -85,3 +85,24 @@ def test_the_extract_bench_reports_pdf_pages_per_second_and_the_peak_memory(tmp_
     assert report["files"] == 10 and report["pdf_pages"] == 3  # the good PDF; the other three are refused
     assert sum(report["refused"].values()) == 4 and report["extracted_by_kind"]["pdf"] == 1
     assert report["pdf_pages_per_s"] > 0 and report["peak_child_rss_mb"] > 0
+
+
+class _SlowEmbedder:
+    def embed(self, texts: list[str], **_: object) -> list[str]:
+        if not texts:
+            raise ValueError("nothing to embed")
+        return texts
+
+
+@pytest.mark.unit
+def test_the_index_bench_adds_up_the_time_inside_embed_and_puts_the_method_back():
+    from measure.bench_index import EmbedTimer
+
+    embedder = _SlowEmbedder()
+    with EmbedTimer(embedder) as timer:
+        assert embedder.embed(["a"]) == ["a"]
+        with pytest.raises(ValueError):
+            embedder.embed([])  # a failing call is timed too, and its error goes through
+    assert timer.seconds > 0
+    assert "embed" not in vars(embedder)  # the class's own method again
+    assert embedder.embed(["b"]) == ["b"]

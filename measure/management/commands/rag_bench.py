@@ -222,6 +222,15 @@ class Command(BaseCommand):
         self.stdout.write(f"  end-to-end     {report['index_chunks_per_s']:>8} chunks/s")
         self.stdout.write(f"  ratio          {report['ratio']:>8}   (target >= 0.9)")
         self.stdout.write(
+            f"  end-to-end     {report['index_embed_seconds']} s embedding, {report['index_other_seconds']} s "
+            "walking, reading, chunking and writing"
+        )
+        self.stdout.write(
+            f"  CPU per chunk  {report['encode_cpu_ms_per_chunk']} ms raw encode, "
+            f"{report['index_cpu_ms_per_chunk']} ms end-to-end (this process; load average "
+            f"{' '.join(map(str, report['load_average']))})"
+        )
+        self.stdout.write(
             f"  re-verify      {report['reverify_seconds']:>8} s, "
             f"{report['reverify_embedded']} chunks embedded (unchanged tree)"
         )
