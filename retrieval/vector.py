@@ -77,12 +77,14 @@ def vector_candidates(
     scope: Scope,
     limit: int,
     config: SearchConfig | None = None,
+    ef: int | None = None,
 ) -> list[Candidate]:
-    """``vector_rows`` on its own (benchmarks, tests): the HNSW settings for this query only."""
+    """``vector_rows`` on its own (benchmarks, tests): the HNSW settings for this query only (``ef``: this
+    ef_search instead of the service's)."""
     config = config or SearchConfig.from_settings()
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute(
             f"SELECT {hnsw_settings_sql(ef_search='%s', is_local='true')}",
-            [str(ef_search(configured=config.hnsw_ef_search, limit=limit))],
+            [str(ef or ef_search(configured=config.hnsw_ef_search, limit=limit))],
         )
         return vector_rows(vector=vector, model=model, scope=scope, limit=limit, thresholds=config.thresholds)
