@@ -45,8 +45,9 @@ def ef_search(*, configured: int, limit: int, chunks: float = 0.0, scale_chunks:
     most ef_search rows per scan pass), times sqrt(chunks / scale_chunks) once the index holds more than
     ``scale_chunks`` (0: never), at most EF_SEARCH_MAX. ``ef_search_sql`` is the same in SQL.
 
-    Why the square root: HNSW's recall at a fixed ef_search falls as the graph grows; at 1M chunks the
-    bench's real vectors needed about 3x the ef_search that gives the same recall at 100k (docs/benchmarks.md).
+    Why it grows: HNSW's recall at a fixed ef_search falls as the graph grows (the bench's mixtures: 0.86 /
+    0.68 / 0.45 at 10k / 100k / 300k, ef_search 100). The square root is a first guess, not yet fitted at 1M
+    chunks (docs/benchmarks.md says what was measured); `rag_bench search --ef-sweep` measures the curve.
     """
     floor = max(configured, limit)
     if not scale_chunks or chunks <= scale_chunks:
