@@ -16,6 +16,7 @@
 import math
 from collections import defaultdict
 
+import numpy as np
 from django.conf import settings
 from django.db import connection, transaction
 
@@ -29,24 +30,41 @@ from sources.models import EmbeddingModel
 K = 10
 
 
-def hnsw_recall(*, queries: list[str], model: EmbeddingModel, scope: Scope) -> dict:
-    """Mean, min and count of recall@10 over ``queries``."""
-    embedder = embedder_for(provider=model.provider, name=model.name, device=settings.RAG_EMBEDDING_DEVICE)
+def hnsw_recall(
+    *,
+    queries: list[str],
+    model: EmbeddingModel,
+    scope: Scope,
+    vectors: np.ndarray | None = None,
+    ef_searches: tuple[int, ...] = (),
+) -> dict:
+    """Mean, min and count of recall@10 over ``queries`` (or, given, the query ``vectors``) as the service searches;
+    with ``ef_searches``, the mean at each of those ef_search values too (``by_ef``)."""
+    if vectors is None:
+        embedder = embedder_for(provider=model.provider, name=model.name, device=settings.RAG_EMBEDDING_DEVICE)
+        vectors = embedder.embed(queries)
     recalls = []
-    for vector in embedder.embed(queries):
-        approximate = vector_candidates(vector=vector, model=model, scope=scope, limit=settings.RAG_SEARCH_CANDIDATES)[
-            :K
-        ]
+    by_ef: dict[int, list[float]] = {ef: [] for ef in ef_searches}
+    limit = settings.RAG_SEARCH_CANDIDATES
+    for vector in vectors:
         with transaction.atomic(), connection.cursor() as cursor:
             # HNSW is only ever used by an index scan; without one PostgreSQL sorts every row.
             cursor.execute("SET LOCAL enable_indexscan = off")
             exact = vector_candidates(vector=vector, model=model, scope=scope, limit=K)
-        if exact:
-            # As ann-benchmarks counts it: a hit as near as the exact 10th is right (duplicate
-            # chunks have equal vectors, and which of them the exact sort lists is arbitrary).
-            tenth = exact[-1].score - 1e-6
-            recalls.append(sum(1 for c in approximate if c.score >= tenth) / len(exact))
-    return _stats(recalls)
+        if not exact:
+            continue
+        # As ann-benchmarks counts it: a hit as near as the exact 10th is right (duplicate
+        # chunks have equal vectors, and which of them the exact sort lists is arbitrary).
+        tenth = exact[-1].score - 1e-6
+        approximate = vector_candidates(vector=vector, model=model, scope=scope, limit=limit)[:K]
+        recalls.append(sum(1 for c in approximate if c.score >= tenth) / len(exact))
+        for ef in ef_searches:
+            found = vector_candidates(vector=vector, model=model, scope=scope, limit=limit, ef=ef)[:K]
+            by_ef[ef].append(sum(1 for c in found if c.score >= tenth) / len(exact))
+    result = _stats(recalls)
+    if ef_searches:
+        result["by_ef"] = {str(ef): _stats(values)["mean"] for ef, values in by_ef.items()}
+    return result
 
 
 def lexical_agreement(*, queries: list[str], scope: Scope, by_kind: dict[str, list[str]] | None = None) -> dict:

@@ -34,6 +34,7 @@ from django.conf import settings
 from django.db import DatabaseError, connection, transaction
 from django.utils import timezone
 
+from measure import bench_bulk
 from sources.chunking import CHUNKING_VERSION, ChunkResult, chunk_text
 from sources.config import embedding_config
 from sources.embedding import embedder_for
@@ -69,6 +70,8 @@ COPY_ROWS = 5000  # rows per COPY, each batch in its own transaction
 LEXICAL_TABLES = ("retrieval_posting", "retrieval_term", "retrieval_lexical_source")
 # The most chunks embedded for real by default (a few minutes on two cores).
 EMBEDDED_DEFAULT = 3000
+# Chunks after the embedded ones whose real vectors are embedded too, as queries (the corpus gets mixtures there).
+HELD_OUT = 200
 # Bumped whenever the recipe changes, so an older corpus is rebuilt, not reused.
 CORPUS_VERSION = 2
 
@@ -212,9 +215,48 @@ def bench_corpus_drop() -> int:
     return deleted
 
 
-def bench_corpus_ensure(*, chunks: int, embedded: int | None = None, seed: int = 0, log=print) -> CorpusBuild:
-    """The corpus of ``chunks`` chunks: reused when the database holds it, else built (any other size is dropped)."""
+def real_vectors(texts: list[BenchText], *, model: EmbeddingModel, log=print) -> np.ndarray:
+    """The model's vectors of ``texts``, cached under ``var/bench`` by the texts' and the model's hash, so a rebuild
+    (another size, a dropped corpus) does not embed them again."""
+    digest = hashlib.sha256(f"{model.provider}:{model.name}:{model.dimensions}".encode())
+    for text in texts:
+        digest.update(embed_text(text.chunk, text.path).encode())
+        digest.update(b"\x00")
+    path = settings.VAR_DIR / "bench" / f"vectors-{len(texts)}-{digest.hexdigest()[:16]}.npy"
+    if path.exists():
+        log(f"real vectors from {path}")
+        return np.load(path)
+    embedder = embedder_for(provider=model.provider, name=model.name, device=settings.RAG_EMBEDDING_DEVICE)
+    vectors = embedder.embed(
+        [embed_text(t.chunk, t.path) for t in texts], batch_size=settings.RAG_EMBED_BATCH_SIZE
+    ).astype(np.float32)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    np.save(path.with_suffix(".tmp.npy"), vectors)
+    path.with_suffix(".tmp.npy").rename(path)  # whole or absent: a run stopped mid-write leaves no half file
+    return vectors
+
+
+def held_out_vectors(*, chunks: int, embedded: int | None = None, seed: int = 0) -> np.ndarray:
+    """Real vectors of the ``HELD_OUT`` chunks after the embedded ones (the corpus holds mixtures in their place):
+    queries that are real text vectors, for HNSW recall beside the query mix. Read from the cache."""
+    count = min(chunks, EMBEDDED_DEFAULT if embedded is None else max(1, embedded))
+    held_out = min(HELD_OUT, max(0, chunks - count))
+    if not held_out:
+        return np.empty((0, 0), dtype=np.float32)
+    texts = bench_texts(count + held_out, seed=seed)
+    model = embedding_model_for(config=embedding_config())
+    return real_vectors(texts, model=model)[count:]
+
+
+def bench_corpus_ensure(
+    *, chunks: int, embedded: int | None = None, seed: int = 0, bulk_allowed: bool = False, log=print
+) -> CorpusBuild:
+    """The corpus of ``chunks`` chunks: reused when the database holds it, else built (any other size is dropped).
+
+    ``bulk_allowed``: the database is this checkout's own (measure/bench_bulk.py drops and rebuilds indexes)."""
     started = time.perf_counter()
+    if bulk_allowed:
+        bench_bulk.indexes_restore(log=log)  # left dropped by an interrupted build
     model = embedding_model_for(config=embedding_config())
     count = min(chunks, EMBEDDED_DEFAULT if embedded is None else max(1, embedded))
     source = bench_source(chunks=chunks, embedded=count, seed=seed)
@@ -233,13 +275,18 @@ def bench_corpus_ensure(*, chunks: int, embedded: int | None = None, seed: int =
     log(f"cut {len(texts)} chunks from the installed packages in {seconds['chunk']:.1f} s")
 
     step = time.perf_counter()
-    embedder = embedder_for(provider=model.provider, name=model.name, device=settings.RAG_EMBEDDING_DEVICE)
-    real = embedder.embed(
-        [embed_text(t.chunk, t.path) for t in texts[:count]], batch_size=settings.RAG_EMBED_BATCH_SIZE
-    )
+    # The held-out chunks' real vectors are the "real-vector" recall queries; the corpus stores mixtures there.
+    held_out = min(HELD_OUT, max(0, len(texts) - count))
+    vectors_all = real_vectors(texts[: count + held_out], model=model, log=log)
+    real = vectors_all[:count]
     seconds["embed"] = time.perf_counter() - step
-    log(f"embedded {count} chunks with {model.name} in {seconds['embed']:.1f} s")
+    log(f"real vectors of {count + held_out} chunks ({model.name}) in {seconds['embed']:.1f} s")
 
+    bulk = bulk_allowed and bench_bulk.can_bulk_load()
+    if bulk:
+        step = time.perf_counter()
+        bench_bulk.indexes_drop(log=log)
+        seconds["drop_indexes"] = time.perf_counter() - step
     step = time.perf_counter()
     # Disabled until complete: an interrupted build is never reused (bench_source) and is dropped next time.
     source = Source.objects.create(
@@ -255,12 +302,23 @@ def bench_corpus_ensure(*, chunks: int, embedded: int | None = None, seed: int =
         vectors = [real[i] for i in range(offset, min(offset + len(batch), count))]
         if len(vectors) < len(batch):
             vectors.extend(mixed_vectors(real, len(batch) - len(vectors), seed=seed + offset))
-        _copy(source, model, batch, vectors, first_index=offset)
-        log(f"  loaded {offset + len(batch)} / {len(texts)} chunks ({time.perf_counter() - step:.0f} s)")
+        _copy(source, model, batch, vectors, first_index=offset, triggers=not bulk)
+        if (offset // COPY_ROWS) % 20 == 19 or offset + len(batch) == len(texts):
+            log(f"  loaded {offset + len(batch)} / {len(texts)} chunks ({time.perf_counter() - step:.0f} s)")
     seconds["load"] = time.perf_counter() - step
 
+    if bulk:
+        step = time.perf_counter()
+        bench_bulk.postings_add(source_id=source.pk)
+        seconds["postings"] = time.perf_counter() - step
+        log(f"lexical postings of {len(texts)} chunks in {seconds['postings']:.0f} s")
+        step = time.perf_counter()
+        built = bench_bulk.indexes_restore(log=log)
+        seconds["indexes"] = time.perf_counter() - step
+        seconds["hnsw"] = built.get(model.hnsw_index_name, 0.0)
     step = time.perf_counter()
-    embedding_model_index_ensure(model=model)
+    with bench_bulk.hnsw_build_settings():
+        embedding_model_index_ensure(model=model)
     with connection.cursor() as cursor:
         # VACUUM too: index-only reads of the postings need the visibility
         # map, which autovacuum would set only some minutes later.
@@ -269,7 +327,7 @@ def bench_corpus_ensure(*, chunks: int, embedded: int | None = None, seed: int =
             cursor.execute(f"{analyze} {table}")
     Source.objects.filter(pk=source.pk).update(enabled=True)
     source.refresh_from_db()
-    seconds["index"] = time.perf_counter() - step
+    seconds["analyze"] = time.perf_counter() - step
     seconds["total"] = time.perf_counter() - started
     return CorpusBuild(source=source, chunks=len(texts), built=True, embedded=count, seconds=seconds)
 
@@ -295,11 +353,21 @@ _COLUMNS = (
 
 
 def _copy(
-    source: Source, model: EmbeddingModel, texts: list[BenchText], vectors: list[np.ndarray], *, first_index: int
+    source: Source,
+    model: EmbeddingModel,
+    texts: list[BenchText],
+    vectors: list[np.ndarray],
+    *,
+    first_index: int,
+    triggers: bool = True,
 ) -> None:
     """One COPY of ``texts`` into the chunk table (the tsvector is computed by PostgreSQL, a generated column)."""
     now = timezone.now()
+    # %g of each component, formatted by one C-level % per row: a Python loop per number took longer than the COPY.
+    row_format = "[" + ",".join(["%.6g"] * int(model.dimensions)) + "]"
     with transaction.atomic(), connection.cursor() as cursor:
+        if not triggers:
+            cursor.execute(bench_bulk.triggers_off_sql())
         with cursor.cursor.copy(f"COPY sources_chunk ({', '.join(_COLUMNS)}) FROM STDIN") as copy:
             for number, (text, vector) in enumerate(zip(texts, vectors, strict=True), start=first_index):
                 chunk = text.chunk
@@ -316,7 +384,7 @@ def _copy(
                         chunk.start_line,
                         chunk.end_line,
                         hashlib.sha256(chunk.content.encode()).hexdigest(),
-                        "[" + ",".join(f"{x:.6g}" for x in vector.tolist()) + "]",
+                        row_format % tuple(vector.tolist()),
                         model.pk,
                         CHUNKING_VERSION,
                         "{}",

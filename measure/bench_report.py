@@ -18,9 +18,12 @@ def report_lines(report: dict) -> list[str]:
         + (f", {server['workers']} workers x {server['threads']} threads" if server["workers"] else "")
         + f"; {report['seconds']} s per run"
         + (f"; reading {report['replicas']} replica(s)" if report.get("replicas") else ""),
+        *disk_lines(corpus.get("disk")),
         "",
     ]
-    results = report.get("results", {})
+    if "results" not in report:  # --build-only
+        return lines
+    results = report["results"]
     lines.append(
         f"{'mode':<8} {'clients':>7} {'p50 ms':>8} {'p95 ms':>8} {'p99 ms':>8} {'max ms':>8} {'q/s':>7} "
         f"{'errors':>6} {'warned':>6}"
@@ -61,7 +64,16 @@ def report_lines(report: dict) -> list[str]:
     recall, agreement = accuracy["hnsw_recall_at_10"], accuracy["lexical_agreement_at_10"]
     lines += [
         "",
-        f"HNSW recall@10 against exact search: {recall['mean']} (min {recall['min']}, {recall['queries']} queries)",
+        f"HNSW recall@10 against exact search: {recall['mean']} (min {recall['min']}, {recall['queries']} queries)"
+        + _by_ef(recall),
+        *(
+            [
+                f"  held-out real chunk vectors as queries: {held['mean']} (min {held['min']}, "
+                f"{held['queries']} queries)" + _by_ef(held)
+            ]
+            if (held := accuracy.get("hnsw_recall_at_10_held_out"))
+            else []
+        ),
         f"lexical top-10 agreement with exhaustive BM25: {agreement['mean']} (min {agreement['min']}, "
         f"{agreement['queries']} queries)"
         + (
@@ -91,3 +103,22 @@ def report_lines(report: dict) -> list[str]:
     if explain := report.get("explain"):
         lines += ["", "EXPLAIN ANALYZE, lexical channel, worst-case query:", *explain["lexical_worst_case"]]
     return lines
+
+
+def disk_lines(disk: dict | None) -> list[str]:
+    """The corpus tables' size on disk, in all and per chunk of the chunk table."""
+    if not disk:
+        return []
+    per = disk["per_chunk_bytes"]
+    return [
+        f"disk: database {disk['database_bytes'] / 2**30:.2f} GiB for {disk['chunks_in_table']} chunks, "
+        f"{per['database']} bytes per chunk: chunk rows {per['chunk_table']}, their indexes without HNSW "
+        f"{per['chunk_indexes_without_hnsw']}, HNSW {per['hnsw']}, lexical postings and statistics "
+        f"{per['lexical_postings']}"
+    ]
+
+
+def _by_ef(recall: dict) -> str:
+    if not recall.get("by_ef"):
+        return ""
+    return "; by ef_search: " + ", ".join(f"{ef} {mean}" for ef, mean in recall["by_ef"].items())

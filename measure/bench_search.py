@@ -24,8 +24,8 @@ from access.identity import identity_for_key, scope_for
 from access.keys import api_key_authenticate, api_key_create
 from access.scope import Scope
 from kernel.errors import ApplicationError
-from measure import bench_accuracy
-from measure.bench_corpus import BENCH_BOT, bench_corpus_ensure
+from measure import bench_accuracy, bench_bulk
+from measure.bench_corpus import BENCH_BOT, bench_corpus_ensure, held_out_vectors
 from measure.bench_load import Stream, clients_run, database_url_for, percentile_ms, samples_summary, web_server
 from measure.bench_queries import WORST_CASE, QueryKind, queries_of, query_stream
 from retrieval.search import Mode
@@ -48,6 +48,8 @@ class SearchBenchOptions:
     seed: int = 0
     explain: bool = False
     replica_outage: bool = False  # also: the embedded replica stopped under 8 clients (measure/bench_replica.py)
+    ef_sweep: tuple[int, ...] = ()  # HNSW recall at each of these ef_search values too
+    build_only: bool = False  # build or reuse the corpus, report its build and disk, measure nothing
 
     def __post_init__(self) -> None:
         if self.chunks < 1:
@@ -72,15 +74,23 @@ def database_is_embedded() -> bool:
 
 
 def search_bench(options: SearchBenchOptions, *, log: Callable[[str], None] = print) -> dict:
-    corpus = bench_corpus_ensure(chunks=options.chunks, embedded=options.embedded, seed=options.seed, log=log)
+    corpus = bench_corpus_ensure(
+        chunks=options.chunks,
+        embedded=options.embedded,
+        seed=options.seed,
+        bulk_allowed=database_is_embedded(),
+        log=log,
+    )
     log(f"corpus {corpus.source.key}: {'built' if corpus.built else 'reused'} in {corpus.seconds['total']:.1f} s")
     report: dict = {
         "chunks": corpus.chunks,
-        "corpus": corpus.as_dict(),
+        "corpus": corpus.as_dict() | {"disk": bench_bulk.disk_usage()},
         "seconds": options.seconds,
         "server": {"workers": None, "threads": None, "url": options.url or None},
         "replicas": len(settings.DATABASES) - 1,
     }
+    if options.build_only:
+        return report
     key_row = None
     if options.key:
         raw = options.key
@@ -105,7 +115,8 @@ def search_bench(options: SearchBenchOptions, *, log: Callable[[str], None] = pr
         if key_row is not None:
             key_row.delete()
     log("measuring HNSW recall and lexical agreement against exact search ...")
-    report["accuracy"] = _accuracy(corpus.source.embedding_model, scope)
+    held_out = held_out_vectors(chunks=options.chunks, embedded=options.embedded, seed=options.seed)
+    report["accuracy"] = _accuracy(corpus.source.embedding_model, scope, held_out=held_out, ef_sweep=options.ef_sweep)
     if options.explain:
         report["explain"] = {"lexical_worst_case": lexical_plan(WORST_CASE, scope)}
     return report
@@ -212,14 +223,23 @@ def _contention(url: str, key: str, options: SearchBenchOptions, log: Callable[[
     return report
 
 
-def _accuracy(model, scope: Scope) -> dict:
+def _accuracy(model, scope: Scope, *, held_out, ef_sweep: tuple[int, ...]) -> dict:
     vector_queries = [q for kind in QueryKind for q in queries_of(kind)]
     lexical_queries = {
         kind: list(queries_of(kind)) for kind in (QueryKind.QUESTION, QueryKind.IDENTIFIER, QueryKind.COMMON)
     }
     lexical_queries[QueryKind.LONG] = list(queries_of(QueryKind.LONG)[:4])
     return {
-        "hnsw_recall_at_10": bench_accuracy.hnsw_recall(queries=vector_queries, model=model, scope=scope),
+        "hnsw_recall_at_10": bench_accuracy.hnsw_recall(
+            queries=vector_queries, model=model, scope=scope, ef_searches=ef_sweep
+        ),
+        # Real text vectors as queries (chunks whose place in the corpus holds a mixture): the index's recall
+        # for a query that lies where real vectors do, beside the query mix's.
+        "hnsw_recall_at_10_held_out": bench_accuracy.hnsw_recall(
+            queries=[], vectors=held_out, model=model, scope=scope, ef_searches=ef_sweep
+        )
+        if len(held_out)
+        else None,
         "lexical_agreement_at_10": bench_accuracy.lexical_agreement(
             queries=[q for qs in lexical_queries.values() for q in qs],
             scope=scope,

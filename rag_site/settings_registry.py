@@ -845,7 +845,17 @@ DECLARED: tuple[Setting, ...] = (
         default=100,
         minimum=1,
         maximum=1000,
-        doc="pgvector `hnsw.ef_search` at query time (recall against speed).",
+        doc="pgvector `hnsw.ef_search` at query time (recall against speed), at least the candidates asked for.",
+    ),
+    IntSetting(
+        name="RAG_HNSW_EF_SEARCH_SCALE_CHUNKS",
+        topic=SEARCH,
+        default=100000,
+        minimum=0,
+        doc=(
+            "Past this many chunks, `RAG_HNSW_EF_SEARCH` is multiplied by the square root of chunks / this "
+            "(at most 1000), so HNSW recall does not fall as the corpus grows; 0 keeps it fixed."
+        ),
     ),
     FloatSetting(
         name="RAG_SIMILARITY_THRESHOLD_SKILL",

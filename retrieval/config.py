@@ -94,6 +94,7 @@ class SearchConfig:
     lexical: LexicalConfig
     statement_timeout_ms: int
     hnsw_ef_search: int
+    hnsw_ef_search_scale_chunks: int  # past this many chunks ef_search grows (retrieval/vector.py); 0: never
     device: str  # where the query's models run
     query_embedding_cache: int  # query vectors kept per process
     admission: AdmissionLimits
@@ -127,6 +128,7 @@ class SearchConfig:
             lexical=LexicalConfig.from_settings(),
             statement_timeout_ms=settings.RAG_SEARCH_STATEMENT_TIMEOUT_MS,
             hnsw_ef_search=settings.RAG_HNSW_EF_SEARCH,
+            hnsw_ef_search_scale_chunks=settings.RAG_HNSW_EF_SEARCH_SCALE_CHUNKS,
             device=settings.RAG_EMBEDDING_DEVICE,
             query_embedding_cache=settings.RAG_QUERY_EMBEDDING_CACHE,
             admission=AdmissionLimits.from_settings(),

@@ -23,7 +23,7 @@ from access.scope import Scope
 from kernel.replicas import read_connection
 from retrieval.config import SearchConfig
 from retrieval.lexical import COLLECTION_COLUMNS, Collection, collection_read, collection_sql
-from retrieval.vector import ef_search, hnsw_settings_sql, models_sql
+from retrieval.vector import ef_search_sql, hnsw_settings_sql, models_sql
 from sources.models import EmbeddingModel
 
 # The model fields the query's embedding and the vector channel use; the others are left deferred.
@@ -95,8 +95,9 @@ def _open_sql(
     params: dict = {"statement_timeout": f"{config.statement_timeout_ms}ms"}
     hnsw = models = ""
     if vector:
-        hnsw = ",\n" + hnsw_settings_sql(ef_search="%(ef_search)s", is_local="false")
-        params["ef_search"] = str(ef_search(configured=config.hnsw_ef_search, limit=limit))
+        setting = ef_search_sql(floor="%(ef_search)s", scale_chunks=config.hnsw_ef_search_scale_chunks)
+        hnsw = ",\n" + hnsw_settings_sql(ef_search=setting, is_local="false")
+        params["ef_search"] = str(max(config.hnsw_ef_search, limit))
         visible, scope_params = models_sql(scope)
         params.update(scope_params)
         models = _MODELS.format(fields=", ".join(f"'{name}', m.{name}" for name in _MODEL_FIELDS), models=visible)

@@ -4,6 +4,8 @@ The scope filter sits in the query (never applied afterwards), so a chunk
 outside the caller's scope cannot leak through.
 """
 
+import math
+
 import numpy as np
 from django.db import transaction
 from django.db.models import Case, F, FloatField, Value, When
@@ -35,9 +37,36 @@ def hnsw_settings_sql(*, ef_search: str, is_local: str) -> str:
     )
 
 
-def ef_search(*, configured: int, limit: int) -> int:
-    # The index returns at most ef_search rows per scan pass.
-    return max(configured, limit)
+# pgvector's upper bound for hnsw.ef_search.
+EF_SEARCH_MAX = 1000
+
+
+def ef_search(*, configured: int, limit: int, chunks: float = 0.0, scale_chunks: int = 0) -> int:
+    """hnsw.ef_search for one query: ``configured``, at least the ``limit`` rows asked for (the index returns at
+    most ef_search rows per scan pass), times sqrt(chunks / scale_chunks) once the index holds more than
+    ``scale_chunks`` (0: never), at most EF_SEARCH_MAX. ``ef_search_sql`` is the same in SQL.
+
+    Why it grows: HNSW's recall at a fixed ef_search falls as the graph grows (the bench's mixtures: 0.86 /
+    0.68 / 0.45 at 10k / 100k / 300k, ef_search 100). The square root is a first guess, not yet fitted at 1M
+    chunks (docs/benchmarks.md says what was measured); `rag_bench search --ef-sweep` measures the curve.
+    """
+    floor = max(configured, limit)
+    if not scale_chunks or chunks <= scale_chunks:
+        return floor
+    return max(floor, min(EF_SEARCH_MAX, math.ceil(floor * math.sqrt(chunks / scale_chunks))))
+
+
+def ef_search_sql(*, floor: str, scale_chunks: int) -> str:
+    """``ef_search`` as an SQL expression (text, for set_config): ``floor`` is max(configured, limit) as an SQL
+    expression; the chunks are the chunk table's as the planner last counted them (pg_class.reltuples, kept by
+    ANALYZE and autovacuum): a catalog read in the statement that sets it, not a round trip of its own."""
+    if not scale_chunks:
+        return floor
+    chunks = f"(SELECT reltuples FROM pg_class WHERE oid = '{Chunk._meta.db_table}'::regclass)"
+    return (
+        f"CASE WHEN {chunks} > {int(scale_chunks)} THEN greatest(({floor})::int, least({EF_SEARCH_MAX}, "
+        f"ceil(({floor})::int * sqrt({chunks} / {int(scale_chunks)}))::int))::text ELSE ({floor})::text END"
+    )
 
 
 def vector_rows(
@@ -78,13 +107,19 @@ def vector_candidates(
     scope: Scope,
     limit: int,
     config: SearchConfig | None = None,
+    ef: int | None = None,
 ) -> list[Candidate]:
-    """``vector_rows`` on its own (benchmarks, tests): the HNSW settings for this query only."""
+    """``vector_rows`` on its own (benchmarks, tests): the HNSW settings for this query only (``ef``: this
+    ef_search instead of the service's)."""
     config = config or SearchConfig.from_settings()
+    if ef:
+        setting = "%(ef)s"
+    else:
+        setting = ef_search_sql(floor="%(ef)s", scale_chunks=config.hnsw_ef_search_scale_chunks)
     connection = read_connection()
     with transaction.atomic(using=connection.alias), connection.cursor() as cursor:
         cursor.execute(
-            f"SELECT {hnsw_settings_sql(ef_search='%s', is_local='true')}",
-            [str(ef_search(configured=config.hnsw_ef_search, limit=limit))],
+            f"SELECT {hnsw_settings_sql(ef_search=setting, is_local='true')}",
+            {"ef": str(ef or max(config.hnsw_ef_search, limit))},
         )
         return vector_rows(vector=vector, model=model, scope=scope, limit=limit, thresholds=config.thresholds)

@@ -57,6 +57,7 @@ ALLOWED: dict[str, str] = {
     # Measurement.
     "measure.bench_accuracy": _MEASURE,
     "measure.bench_answers": _MEASURE,
+    "measure.bench_bulk": _MEASURE,
     "measure.bench_corpus": _MEASURE,
     "measure.bench_freshness": _MEASURE,
     "measure.bench_index": _MEASURE,

@@ -114,6 +114,9 @@ RAG_SEARCH_LONG_QUERY_CONCURRENCY = read_int("RAG_SEARCH_LONG_QUERY_CONCURRENCY"
 RAG_SEARCH_LONG_QUERY_WAIT_MS = read_int("RAG_SEARCH_LONG_QUERY_WAIT_MS")
 # HNSW candidate list at query time (pgvector's default is 40).
 RAG_HNSW_EF_SEARCH = read_int("RAG_HNSW_EF_SEARCH")
+# Past this many chunks ef_search grows with the square root of the count
+# (retrieval/vector.py): HNSW recall at a fixed ef_search falls as it grows.
+RAG_HNSW_EF_SEARCH_SCALE_CHUNKS = read_int("RAG_HNSW_EF_SEARCH_SCALE_CHUNKS")
 # /api/v1/read and /api/v1/grep (retrieval/files.py): bots verify citations
 # against the files on disk. Caps keep one answer small: lines per read,
 # matches per grep, and a wall-clock budget checked between files (RE2 is

@@ -68,6 +68,14 @@ class Command(BaseCommand):
             help="Allow writing the corpus to a database other than this checkout's embedded one.",
         )
         search.add_argument("--drop", action="store_true", help="Delete the bench corpus and stop.")
+        search.add_argument(
+            "--ef-sweep",
+            default="",
+            help="HNSW recall@10 at each of these hnsw.ef_search values too, comma-separated (e.g. 40,100,200,400).",
+        )
+        search.add_argument(
+            "--build-only", action="store_true", help="Build (or reuse) the corpus, report its build and disk, stop."
+        )
         flood = parser.add_argument_group("login-flood (also --seconds, --url, --yes, --seed; --modes: the first)")
         flood.add_argument("--flooders", type=int, default=16, help="Clients posting wrong passwords (default 16).")
         flood.add_argument("--searchers", type=int, default=1, help="Clients searching meanwhile (default 1).")
@@ -273,6 +281,8 @@ class Command(BaseCommand):
                 seed=options["seed"],
                 explain=options["explain"],
                 replica_outage=options["replica_outage"],
+                build_only=options["build_only"],
+                ef_sweep=tuple(_numbers(options["ef_sweep"], "--ef-sweep")),
             )
             log = (lambda line: self.stderr.write(line)) if as_json else (lambda line: self.stdout.write(line))
             report = search_bench(bench, log=log)
