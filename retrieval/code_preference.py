@@ -19,6 +19,9 @@ from retrieval.query_shape import QueryShape, name_words
 # is multiplied by when the question is about code.
 DEFINITION_BONUS = 0.1
 ASSET_FACTOR = 0.8
+# A query that is a name is a symbol lookup: its definitions go first, before any score difference (a fused score
+# is at most 1 + the lexical weight).
+LOOKUP_BONUS = 2.0
 # Files that hold no program logic: styles, markup, data, prose-as-text, translations, source maps.
 ASSET_SUFFIXES = frozenset(".css .scss .sass .less .html .htm .svg .xml .json .txt .po .map .csv .tsv .lock".split())
 # A query that names one of these asks for the assets themselves: nothing is demoted.
@@ -36,9 +39,9 @@ def is_asset(path: str) -> bool:
 def code_preferred(
     order: Sequence[Scored], *, query: str, shape: QueryShape, definition: float, asset: float
 ) -> list[Scored]:
-    """``order`` rescored: + ``definition`` x the share of a chunk's defined name that the query names (all of it
-    for an identifier or symbol query that is the name), and x ``asset`` for a style, markup or data file when the
-    pool holds code and the query does not ask for such files. Re-sorted, stable."""
+    """``order`` rescored: + ``definition`` x the share of a chunk's defined name that the query names (for an
+    identifier or symbol query, LOOKUP_BONUS for defining that very name), and x ``asset`` for a style, markup or
+    data file when the pool holds code and the query does not ask for such files. Re-sorted, stable."""
     if not order:
         return list(order)
     words = name_words(query)
@@ -51,7 +54,7 @@ def code_preferred(
         if item.symbol:
             defined = item.symbol.rsplit(".", 1)[-1]
             if lookup:
-                score += definition if defined.lower() == named else 0.0
+                score += LOOKUP_BONUS if defined.lower() == named else 0.0
             else:
                 parts = name_words(defined) - {defined.lower()} or {defined.lower()}
                 score += definition * len(parts & words) / len(parts)
