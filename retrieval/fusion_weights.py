@@ -12,11 +12,12 @@ from collections.abc import Sequence
 from retrieval.candidates import Candidate
 from retrieval.query_shape import QueryShape
 
-# The lexical weight for a name. Measured by `rag_eval` on the Django admin tree (docs/quality.md); the code
-# sets' queries are all questions, so they do not move with it.
+# The lexical weight for a name: chosen, not tuned; checked on the Django admin queries of docs/quality.md (the
+# code sets' queries are all questions, so no set measures it).
 NAME_WEIGHT = 1.0
 # A question whose best cosine is below SURE_COSINE gets up to UNSURE_GAIN times the base weight more, in
 # proportion to how far below it is (the lexical channel then counts for more where MiniLM found nothing close).
+# msmarco-5k nDCG@10 0.8097 -> 0.8101 (its best cosines are mostly above 0.5); kept as it costs nothing.
 SURE_COSINE = 0.6
 UNSURE_GAIN = 4.0
 
