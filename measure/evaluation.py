@@ -237,6 +237,8 @@ def search_rows() -> dict[str, dict]:
         "lexical": {"mode": Mode.LEXICAL, "rerank": False, "config": config},
         "vector": {"mode": Mode.VECTOR, "rerank": False, "config": config},
         "fused": {"mode": Mode.HYBRID, "rerank": False, "config": config},
+        # The fused row as it was before issue 29: one lexical weight for every query, no code preferences.
+        "fused-1w": {"mode": Mode.HYBRID, "rerank": False, "config": replace(config, by_query=False)},
         "fused+mmr": {"mode": Mode.HYBRID, "rerank": False, "mmr": True, "config": config},
     }
     if settings.RAG_RERANK_MODEL:

@@ -744,6 +744,17 @@ DECLARED: tuple[Setting, ...] = (
             "[Retrieval quality](quality.md))."
         ),
     ),
+    BoolSetting(
+        name="RAG_FUSION_BY_QUERY",
+        topic=SEARCH,
+        default=True,
+        doc=(
+            "Fusion chosen per query: a name (`get_filters`, `F`) weighs the lexical channel fully, a question the "
+            "vector channel is unsure of weighs it more, and code search prefers the chunk defining what the "
+            "query names and demotes stylesheets and data files (see [How search ranks](quality.md#how-search-ranks)). "
+            "Off: one weight, `RAG_FUSION_LEXICAL_WEIGHT`, for every query."
+        ),
+    ),
     IntSetting(
         name="RAG_RRF_K",
         topic=SEARCH,

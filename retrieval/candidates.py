@@ -6,7 +6,7 @@ source and path), so they run over plain data.
 
 import enum
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from retrieval.choices import FusionMethod
 from retrieval.fusion import convex_fuse, rrf_fuse
@@ -41,6 +41,8 @@ class Candidate:
     source_id: int = 0
     path: str = ""  # a root's segment is one source of many files: grouping tells them apart by path
     threshold: float = 0.0  # vector candidates: their source's similarity threshold
+    symbol: str = ""  # code: the name the chunk defines (``ChangeList.get_filters``), for preferring definitions
+    language: str = ""  # the chunker's, for telling code from stylesheets and data
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,12 +53,15 @@ class CandidateList:
 
 @dataclass(frozen=True, slots=True)
 class Scored:
-    """A fused candidate: its score in the fused order, and the source and path it groups by."""
+    """A fused candidate: its score in the fused order, the source and path it groups by, what code preferences
+    read (retrieval/code_preference.py)."""
 
     chunk_id: int
     score: float
     source_id: int
     path: str
+    symbol: str = ""
+    language: str = ""
 
 
 def thresholded(lists: list[CandidateList]) -> list[CandidateList]:
@@ -68,10 +73,7 @@ def thresholded(lists: list[CandidateList]) -> list[CandidateList]:
             passing = [c for c in found.candidates if c.score >= c.threshold or c.chunk_id in lexical]
             found = CandidateList(
                 found.channel,
-                tuple(
-                    Candidate(c.chunk_id, rank, c.score, c.source_id, c.path, c.threshold)
-                    for rank, c in enumerate(passing, start=1)
-                ),
+                tuple(replace(c, rank=rank) for rank, c in enumerate(passing, start=1)),
             )
         kept.append(found)
     return kept
@@ -79,7 +81,7 @@ def thresholded(lists: list[CandidateList]) -> list[CandidateList]:
 
 def fused(lists: list[CandidateList], *, method: FusionMethod, lexical_weight: float, rrf_k: int) -> list[Scored]:
     """One order for several lists (lexical + vector, or several models' vector lists); one list keeps its own."""
-    where = {c.chunk_id: (c.source_id, c.path) for found in lists for c in found.candidates}
+    where = {c.chunk_id: (c.source_id, c.path, c.symbol, c.language) for found in lists for c in found.candidates}
     if len(lists) <= 1:
         pairs = [(c.chunk_id, c.score) for found in lists for c in found.candidates]
     else:

@@ -98,6 +98,7 @@ class SearchConfig:
     device: str  # where the query's models run
     query_embedding_cache: int  # query vectors kept per process
     admission: AdmissionLimits
+    by_query: bool = True  # the lexical weight per query, code's preferences (RAG_FUSION_BY_QUERY)
 
     @classmethod
     def from_settings(cls) -> "SearchConfig":
@@ -132,6 +133,7 @@ class SearchConfig:
             device=settings.RAG_EMBEDDING_DEVICE,
             query_embedding_cache=settings.RAG_QUERY_EMBEDDING_CACHE,
             admission=AdmissionLimits.from_settings(),
+            by_query=settings.RAG_FUSION_BY_QUERY,
         )
 
 

@@ -303,13 +303,21 @@ def _bm25(*, query: str, limit: int, collection: Collection, reads: list[TermRea
 
 
 def _candidates(sql: str, params: dict) -> list[Candidate]:
-    """Rows of (chunk id, score, source id, path), best first."""
+    """Rows of (chunk id, score, source id, path, symbol, language), best first."""
     with read_connection().cursor() as cursor:
         cursor.execute(sql, params)
         rows = cursor.fetchall()
     return [
-        Candidate(chunk_id=chunk_id, rank=rank, score=float(score), source_id=source_id, path=path)
-        for rank, (chunk_id, score, source_id, path) in enumerate(rows, start=1)
+        Candidate(
+            chunk_id=chunk_id,
+            rank=rank,
+            score=float(score),
+            source_id=source_id,
+            path=path,
+            symbol=symbol,
+            language=language,
+        )
+        for rank, (chunk_id, score, source_id, path, symbol, language) in enumerate(rows, start=1)
     ]
 
 
@@ -383,7 +391,7 @@ _BM25 = """
         WHERE top.seen & (1::bigint << (x.term - 1)) = 0
         GROUP BY top.chunk_id
     )
-    SELECT best.chunk_id, best.score, c.source_id, c.path
+    SELECT best.chunk_id, best.score, c.source_id, c.path, c.symbol, c.language
     FROM (
         SELECT top.chunk_id, top.score + coalesce(missing.score, 0) AS score
         FROM top LEFT JOIN missing USING (chunk_id)
@@ -405,7 +413,7 @@ _TS_RANK = """
     WITH q AS (
         SELECT string_agg(quote_literal(lexeme), ' | ')::tsquery AS query FROM ({lexemes}) AS words
     )
-    SELECT c.id, ts_rank(c.search_vector, q.query, 1) AS score, c.source_id, c.path
+    SELECT c.id, ts_rank(c.search_vector, q.query, 1) AS score, c.source_id, c.path, c.symbol, c.language
     FROM {chunk} c JOIN {source} s ON s.id = c.source_id, q
     WHERE c.search_vector @@ q.query AND {where}
       AND (NOT %(operators)s OR c.search_vector @@ websearch_to_tsquery('english', %(query)s))
@@ -437,9 +445,10 @@ def _substring(
 
 _SUBSTRING = """
     SELECT id, (length(content) - length(replace(lower(content), lower(%(query)s), ''))) / length(%(query)s) AS score,
-           source_id, path
+           source_id, path, symbol, language
     FROM (
-        SELECT c.id, c.content, c.source_id, c.path FROM {chunk} c JOIN {source} s ON s.id = c.source_id
+        SELECT c.id, c.content, c.source_id, c.path, c.symbol, c.language
+        FROM {chunk} c JOIN {source} s ON s.id = c.source_id
         WHERE {where} ORDER BY c.id DESC LIMIT %(scan)s
     ) AS newest
     WHERE strpos(lower(content), lower(%(query)s)) > 0

@@ -39,9 +39,12 @@ from retrieval.candidates import (
     thresholded,
 )
 from retrieval.choices import RerankBackend
+from retrieval.code_preference import ASSET_FACTOR, DEFINITION_BONUS, code_preferred
 from retrieval.config import SearchConfig
+from retrieval.fusion_weights import lexical_weight
 from retrieval.lexical import lexical_candidates, lexical_query
 from retrieval.mmr import mmr_order
+from retrieval.query_shape import query_shape
 from retrieval.rerank import cross_encoder_for
 from retrieval.rerank import rerank as rerank_head
 from retrieval.rerank_api import ApiScorer
@@ -176,7 +179,7 @@ def chunks_search(
             query=query, mode=mode, scope=scope, limit=limit, config=config, warnings=warnings, timings=timings
         )
     lists = thresholded(lists)
-    order = fused(lists, method=config.fusion, lexical_weight=config.lexical_weight, rrf_k=config.rrf_k)
+    order = _fused(query, lists, mode=mode, config=config)
     if group:
         order = best_per_source(order)
     pool = order[:limit]
@@ -194,6 +197,18 @@ def chunks_search(
     _timed_add(timings, "search", time.perf_counter() - started)
     metrics.search_observe(mode=mode.value, timings_ms=timings)
     return SearchResult(hits=hits, warnings=warnings, timings=timings)
+
+
+def _fused(query: str, lists: list[CandidateList], *, mode: Mode, config: SearchConfig) -> list[Scored]:
+    """The channels fused; by query (RAG_FUSION_BY_QUERY), the lexical weight chosen from the query's shape and the
+    vector channel's confidence, and code's preferences applied (retrieval/fusion_weights.py, code_preference.py)."""
+    if not config.by_query or mode != Mode.HYBRID:
+        return fused(lists, method=config.fusion, lexical_weight=config.lexical_weight, rrf_k=config.rrf_k)
+    shape = query_shape(query)
+    vector = [c for found in lists if found.channel.kind == ChannelKind.VECTOR for c in found.candidates]
+    weight = lexical_weight(base=config.lexical_weight, shape=shape, vector=vector)
+    order = fused(lists, method=config.fusion, lexical_weight=weight, rrf_k=config.rrf_k)
+    return code_preferred(order, query=query, shape=shape, definition=DEFINITION_BONUS, asset=ASSET_FACTOR)
 
 
 def _check(*, query: str, k: int, mmr_lambda: float | None) -> None:

@@ -92,11 +92,20 @@ def vector_rows(
         Chunk.objects.filter(scope.chunk_filter(), embedding_model_id=model.pk)
         .annotate(distance=distance, threshold=threshold)
         .order_by("distance")
-        .values_list("pk", "distance", "threshold", "source_id", "path")[:limit]
+        .values_list("pk", "distance", "threshold", "source_id", "path", "symbol", "language")[:limit]
     )
     return [
-        Candidate(chunk_id=pk, rank=rank, score=1 - distance, source_id=source_id, path=path, threshold=threshold)
-        for rank, (pk, distance, threshold, source_id, path) in enumerate(rows, start=1)
+        Candidate(
+            chunk_id=pk,
+            rank=rank,
+            score=1 - distance,
+            source_id=source_id,
+            path=path,
+            threshold=threshold,
+            symbol=symbol,
+            language=language,
+        )
+        for rank, (pk, distance, threshold, source_id, path, symbol, language) in enumerate(rows, start=1)
     ]
 
 

@@ -56,6 +56,9 @@ RAG_FUSION = FusionMethod(read_choice("RAG_FUSION"))
 # 0.572. 0.15: 0.809; 0.729, 0.568. 0.2: 0.805; 0.744, 0.580. 0.3: 0.802;
 # 0.754, 0.578. Above 0.1 code gains a little and msmarco-5k falls to vector's.
 RAG_FUSION_LEXICAL_WEIGHT = read_float("RAG_FUSION_LEXICAL_WEIGHT")
+# Per query: the lexical weight from the query's shape and the vector channel's confidence, and code's preferences
+# (definitions first, stylesheets and data files after code); measured in docs/quality.md.
+RAG_FUSION_BY_QUERY = read_bool("RAG_FUSION_BY_QUERY")
 # Vector matches below these cosine similarities are dropped unless the
 # lexical channel also found them (a keyword match rescues a borderline one).
 # The seeds' defaults; evaluation datasets have no threshold.
