@@ -264,43 +264,49 @@ def read_plan(collection: Collection, *, limit: int, budget: int) -> list[TermRe
 
 
 def _bm25(*, query: str, limit: int, collection: Collection, reads: list[TermRead]) -> list[Candidate]:
-    params: dict = {"source_ids": list(collection.source_ids), "generations": list(collection.generations)}
-    lists = []
-    posting = TABLES["posting"]
-    for number, read in enumerate(reads, start=1):
-        params[f"w{number}"] = read.term.lexeme
-        if read.by_source:
-            lists.append(f"""(SELECT p.chunk_id, p.source_id, p.generation, p.tf, p.dl, {number} AS term
-                FROM vis JOIN {posting} p
-                  ON p.source_id = vis.id AND p.generation = vis.generation AND p.lexeme = %(w{number})s)""")
-        else:
-            lists.append(f"""(SELECT p.chunk_id, p.source_id, p.generation, p.tf, p.dl, {number} AS term
-                FROM {posting} p
-                WHERE p.lexeme = %(w{number})s AND p.source_id = ANY(%(source_ids)s::bigint[])
-                  AND p.generation = ANY(%(generations)s::int[])
-                ORDER BY p.impact DESC LIMIT {int(read.depth)})""")
     idf = [idf_of(collection, read.term) for read in reads]
-    incomplete = [number for number, read in enumerate(reads, start=1) if not read.complete]
-    operators = bool(_OPERATORS.search(query))
-    params.update(
-        query=query,
-        words=[read.term.lexeme for read in reads],
-        idf=idf,
-        incomplete=incomplete,
-        avgdl=collection.average_length,
-        rescore=_rescored(limit, len(incomplete)),
-        limit=limit,
-        k1=BM25_K1,
-        b=BM25_B,
-    )
+    incomplete = sum(not read.complete for read in reads)
+    params = {
+        "source_ids": list(collection.source_ids),
+        "generations": list(collection.generations),
+        "query": query,
+        "words": [read.term.lexeme for read in reads],
+        "idf": idf,
+        "by_source": [read.by_source for read in reads],
+        "depths": [read.depth for read in reads],
+        "avgdl": collection.average_length,
+        "rmin": min(1.0, REFERENCE_LENGTH / collection.average_length),
+        "rescore": _rescored(limit, incomplete),
+        "limit": limit,
+        "k1": BM25_K1,
+        "b": BM25_B,
+        "growth": DEPTH_GROWTH,
+        "ceiling": sum(read.depth for read in reads) * CEILING_FACTOR,
+        "tolerance": 1 + 1e-9,
+    }
     sql = _BM25.format(
         **TABLES,
-        lists="\n UNION ALL ".join(lists),
-        operators=_OPERATOR_FILTER.format(**TABLES) if operators else "",
+        operators=_OPERATOR_FILTER.format(**TABLES) if _OPERATORS.search(query) else "",
         score=_TERM_SCORE.format(tf="h.tf", dl="h.dl", term="h.term"),
         missing_score=_TERM_SCORE.format(tf="p.tf", dl="p.dl", term="x.term"),
+        bound=_IMPACT_BOUND.format(impact="coalesce(t.last, %(k1)s::float8 + 1)"),
     )
     return _candidates(sql, params)
+
+
+def impact_bound(impact: float, *, average_length: float) -> float:
+    """The most a posting of this ``impact`` (or less) can add to a score, per unit of IDF, at this average length.
+
+    The impact is BM25's term-frequency part at ``REFERENCE_LENGTH``; at the
+    true average length the same posting scores
+    (k1+1)·u / (u + r·(1-u)), u = impact/(k1+1), where r is the ratio of the
+    two length normalisations. That rises with u, and r is at least
+    min(1, REFERENCE_LENGTH / average_length) for any length, hence the bound.
+    ``_IMPACT_BOUND`` is its SQL.
+    """
+    u = impact / (BM25_K1 + 1)
+    r = min(1.0, REFERENCE_LENGTH / average_length)
+    return (BM25_K1 + 1) * u / (u + r * (1 - u)) * (1 + BOUND_SLACK)
 
 
 def _candidates(sql: str, params: dict) -> list[Candidate]:
@@ -350,48 +356,124 @@ _TERM_SCORE = (
 _OPERATOR_FILTER = """JOIN {chunk} c ON c.id = scored.chunk_id
     AND c.search_vector @@ websearch_to_tsquery('english', %(query)s)"""
 
-# vis: the visible sources and generations found by the first round trip.
-# hits: each word's postings as read. Best first, the scope is checked per
-# row by two hashed array tests, which keep the index's order (a join with
-# the visible sources would not, and a nested loop over thousands of them
-# would cost as much per row); a posting of a visible source's other
-# generation that passes both is dropped by the join with vis after the
-# limit. scored: partial BM25, from the lists a chunk was found in. top: the
-# best of those. missing: for them, the words whose lists were cut short,
-# looked up by key. Exact scores, best first.
+# The impact is stored as a 4-byte float: the bound gives it that much room.
+BOUND_SLACK = 1e-6
+_IMPACT_BOUND = (
+    "(%(k1)s::float8 + 1) * ({impact} / (%(k1)s::float8 + 1))"
+    " / ({impact} / (%(k1)s::float8 + 1) + %(rmin)s::float8 * (1 - {impact} / (%(k1)s::float8 + 1)))"
+    " * (1 + " + repr(BOUND_SLACK) + ")"
+)
+
+# Each round that cannot prove its top k exact reads every unfinished list
+# DEPTH_GROWTH times deeper, from the start: the rounds before cost at most
+# 1 / (DEPTH_GROWTH - 1) of the last.
+DEPTH_GROWTH = 4
+# The most a query reads, as a multiple of its first read (RAG_LEXICAL_POSTINGS):
+# past it the last round's top k is returned, exact scores but maybe not the exact top k.
+CEILING_FACTOR = 64
+
+# A threshold algorithm (Fagin's TA, with NRA's bounds) over impact-ordered
+# lists, in rounds of one recursive statement. A round reads each word's
+# postings to its depth (best first; the scope checked per row by two hashed
+# array tests, which keep the index's order; a posting of a visible source's
+# other generation is dropped by the join with vis after the limit; or
+# every visible posting, source by source: complete). t: per word, whether
+# its list is finished (fewer rows than the depth) and the lowest impact
+# read, whose bound caps what any unread posting of it adds (ub). scored:
+# the partial BM25 of every chunk found, and its upper bound: the partial
+# score plus the bounds of the words it was not found for. The best
+# `rescore` by upper bound are scored exactly (the words not read for them
+# looked up by key). The round is done when the k-th exact score is at
+# least both the bound of a chunk found in no list (the sum of ub) and the
+# upper bound of every chunk not rescored: nothing unread can enter the top k.
 _BM25 = """
-    WITH vis AS (SELECT * FROM unnest(%(source_ids)s::bigint[], %(generations)s::int[]) AS v(id, generation)),
-    hits AS ({lists}),
-    scored AS (
-        SELECT h.chunk_id, min(h.source_id) AS source_id, min(h.generation) AS generation, sum({score}) AS score,
-               bit_or(1::bigint << (h.term - 1)) AS seen
-        FROM hits h JOIN vis ON vis.id = h.source_id AND vis.generation = h.generation
-        GROUP BY h.chunk_id
+    WITH RECURSIVE vis AS (SELECT * FROM unnest(%(source_ids)s::bigint[], %(generations)s::int[]) AS v(id, generation)),
+    words AS MATERIALIZED (
+        SELECT w.lexeme, w.by_source, w.term::int AS term
+        FROM unnest(%(words)s::text[], %(by_source)s::bool[]) WITH ORDINALITY AS w(lexeme, by_source, term)
     ),
-    top AS MATERIALIZED (
-        SELECT scored.* FROM scored {operators}
-        ORDER BY scored.score DESC, scored.chunk_id LIMIT %(rescore)s
-    ),
-    missing AS (
-        SELECT top.chunk_id, sum({missing_score}) AS score
-        FROM top CROSS JOIN unnest(%(incomplete)s::int[]) AS x(term)
-        CROSS JOIN LATERAL (
-            SELECT p.tf, p.dl FROM {posting} p
-            WHERE p.source_id = top.source_id AND p.generation = top.generation
-              AND p.lexeme = (%(words)s::text[])[x.term] AND p.chunk_id = top.chunk_id
-            LIMIT 1  -- kept a probe by key per pair: flattened, the planner joined whole posting lists
-        ) AS p
-        WHERE top.seen & (1::bigint << (x.term - 1)) = 0
-        GROUP BY top.chunk_id
+    rounds AS (
+        SELECT 0 AS round, %(depths)s::int[] AS depths, false AS done, NULL::bigint[] AS ids, NULL::float8[] AS scores
+        UNION ALL
+        SELECT r.round + 1, x.depths, x.done, x.ids, x.scores
+        FROM rounds r CROSS JOIN LATERAL (
+            WITH hits AS MATERIALIZED (
+                SELECT w.term, p.chunk_id, p.source_id, p.generation, p.tf, p.dl, p.impact
+                FROM words w CROSS JOIN LATERAL (
+                    (SELECT p.chunk_id, p.source_id, p.generation, p.tf, p.dl, p.impact FROM {posting} p
+                     WHERE NOT w.by_source AND p.lexeme = w.lexeme
+                       AND p.source_id = ANY(%(source_ids)s::bigint[]) AND p.generation = ANY(%(generations)s::int[])
+                     ORDER BY p.impact DESC LIMIT r.depths[w.term])
+                    UNION ALL
+                    (SELECT p.chunk_id, p.source_id, p.generation, p.tf, p.dl, p.impact
+                     FROM vis JOIN {posting} p
+                       ON p.source_id = vis.id AND p.generation = vis.generation AND p.lexeme = w.lexeme
+                     WHERE w.by_source)
+                ) AS p
+            ),
+            t AS MATERIALIZED (
+                SELECT w.term, w.by_source OR count(h.term) < r.depths[w.term] AS complete, min(h.impact) AS last
+                FROM words w LEFT JOIN hits h ON h.term = w.term
+                GROUP BY w.term, w.by_source
+            ),
+            bounds AS MATERIALIZED (
+                SELECT array_agg(CASE WHEN t.complete THEN 0 ELSE (%(idf)s::float8[])[t.term] * {bound} END
+                                 ORDER BY t.term) AS ub,
+                       array_agg(t.complete ORDER BY t.term) AS complete,
+                       array_agg(CASE WHEN t.complete THEN r.depths[t.term] ELSE r.depths[t.term] * %(growth)s END
+                                 ORDER BY t.term) AS next
+                FROM t
+            ),
+            scored AS (
+                SELECT h.chunk_id, min(h.source_id) AS source_id, min(h.generation) AS generation,
+                       sum({score}) AS score, bit_or(1::bigint << (h.term - 1)) AS seen,
+                       (SELECT sum(u) FROM unnest(b.ub) AS u) - sum(b.ub[h.term]) AS unseen
+                FROM hits h JOIN vis ON vis.id = h.source_id AND vis.generation = h.generation CROSS JOIN bounds b
+                GROUP BY h.chunk_id, b.ub
+            ),
+            ranked AS MATERIALIZED (
+                SELECT scored.*, scored.score + scored.unseen AS upper FROM scored {operators}
+                ORDER BY upper DESC, scored.chunk_id LIMIT %(rescore)s + 1
+            ),
+            top AS (SELECT * FROM ranked ORDER BY upper DESC, chunk_id LIMIT %(rescore)s),
+            missing AS (
+                SELECT top.chunk_id, sum({missing_score}) AS score
+                FROM top CROSS JOIN bounds b CROSS JOIN LATERAL unnest(b.complete) WITH ORDINALITY AS x(complete, term)
+                CROSS JOIN LATERAL (
+                    SELECT p.tf, p.dl FROM {posting} p
+                    WHERE p.source_id = top.source_id AND p.generation = top.generation
+                      AND p.lexeme = (%(words)s::text[])[x.term] AND p.chunk_id = top.chunk_id
+                    LIMIT 1  -- kept a probe by key per pair: flattened, the planner joined whole posting lists
+                ) AS p
+                WHERE NOT x.complete AND top.seen & (1::bigint << (x.term::int - 1)) = 0
+                GROUP BY top.chunk_id
+            ),
+            best AS (
+                SELECT top.chunk_id, top.score + coalesce(missing.score, 0) AS score
+                FROM top LEFT JOIN missing USING (chunk_id)
+                ORDER BY score DESC, top.chunk_id
+                LIMIT %(limit)s
+            ),
+            found AS (
+                SELECT array_agg(chunk_id ORDER BY score DESC, chunk_id) AS ids,
+                       array_agg(score ORDER BY score DESC, chunk_id) AS scores,
+                       CASE WHEN count(*) < %(limit)s THEN 0 ELSE min(score) END AS kth
+                FROM best
+            )
+            SELECT b.next AS depths,
+                   ((SELECT sum(u) FROM unnest(b.ub) AS u) <= f.kth * %(tolerance)s
+                    AND coalesce((SELECT upper FROM ranked OFFSET %(rescore)s), 0) <= f.kth * %(tolerance)s)
+                   OR (SELECT sum(d) FROM unnest(b.next) AS d) > %(ceiling)s AS done,
+                   f.ids, f.scores
+            FROM bounds b, found f
+        ) AS x
+        WHERE NOT r.done
     )
     SELECT best.chunk_id, best.score, c.source_id, c.path
-    FROM (
-        SELECT top.chunk_id, top.score + coalesce(missing.score, 0) AS score
-        FROM top LEFT JOIN missing USING (chunk_id)
-        ORDER BY score DESC, top.chunk_id
-        LIMIT %(limit)s
-    ) AS best JOIN {chunk} c ON c.id = best.chunk_id
-    ORDER BY best.score DESC, best.chunk_id
+    FROM rounds r CROSS JOIN LATERAL unnest(r.ids, r.scores) WITH ORDINALITY AS best(chunk_id, score, rank)
+    JOIN {chunk} c ON c.id = best.chunk_id
+    WHERE r.done
+    ORDER BY best.rank
 """
 
 

@@ -225,6 +225,20 @@ def test_a_small_budget_still_returns_exact_scores(settings):
     assert_exact("zeppelin", scope)
 
 
+def test_a_first_read_too_shallow_reads_deeper_until_the_top_k_is_exact(settings):
+    # 10 postings per word on the first read cannot hold the best chunks of
+    # common words, nor of a query of all the words (the long query's case:
+    # its best chunks match many words, each weakly). The channel reads
+    # deeper until no unread chunk could enter the top k: exhaustive BM25's.
+    settings.RAG_LEXICAL_POSTINGS = 100
+    a = source("deep")
+    chunks(a, [text(i, length=8 + i % 40) for i in range(400)])
+    scope = Scope()
+    for query in (*QUERIES, " ".join(WORDS), " ".join(WORDS[:10])):
+        assert_exact(query, scope)
+        assert_exact(query, scope, limit=50)
+
+
 def test_a_narrow_scope_finds_its_chunks_behind_many_better_ones(settings):
     # Another bot's 300 chunks say "python" more often than the only chunk
     # this caller may see; reading "python" best first and filtering by scope
