@@ -186,7 +186,7 @@ def lexical_candidates(
     if not collection.terms or not collection.chunks:
         return []
     reads = read_plan(collection, limit=limit, budget=config.postings)
-    return _bm25(query=query, limit=limit, collection=collection, reads=reads)
+    return _bm25(query=query, limit=limit, collection=collection, reads=reads, ceiling=config.read_ceiling)
 
 
 _COLLECTION = """
@@ -263,7 +263,7 @@ def read_plan(collection: Collection, *, limit: int, budget: int) -> list[TermRe
     return reads
 
 
-def _bm25(*, query: str, limit: int, collection: Collection, reads: list[TermRead]) -> list[Candidate]:
+def _bm25(*, query: str, limit: int, collection: Collection, reads: list[TermRead], ceiling: int) -> list[Candidate]:
     idf = [idf_of(collection, read.term) for read in reads]
     incomplete = sum(not read.complete for read in reads)
     params = {
@@ -281,7 +281,7 @@ def _bm25(*, query: str, limit: int, collection: Collection, reads: list[TermRea
         "k1": BM25_K1,
         "b": BM25_B,
         "growth": DEPTH_GROWTH,
-        "ceiling": sum(read.depth for read in reads) * CEILING_FACTOR,
+        "ceiling": sum(read.depth for read in reads) * ceiling,
         "tolerance": 1 + 1e-9,
     }
     sql = _BM25.format(
@@ -368,9 +368,6 @@ _IMPACT_BOUND = (
 # DEPTH_GROWTH times deeper, from the start: the rounds before cost at most
 # 1 / (DEPTH_GROWTH - 1) of the last.
 DEPTH_GROWTH = 4
-# The most a query reads, as a multiple of its first read (RAG_LEXICAL_POSTINGS):
-# past it the last round's top k is returned, exact scores but maybe not the exact top k.
-CEILING_FACTOR = 64
 
 # A threshold algorithm (Fagin's TA, with NRA's bounds) over impact-ordered
 # lists, in rounds of one recursive statement. A round reads each word's
