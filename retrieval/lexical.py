@@ -10,12 +10,15 @@ score.
 
 Cost: each query word's postings (retrieval/models/lexical.py) are read
 best first, rare words first and in full, common words to a bounded depth
-(``RAG_LEXICAL_POSTINGS`` rows in all), so a query reads a few thousand
-index entries whatever the size of the corpus. The best candidates are then
-scored exactly: the words a candidate was not read for are looked up by key.
-A chunk can only be missed if it is in no word's list, which takes a common
-word's best postings to be outscored by one it holds weakly (measured by
-``rag_bench search`` as top-10 agreement with exhaustive BM25).
+(``RAG_LEXICAL_POSTINGS`` rows in all, the first read). The best candidates
+are then scored exactly: the words a candidate was not read for are looked
+up by key. The last impact read of a word bounds what any chunk not yet
+read can get from it (``impact_bound``), so when the k-th exact score
+reaches the sum of those bounds, no unread chunk can enter the top k and
+the answer is exhaustive BM25's; until then the lists are read deeper, in
+rounds, up to ``RAG_LEXICAL_READ_CEILING`` times the first read (Fagin's
+threshold algorithm; measured by ``rag_bench search`` as top-10 agreement
+with exhaustive BM25).
 
 ``RAG_LEXICAL_RANKING=ts_rank`` keeps the old exhaustive ``ts_rank`` for
 comparison. A query with no indexable word falls back to a bounded
@@ -278,6 +281,7 @@ def _bm25(*, query: str, limit: int, collection: Collection, reads: list[TermRea
         "rmin": min(1.0, REFERENCE_LENGTH / collection.average_length),
         "rescore": _rescored(limit, incomplete),
         "limit": limit,
+        "exact": min(limit, EXACT_TOP),
         "k1": BM25_K1,
         "b": BM25_B,
         "growth": DEPTH_GROWTH,
@@ -363,6 +367,10 @@ _IMPACT_BOUND = (
     " / ({impact} / (%(k1)s::float8 + 1) + %(rmin)s::float8 * (1 - {impact} / (%(k1)s::float8 + 1)))"
     " * (1 + " + repr(BOUND_SLACK) + ")"
 )
+
+# The rounds stop once the first EXACT_TOP results are provably exhaustive
+# BM25's (the results after them are the best of what was read, with exact scores).
+EXACT_TOP = 50
 
 # Each round that cannot prove its top k exact reads every unfinished list
 # DEPTH_GROWTH times deeper, from the start: the rounds before cost at most
@@ -454,7 +462,7 @@ _BM25 = """
             found AS (
                 SELECT array_agg(chunk_id ORDER BY score DESC, chunk_id) AS ids,
                        array_agg(score ORDER BY score DESC, chunk_id) AS scores,
-                       CASE WHEN count(*) < %(limit)s THEN 0 ELSE min(score) END AS kth
+                       coalesce((array_agg(score ORDER BY score DESC, chunk_id))[%(exact)s], 0) AS kth
                 FROM best
             )
             SELECT b.next AS depths,
