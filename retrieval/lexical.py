@@ -285,6 +285,7 @@ def _bm25(*, query: str, limit: int, collection: Collection, reads: list[TermRea
         "k1": BM25_K1,
         "b": BM25_B,
         "growth": DEPTH_GROWTH,
+        "focus": FOCUS,
         "ceiling": sum(read.depth for read in reads) * ceiling,
         "tolerance": 1 + 1e-9,
     }
@@ -372,6 +373,8 @@ _IMPACT_BOUND = (
 # BM25's (the results after them are the best of what was read, with exact scores).
 EXACT_TOP = 50
 
+FOCUS = False
+
 # Each round that cannot prove its top k exact reads every unfinished list
 # DEPTH_GROWTH times deeper, from the start: the rounds before cost at most
 # 1 / (DEPTH_GROWTH - 1) of the last.
@@ -416,18 +419,24 @@ _BM25 = """
                      WHERE w.by_source)
                 ) AS p
             ),
-            t AS MATERIALIZED (
+            t0 AS (
                 SELECT w.term, w.by_source OR count(h.term) < r.depths[w.term] AS complete, min(h.impact) AS last
                 FROM words w LEFT JOIN hits h ON h.term = w.term
                 GROUP BY w.term, w.by_source
             ),
+            t AS MATERIALIZED (
+                SELECT t.term, t.complete,
+                       CASE WHEN t.complete THEN 0 ELSE (%(idf)s::float8[])[t.term] * {bound} END AS ub
+                FROM t0 AS t
+            ),
             bounds AS MATERIALIZED (
-                SELECT array_agg(CASE WHEN t.complete THEN 0 ELSE (%(idf)s::float8[])[t.term] * {bound} END
-                                 ORDER BY t.term) AS ub,
+                SELECT array_agg(t.ub ORDER BY t.term) AS ub,
                        array_agg(t.complete ORDER BY t.term) AS complete,
-                       array_agg(CASE WHEN t.complete THEN r.depths[t.term] ELSE r.depths[t.term] * %(growth)s END
-                                 ORDER BY t.term) AS next
-                FROM t
+                       array_agg(CASE WHEN NOT t.complete AND t.ub >= g.grow THEN r.depths[t.term] * %(growth)s
+                                 ELSE r.depths[t.term] END ORDER BY t.term) AS next
+                FROM t CROSS JOIN (
+                    SELECT CASE WHEN %(focus)s THEN avg(ub) FILTER (WHERE NOT complete) ELSE 0 END AS grow FROM t
+                ) AS g
             ),
             scored AS (
                 SELECT h.chunk_id, min(h.source_id) AS source_id, min(h.generation) AS generation,
