@@ -430,8 +430,7 @@ _BM25 = """
                 FROM t0 AS t
             ),
             bounds AS MATERIALIZED (
-                SELECT array_agg(t.ub ORDER BY t.term) AS ub,
-                       array_agg(t.complete ORDER BY t.term) AS complete,
+                SELECT sum(t.ub) AS total, array_agg(t.complete ORDER BY t.term) AS complete,
                        array_agg(CASE WHEN NOT t.complete AND t.ub >= g.grow THEN r.depths[t.term] * %(growth)s
                                  ELSE r.depths[t.term] END ORDER BY t.term) AS next
                 FROM t CROSS JOIN (
@@ -440,13 +439,14 @@ _BM25 = """
             ),
             scored AS (
                 SELECT h.chunk_id, min(h.source_id) AS source_id, min(h.generation) AS generation,
-                       sum({score}) AS score, bit_or(1::bigint << (h.term - 1)) AS seen,
-                       (SELECT sum(u) FROM unnest(b.ub) AS u) - sum(b.ub[h.term]) AS unseen
-                FROM hits h JOIN vis ON vis.id = h.source_id AND vis.generation = h.generation CROSS JOIN bounds b
-                GROUP BY h.chunk_id, b.ub
+                       sum({score}) AS score, bit_or(1::bigint << (h.term - 1)) AS seen, sum(t.ub) AS seen_ub
+                FROM hits h JOIN vis ON vis.id = h.source_id AND vis.generation = h.generation
+                JOIN t ON t.term = h.term
+                GROUP BY h.chunk_id
             ),
             ranked AS MATERIALIZED (
-                SELECT scored.*, scored.score + scored.unseen AS upper FROM scored {operators}
+                SELECT scored.*, scored.score + b.total - scored.seen_ub AS upper
+                FROM scored CROSS JOIN bounds b {operators}
                 ORDER BY upper DESC, scored.chunk_id LIMIT %(rescore)s + 1
             ),
             top AS (SELECT * FROM ranked ORDER BY upper DESC, chunk_id LIMIT %(rescore)s),
@@ -475,7 +475,7 @@ _BM25 = """
                 FROM best
             )
             SELECT b.next AS depths,
-                   ((SELECT sum(u) FROM unnest(b.ub) AS u) <= f.kth * %(tolerance)s
+                   (b.total <= f.kth * %(tolerance)s
                     AND coalesce((SELECT upper FROM ranked OFFSET %(rescore)s), 0) <= f.kth * %(tolerance)s)
                    OR (SELECT sum(d) FROM unnest(b.next) AS d) > %(ceiling)s AS done,
                    f.ids, f.scores
