@@ -231,6 +231,7 @@ def test_a_first_read_too_shallow_reads_deeper_until_the_top_k_is_exact(settings
     # its best chunks match many words, each weakly). The channel reads
     # deeper until no unread chunk could enter the first EXACT_TOP: exhaustive BM25's.
     settings.RAG_LEXICAL_POSTINGS = 100
+    settings.RAG_LEXICAL_READ_CEILING = 1000  # no ceiling in reach: exactness is what is tested
     a = source("deep")
     chunks(a, [text(i, length=8 + i % 40) for i in range(400)])
     scope = Scope()
