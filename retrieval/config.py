@@ -37,6 +37,7 @@ class LexicalConfig:
     ranking: LexicalRanking
     max_words: int  # a long query's words past these are left to the vector channel
     postings: int  # postings read per query (see retrieval/lexical.py)
+    read_ceiling: int  # the most a query reads, as a multiple of ``postings``
     substring_scan: int  # chunks a query with no indexable word is matched against
 
     @classmethod
@@ -45,6 +46,7 @@ class LexicalConfig:
             ranking=settings.RAG_LEXICAL_RANKING,
             max_words=settings.RAG_LEXICAL_MAX_WORDS,
             postings=settings.RAG_LEXICAL_POSTINGS,
+            read_ceiling=settings.RAG_LEXICAL_READ_CEILING,
             substring_scan=settings.RAG_LEXICAL_SUBSTRING_SCAN,
         )
 

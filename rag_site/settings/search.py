@@ -103,6 +103,7 @@ RAG_LEXICAL_MAX_WORDS = read_int("RAG_LEXICAL_MAX_WORDS")
 # the corpus size. More reads common words deeper (closer to exhaustive
 # BM25, see `rag_bench search`'s lexical agreement), at a linear cost.
 RAG_LEXICAL_POSTINGS = read_int("RAG_LEXICAL_POSTINGS")
+RAG_LEXICAL_READ_CEILING = read_int("RAG_LEXICAL_READ_CEILING")
 # A query with no indexable word (stop words, punctuation such as "->") is
 # matched as text in at most this many of the newest chunks in scope.
 RAG_LEXICAL_SUBSTRING_SCAN = read_int("RAG_LEXICAL_SUBSTRING_SCAN")

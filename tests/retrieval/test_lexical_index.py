@@ -14,7 +14,7 @@ from django.db import connection
 
 from access.scope import Scope
 from measure.bench_accuracy import bm25_reference
-from retrieval.lexical import BM25_B, BM25_K1, FIELD_WEIGHTS, REFERENCE_LENGTH, lexical_candidates
+from retrieval.lexical import BM25_B, BM25_K1, EXACT_TOP, FIELD_WEIGHTS, REFERENCE_LENGTH, lexical_candidates
 from sources.models import Chunk, Source
 
 pytestmark = pytest.mark.django_db
@@ -109,14 +109,14 @@ def best(reference: dict[int, float], limit: int = 10) -> list[tuple[int, float]
     return sorted(reference.items(), key=lambda item: (-item[1], item[0]))[:limit]
 
 
-def assert_exact(query: str, scope: Scope, limit: int = 10) -> None:
+def assert_exact(query: str, scope: Scope, limit: int = 10, *, asked: int | None = None) -> None:
     """The top ``limit`` of exhaustive BM25: the same scores in the same order, each chunk with its exact score.
 
     Chunks of equal score may come in either order: the last bits of a float
     sum depend on the order SQL adds the words in, so a tie can break either
     way (ids are compared outside ties).
     """
-    got = found(query, scope, limit)
+    got = found(query, scope, asked or limit)[:limit]
     reference = bm25_reference(query=query, scope=scope)
     want = best(reference, limit)
     assert [round(score, 6) for _, score in got] == [round(score, 6) for _, score in want], query
@@ -223,6 +223,21 @@ def test_a_small_budget_still_returns_exact_scores(settings):
             assert math.isclose(score, reference[chunk_id], rel_tol=1e-9), query
     # The single rare word's postings are read in full, so its top 10 is exact.
     assert_exact("zeppelin", scope)
+
+
+def test_a_first_read_too_shallow_reads_deeper_until_the_top_k_is_exact(settings):
+    # 10 postings per word on the first read cannot hold the best chunks of
+    # common words, nor of a query of all the words (the long query's case:
+    # its best chunks match many words, each weakly). The channel reads
+    # deeper until no unread chunk could enter the first EXACT_TOP: exhaustive BM25's.
+    settings.RAG_LEXICAL_POSTINGS = 100
+    settings.RAG_LEXICAL_READ_CEILING = 1000  # no ceiling in reach: exactness is what is tested
+    a = source("deep")
+    chunks(a, [text(i, length=8 + i % 40) for i in range(400)])
+    scope = Scope()
+    for query in (*QUERIES, " ".join(WORDS), " ".join(WORDS[:10])):
+        assert_exact(query, scope, limit=EXACT_TOP)
+        assert_exact(query, scope, limit=EXACT_TOP, asked=50)
 
 
 def test_a_narrow_scope_finds_its_chunks_behind_many_better_ones(settings):
