@@ -254,6 +254,16 @@ def replicas_join(root: Path, count: int, *, command: str) -> list[str]:
     return [replica_url(socket) for socket in running if socket is not None]
 
 
+def replicas_retire_above(root: Path, count: int) -> None:
+    """Embedded replicas beyond RAG_EMBEDDED_REPLICAS (left from a run with more) give their slots back."""
+    from rag_site.embedded_replica import ReplicaError, replicas_retire
+
+    try:
+        replicas_retire(root, root / "postgres", count)
+    except ReplicaError as exc:
+        raise ServiceError(str(exc)) from exc
+
+
 def services_prepare(*, command: str) -> None:
     """Fill DATABASE_URL and REDIS_URL from embedded services when unset.
 
@@ -268,6 +278,8 @@ def services_prepare(*, command: str) -> None:
             sys.stderr.write(database_note(root, command))
             os.environ["DATABASE_URL"] = postgres_start(root / "postgres")
             replicas = replicas_setting()
+            if command == "rag_run":  # the product owns them; a bench or a shell beside it must not stop its replicas
+                replicas_retire_above(root, replicas)
             if replicas and not os.environ.get("DATABASE_REPLICA_URLS"):
                 os.environ["DATABASE_REPLICA_URLS"] = ",".join(replicas_join(root, replicas, command=command))
         if not os.environ.get("REDIS_URL"):

@@ -12,6 +12,7 @@ import atexit
 import os
 import shutil
 import subprocess
+import time
 from pathlib import Path
 from urllib.parse import quote
 
@@ -22,6 +23,7 @@ _ROOT_SERVER_USER = "embedded_postgres"
 # A first clone copies the whole primary; at 300k chunks that is a few GB.
 CLONE_TIMEOUT = 3600.0
 START_TIMEOUT = 120.0
+MAX_REPLICAS = 4  # RAG_EMBEDDED_REPLICAS's maximum
 
 
 class ReplicaError(RuntimeError):
@@ -42,13 +44,15 @@ def _server_user() -> str | None:
     return _ROOT_SERVER_USER if os.geteuid() == 0 else None
 
 
-def _run(argv: list[str], *, timeout: float, what: str, log: Path | None = None) -> None:
+def _run(argv: list[str], *, timeout: float, what: str, log: Path | None = None) -> str:
+    """``argv``'s standard output."""
     try:
-        subprocess.run(argv, check=True, capture_output=True, text=True, timeout=timeout, user=_server_user())
+        done = subprocess.run(argv, check=True, capture_output=True, text=True, timeout=timeout, user=_server_user())
     except (subprocess.CalledProcessError, subprocess.TimeoutExpired, OSError) as exc:
         detail = (getattr(exc, "stderr", None) or str(exc)).strip().splitlines()
         where = f"; see {log}" if log else ""
         raise ReplicaError(f"{what} failed: {detail[-1] if detail else exc}{where}") from exc
+    return done.stdout
 
 
 def socket_dir_of(data_dir: Path) -> Path | None:
@@ -157,6 +161,39 @@ def replica_stop(data_dir: Path, *, mode: str = "fast") -> None:
     if socket_dir_of(data_dir) is None:
         return
     _run([_bin("pg_ctl"), "-D", str(data_dir), "-w", "-m", mode, "stop"], timeout=60, what="stopping the replica")
+
+
+def replicas_retire(var: Path, primary_dir: Path, keep: int) -> None:
+    """Remove the replicas numbered above ``keep`` (RAG_EMBEDDED_REPLICAS lowered, or back to 0): stop each, give
+    its slot back to the primary and delete its copy.
+
+    A slot keeps the primary's WAL and, with hot_standby_feedback, holds back
+    what VACUUM may remove, for as long as it exists: a replica nobody starts
+    again must not keep it. The copy goes too, as it could not catch up
+    without its slot (starting it again clones afresh).
+    """
+    for number in range(keep + 1, MAX_REPLICAS + 1):
+        replica_stop(replica_dir(var, number), mode="immediate")
+    primary_socket = socket_dir_of(primary_dir)
+    if primary_socket is not None:
+        slots = (
+            "FROM pg_replication_slots WHERE slot_name ~ '^rag_replica_[0-9]+$' "
+            f"AND substr(slot_name, 13)::int > {int(keep)}"
+        )
+        # A stopped replica's walsender lets go of its slot a moment after the replica has gone.
+        for _ in range(20):
+            busy = _run(
+                [_bin("psql"), "-h", str(primary_socket), "-U", "postgres", "-d", "postgres", "-qAt",
+                 "-c", f"SELECT pg_drop_replication_slot(slot_name) {slots} AND NOT active",
+                 "-c", f"SELECT count(*) {slots}"],
+                timeout=30,
+                what="dropping the replication slots of retired replicas",
+            )  # fmt: skip
+            if busy.strip().splitlines()[-1:] in ([], ["0"]):
+                break
+            time.sleep(0.25)
+    for number in range(keep + 1, MAX_REPLICAS + 1):
+        shutil.rmtree(replica_dir(var, number), ignore_errors=True)
 
 
 def replicas_prepare(var: Path, primary_dir: Path, count: int) -> list[str]:

@@ -385,7 +385,8 @@ DECLARED: tuple[Setting, ...] = (
         doc=(
             "Streaming replicas of the embedded PostgreSQL that `make run` (and `rag_bench`) start, cloned once "
             "into `var/postgres-replica-N` with `pg_basebackup`, and read as `DATABASE_REPLICA_URLS`. For tests "
-            "and trying replicas: on one machine they add no CPU."
+            "and trying replicas: on one machine they add no CPU. Lowered, the next `make run` removes the "
+            "replicas above the new number and gives their replication slots back to the primary."
         ),
     ),
     StrSetting(

@@ -17,7 +17,7 @@ from kernel.replicas import PRIMARY, ReplicaPool, ReplicaRouter, replica_pool, r
 from measure.bench_load import Client
 from measure.bench_queries import QueryKind
 from measure.bench_replica import replica_outage
-from rag_site.embedded_replica import replica_dir, replica_start, replica_stop
+from rag_site.embedded_replica import replica_dir, replica_start, replica_stop, replicas_retire
 from sources import services
 from sources.models import Chunk, IndexJob, Memory, Skill
 from tests.conftest import api_client, wait_for
@@ -54,7 +54,8 @@ def replica_server(django_db_setup, django_db_blocker) -> Iterator[Path]:
     connections[ALIAS].close()
     del connections[ALIAS]
     del connections.settings[ALIAS]
-    replica_stop(data_dir, mode="immediate")
+    # Its slot would hold back the primary's VACUUM for the rest of the session.
+    replicas_retire(data_dir.parent, primary, keep=0)
 
 
 def replica_router(max_lag_seconds: float = 30.0) -> ReplicaRouter:
@@ -215,3 +216,20 @@ def test_a_replica_is_checked_once_per_period_not_per_request(replica):
         pool.choose()
         assert checks(seen) == 2
     assert chosen == {ALIAS}
+
+
+def replication_slots() -> set[str]:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT slot_name FROM pg_replication_slots")
+        return {row[0] for row in cursor.fetchall()}
+
+
+def test_a_retired_replica_gives_its_slot_back_and_its_copy_is_deleted(replica_server):
+    second = replica_dir(replica_server.parent, 2)
+    replica_start(primary_data_dir(), second, number=2)
+    assert {"rag_replica_1", "rag_replica_2"} <= replication_slots()
+
+    replicas_retire(replica_server.parent, primary_data_dir(), keep=1)  # RAG_EMBEDDED_REPLICAS lowered from 2 to 1
+
+    assert "rag_replica_2" not in replication_slots() and not second.exists()
+    assert "rag_replica_1" in replication_slots() and (replica_server / "PG_VERSION").exists()

@@ -35,11 +35,6 @@ def index_definitions() -> set[str]:
         return {row[0] for row in cursor.fetchall()}
 
 
-@pytest.mark.xfail(
-    reason="open defect: after the full suite (not alone), rebuilding the HNSW index fails with 'missing chunk "
-    "number 0 for toast value'; under investigation, see the stop 34 note",
-    strict=False,
-)
 @pytest.mark.django_db(transaction=True)  # VACUUM and the index builds run outside a transaction, as in the bench
 def test_a_bulk_loaded_corpus_has_the_postings_and_indexes_the_triggers_and_live_indexes_give():
     through_triggers = bench_corpus_ensure(chunks=CHUNKS, embedded=32, log=lambda line: None)
