@@ -18,6 +18,7 @@ import json
 import os
 import shutil
 import tempfile
+import warnings
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
@@ -153,7 +154,11 @@ def _export(model_dir: Path, out: Path) -> None:
 
     sample = tokenizer(["an export sample", "a second, longer export sample text"], padding=True, return_tensors="pt")
     axes = {name: {0: "batch", 1: "sequence"} for name in [*names, "last_hidden_state"]}
-    with torch.no_grad():
+    with torch.no_grad(), warnings.catch_warnings():
+        # Printed by every first start now that onnx is the default, and neither applies: the attention mask is
+        # indexed with non-negative indices only, and is always given (so is_causal traces to False for any input).
+        warnings.filterwarnings("ignore", message="Exporting aten::index operator", category=UserWarning)
+        warnings.filterwarnings("ignore", category=torch.jit.TracerWarning)
         torch.onnx.export(
             LastHiddenState(model),
             tuple(sample[name] for name in names),

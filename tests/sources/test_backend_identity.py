@@ -29,6 +29,7 @@ def models_of(root: WorkspaceRoot) -> set[str]:
 
 def test_a_backend_switch_rebuilds_a_root_beside_its_vectors_and_flips_to_the_new_model(root, settings):
     settings.RAG_SIMILARITY_THRESHOLD_FILE = -1.0
+    settings.RAG_EMBEDDING_BACKEND = "torch"  # as an installation indexed before onnx became the default
     assert index_root(root, force=False).status == JobStatus.SUCCEEDED
     assert models_of(root) == {"all-MiniLM-L6-v2"}
 
