@@ -115,12 +115,13 @@ def vector_rows(
     """The query, with the HNSW settings already applied (retrieval.session does it once per search); with
     ``feedback``, searched again toward its first hits in the same statement (scores: cosine to that vector)."""
     halfvec = HalfVectorField(dimensions=int(model.dimensions))
+    query = CosineDistance(Cast("embedding", halfvec), Cast(Value(_literal(vector)), halfvec))
     if feedback is None:
-        target: Expression = Cast(Value(_literal(vector)), halfvec)
+        # The cast and the model filter match the model's partial index exactly, so the planner can use it.
+        distance = query
     else:
         target = _feedback_target(vector=vector, model=model, scope=scope, feedback=feedback, halfvec=halfvec)
-    # The cast and the model filter match the model's partial index exactly, so the planner can use it.
-    distance = CosineDistance(Cast("embedding", halfvec), target)
+        distance = CosineDistance(Cast("embedding", halfvec), target)
     threshold = Coalesce(
         F("source__similarity_threshold"),
         Case(
@@ -131,24 +132,31 @@ def vector_rows(
         ),
         output_field=FloatField(),
     )
-    rows = (
-        Chunk.objects.filter(scope.chunk_filter(), embedding_model_id=model.pk)
-        .annotate(distance=distance, threshold=threshold)
-        .order_by("distance")
-        .values_list("pk", "distance", "threshold", "source_id", "path", "symbol", "language")[:limit]
+    chunks = Chunk.objects.filter(scope.chunk_filter(), embedding_model_id=model.pk).annotate(
+        distance=distance, threshold=threshold
     )
+    if feedback is not None:
+        chunks = chunks.annotate(query_distance=query)
+    columns = ("pk", "distance", "threshold", "source_id", "path", "symbol", "language")
+    if feedback is None:
+        rows = [(*row, None) for row in chunks.order_by("distance").values_list(*columns)[:limit]]
+    else:
+        rows = list(chunks.order_by("distance").values_list(*columns, "query_distance")[:limit])
     return [
         Candidate(
             chunk_id=pk,
             rank=rank,
-            score=1 - distance,
+            score=1 - (distance if query_distance is None else query_distance),
             source_id=source_id,
             path=path,
             threshold=threshold,
             symbol=symbol,
             language=language,
+            fusion_score=None if query_distance is None else 1 - distance,
         )
-        for rank, (pk, distance, threshold, source_id, path, symbol, language) in enumerate(rows, start=1)
+        for rank, (pk, distance, threshold, source_id, path, symbol, language, query_distance) in enumerate(
+            rows, start=1
+        )
     ]
 
 

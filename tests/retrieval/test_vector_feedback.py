@@ -56,12 +56,15 @@ def corpus(*, language: str, suffix: str, count: int = 60) -> tuple[EmbeddingMod
     return model, query, np.array(list(Chunk.objects.order_by("pk").values_list("embedding", flat=True)))
 
 
-def cosine_order(vectors: np.ndarray, target: np.ndarray) -> list[int]:
+def cosines(vectors: np.ndarray, target: np.ndarray) -> np.ndarray:
     # halfvec, as the index compares them.
     half = vectors.astype(np.float16).astype(np.float64)
     target = target.astype(np.float16).astype(np.float64)
-    cosine = half @ target / (np.linalg.norm(half, axis=1) * np.linalg.norm(target))
-    return list(np.argsort(-cosine, kind="stable"))
+    return half @ target / (np.linalg.norm(half, axis=1) * np.linalg.norm(target))
+
+
+def cosine_order(vectors: np.ndarray, target: np.ndarray) -> list[int]:
+    return list(np.argsort(-cosines(vectors, target), kind="stable"))
 
 
 def ids(found) -> list[int]:
@@ -80,11 +83,25 @@ def test_a_question_over_prose_is_searched_again_toward_its_first_hits():
     assert ids(found) != ids(plain)
 
 
+def test_feedback_ranks_and_fuses_by_the_moved_vector_but_reports_closeness_to_the_query():
+    """Thresholds, "no good match" and the context read ``score``: a gibberish query's moved vector sits among its
+    hits, so its cosines to them say nothing about the query."""
+    model, query, vectors = corpus(language="text", suffix=".txt")
+    found = vector_candidates(vector=query, model=model, scope=Scope(), limit=LIMIT, feedback=FEEDBACK)
+    first = cosine_order(vectors, query)[: FEEDBACK.k]
+    target = query / FEEDBACK.beta + vectors[first].mean(axis=0)
+    at = ids(found)
+    assert [c.score for c in found] == pytest.approx(list(cosines(vectors, query)[at]), abs=1e-3)
+    assert [c.fused_score for c in found] == pytest.approx(list(cosines(vectors, target)[at]), abs=1e-3)
+
+
 def test_code_hits_are_not_moved():
     model, query, _ = corpus(language="python", suffix=".py")
     plain = vector_candidates(vector=query, model=model, scope=Scope(), limit=LIMIT)
     found = vector_candidates(vector=query, model=model, scope=Scope(), limit=LIMIT, feedback=FEEDBACK)
-    assert found == plain
+    assert [(c.chunk_id, c.rank, c.score, c.fused_score) for c in found] == [
+        (c.chunk_id, c.rank, c.score, c.fused_score) for c in plain
+    ]
 
 
 def test_the_feedback_stays_inside_the_scope():
