@@ -241,6 +241,11 @@ def search_rows() -> dict[str, dict]:
         "fused-1w": {"mode": Mode.HYBRID, "rerank": False, "config": replace(config, by_query=False)},
         "fused+mmr": {"mode": Mode.HYBRID, "rerank": False, "mmr": True, "config": config},
     }
+    if config.vector_feedback:
+        # Both channels' rows as they were before the vector channel's feedback (issue 29).
+        unfed = replace(config, vector_feedback=False)
+        rows["vector-nofb"] = {"mode": Mode.VECTOR, "rerank": False, "config": unfed}
+        rows["fused-nofb"] = {"mode": Mode.HYBRID, "rerank": False, "config": unfed}
     if settings.RAG_RERANK_MODEL:
         cross_encoder = replace(config, rerank=replace(config.rerank, backend=RerankBackend.CROSS_ENCODER))
         rows["fused+rerank"] = {"mode": Mode.HYBRID, "rerank": True, "config": cross_encoder}

@@ -757,6 +757,17 @@ DECLARED: tuple[Setting, ...] = (
             "Off: one weight, `RAG_FUSION_LEXICAL_WEIGHT`, for every query."
         ),
     ),
+    BoolSetting(
+        name="RAG_VECTOR_FEEDBACK",
+        topic=SEARCH,
+        default=True,
+        doc=(
+            "Pseudo-relevance feedback for a question or long text whose first vector hits are mostly prose: the "
+            "query vector is moved toward the mean of its 20 nearest chunks and searched again, in the same SQL "
+            "statement (two HNSW scans). Code and names are searched as before "
+            "(see [How search ranks](quality.md#how-search-ranks)). Off: one scan for every query."
+        ),
+    ),
     IntSetting(
         name="RAG_RRF_K",
         topic=SEARCH,

@@ -43,6 +43,14 @@ class Candidate:
     threshold: float = 0.0  # vector candidates: their source's similarity threshold
     symbol: str = ""  # code: the name the chunk defines (``ChangeList.get_filters``), for preferring definitions
     language: str = ""  # the chunker's, for telling code from stylesheets and data
+    # Vector candidates found with feedback (retrieval/vector_feedback.py): their cosine to the feedback vector, which
+    # ranked them and is what fusion adds; ``score`` stays the cosine to the query, which thresholds, "no good match"
+    # and the context's closeness read. None: fusion adds ``score``.
+    fusion_score: float | None = None
+
+    @property
+    def fused_score(self) -> float:
+        return self.score if self.fusion_score is None else self.fusion_score
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,7 +96,7 @@ def fused(lists: list[CandidateList], *, method: FusionMethod, lexical_weight: f
         weights = {ChannelKind.LEXICAL.value: lexical_weight, ChannelKind.VECTOR.value: 1.0}
         if method in (FusionMethod.CONVEX, FusionMethod.MINMAX):
             pairs = convex_fuse(
-                {found.channel.name: [(c.chunk_id, c.score) for c in found.candidates] for found in lists},
+                {found.channel.name: [(c.chunk_id, c.fused_score) for c in found.candidates] for found in lists},
                 weights=weights,
                 minmax=method == FusionMethod.MINMAX,
             )

@@ -101,6 +101,7 @@ class SearchConfig:
     query_embedding_cache: int  # query vectors kept per process
     admission: AdmissionLimits
     by_query: bool = True  # the lexical weight per query, code's preferences (RAG_FUSION_BY_QUERY)
+    vector_feedback: bool = True  # prose questions searched again toward their first hits (RAG_VECTOR_FEEDBACK)
 
     @classmethod
     def from_settings(cls) -> "SearchConfig":
@@ -136,6 +137,7 @@ class SearchConfig:
             query_embedding_cache=settings.RAG_QUERY_EMBEDDING_CACHE,
             admission=AdmissionLimits.from_settings(),
             by_query=settings.RAG_FUSION_BY_QUERY,
+            vector_feedback=settings.RAG_VECTOR_FEEDBACK,
         )
 
 

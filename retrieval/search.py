@@ -51,6 +51,7 @@ from retrieval.rerank_api import ApiScorer
 from retrieval.rerank_llm import LLMScorer
 from retrieval.session import search_session
 from retrieval.vector import vector_rows
+from retrieval.vector_feedback import feedback_for
 from sources.embedding import EmbeddingError, embedder_for
 from sources.models import Chunk, EmbeddingModel, Source, Tool
 
@@ -267,6 +268,8 @@ def _candidate_lists(
                 config=config,
             )
 
+        feedback = feedback_for(query, enabled=config.vector_feedback)
+
         def vector_list(model: EmbeddingModel) -> list[Candidate]:
             vector, seconds = _timed(timings, "embed_wait", embeddings[model.pk].result)
             _timed_add(timings, "embed", seconds)
@@ -279,6 +282,7 @@ def _candidate_lists(
                 scope=scope,
                 limit=limit,
                 thresholds=config.thresholds,
+                feedback=feedback,
             )
 
         for model in opened.models:

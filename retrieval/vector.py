@@ -1,14 +1,16 @@
 """The vector channel: nearest chunks of one embedding model by cosine similarity, through its HNSW index.
 
 The scope filter sits in the query (never applied afterwards), so a chunk
-outside the caller's scope cannot leak through.
+outside the caller's scope cannot leak through. With feedback (retrieval/vector_feedback.py) the same statement
+scans twice: its first hits, then the nearest to the query moved toward them.
 """
 
 import math
 
 import numpy as np
 from django.db import transaction
-from django.db.models import Case, F, FloatField, Value, When
+from django.db.models import Case, Expression, F, FloatField, Value, When
+from django.db.models.expressions import RawSQL
 from django.db.models.functions import Cast, Coalesce
 from pgvector.django import CosineDistance, HalfVectorField
 
@@ -16,6 +18,7 @@ from access.scope import Scope
 from kernel.replicas import read_connection
 from retrieval.candidates import Candidate
 from retrieval.config import SearchConfig, Thresholds
+from retrieval.vector_feedback import PROSE_LANGUAGES, Feedback
 from sources.models import Chunk, EmbeddingModel, Source
 
 
@@ -69,15 +72,56 @@ def ef_search_sql(*, floor: str, scale_chunks: int) -> str:
     )
 
 
-def vector_rows(
-    *, vector: np.ndarray, model: EmbeddingModel, scope: Scope, limit: int, thresholds: Thresholds
-) -> list[Candidate]:
-    """The query, with the HNSW settings already applied (retrieval.session does it once per search)."""
-    halfvec = HalfVectorField(dimensions=int(model.dimensions))
+def _literal(vector: np.ndarray) -> str:
     # The same literal as ever: halfvec rounds it, and a longer one could round a component the other way.
-    literal = "[" + ",".join(f"{x:.7g}" for x in vector.tolist()) + "]"
-    # The cast and the model filter match the model's partial index exactly, so the planner can use it.
-    distance = CosineDistance(Cast("embedding", halfvec), Cast(Value(literal), halfvec))
+    return "[" + ",".join(f"{x:.7g}" for x in vector.tolist()) + "]"
+
+
+def _feedback_target(
+    *, vector: np.ndarray, model: EmbeddingModel, scope: Scope, feedback: Feedback, halfvec: HalfVectorField
+) -> Expression:
+    """The vector the second scan orders by, as a scalar subquery (PostgreSQL runs it once, before the scan, and
+    the HNSW index takes its value like a constant): query / beta + the mean of the first ``k`` hits (the same
+    direction as query + beta x mean), when at least ``prose_share`` of them are prose; else the query itself.
+    The first scan has the same scope, model and index as the second."""
+    query = Cast(Value(_literal(vector)), halfvec)
+    first = (
+        Chunk.objects.filter(scope.chunk_filter(), embedding_model_id=model.pk)
+        .annotate(feedback_distance=CosineDistance(Cast("embedding", halfvec), query))
+        .order_by("feedback_distance")
+        .values("embedding", "language")[: feedback.k]
+    )
+    sql, params = first.query.sql_with_params()
+    prose = ", ".join(["%s"] * len(PROSE_LANGUAGES))
+    dimensions = int(model.dimensions)
+    return RawSQL(
+        f"(SELECT CASE WHEN avg((first.language IN ({prose}))::int) >= %s "
+        f"THEN (avg(first.embedding) + %s::vector)::halfvec({dimensions}) ELSE %s::halfvec({dimensions}) END "
+        f"FROM ({sql}) AS first)",
+        (*PROSE_LANGUAGES, feedback.prose_share, _literal(vector / feedback.beta), _literal(vector), *params),
+        output_field=halfvec,
+    )
+
+
+def vector_rows(
+    *,
+    vector: np.ndarray,
+    model: EmbeddingModel,
+    scope: Scope,
+    limit: int,
+    thresholds: Thresholds,
+    feedback: Feedback | None = None,
+) -> list[Candidate]:
+    """The query, with the HNSW settings already applied (retrieval.session does it once per search); with
+    ``feedback``, searched again toward its first hits in the same statement (scores: cosine to that vector)."""
+    halfvec = HalfVectorField(dimensions=int(model.dimensions))
+    query = CosineDistance(Cast("embedding", halfvec), Cast(Value(_literal(vector)), halfvec))
+    if feedback is None:
+        # The cast and the model filter match the model's partial index exactly, so the planner can use it.
+        distance = query
+    else:
+        target = _feedback_target(vector=vector, model=model, scope=scope, feedback=feedback, halfvec=halfvec)
+        distance = CosineDistance(Cast("embedding", halfvec), target)
     threshold = Coalesce(
         F("source__similarity_threshold"),
         Case(
@@ -88,24 +132,31 @@ def vector_rows(
         ),
         output_field=FloatField(),
     )
-    rows = (
-        Chunk.objects.filter(scope.chunk_filter(), embedding_model_id=model.pk)
-        .annotate(distance=distance, threshold=threshold)
-        .order_by("distance")
-        .values_list("pk", "distance", "threshold", "source_id", "path", "symbol", "language")[:limit]
+    chunks = Chunk.objects.filter(scope.chunk_filter(), embedding_model_id=model.pk).annotate(
+        distance=distance, threshold=threshold
     )
+    if feedback is not None:
+        chunks = chunks.annotate(query_distance=query)
+    columns = ("pk", "distance", "threshold", "source_id", "path", "symbol", "language")
+    if feedback is None:
+        rows = [(*row, None) for row in chunks.order_by("distance").values_list(*columns)[:limit]]
+    else:
+        rows = list(chunks.order_by("distance").values_list(*columns, "query_distance")[:limit])
     return [
         Candidate(
             chunk_id=pk,
             rank=rank,
-            score=1 - distance,
+            score=1 - (distance if query_distance is None else query_distance),
             source_id=source_id,
             path=path,
             threshold=threshold,
             symbol=symbol,
             language=language,
+            fusion_score=None if query_distance is None else 1 - distance,
         )
-        for rank, (pk, distance, threshold, source_id, path, symbol, language) in enumerate(rows, start=1)
+        for rank, (pk, distance, threshold, source_id, path, symbol, language, query_distance) in enumerate(
+            rows, start=1
+        )
     ]
 
 
@@ -117,6 +168,7 @@ def vector_candidates(
     limit: int,
     config: SearchConfig | None = None,
     ef: int | None = None,
+    feedback: Feedback | None = None,
 ) -> list[Candidate]:
     """``vector_rows`` on its own (benchmarks, tests): the HNSW settings for this query only (``ef``: this
     ef_search instead of the service's)."""
@@ -131,4 +183,6 @@ def vector_candidates(
             f"SELECT {hnsw_settings_sql(ef_search=setting, is_local='true')}",
             {"ef": str(ef or max(config.hnsw_ef_search, limit))},
         )
-        return vector_rows(vector=vector, model=model, scope=scope, limit=limit, thresholds=config.thresholds)
+        return vector_rows(
+            vector=vector, model=model, scope=scope, limit=limit, thresholds=config.thresholds, feedback=feedback
+        )

@@ -59,6 +59,8 @@ RAG_FUSION_LEXICAL_WEIGHT = read_float("RAG_FUSION_LEXICAL_WEIGHT")
 # Per query: the lexical weight from the query's shape and the vector channel's confidence, and code's preferences
 # (definitions first, stylesheets and data files after code); measured in docs/quality.md.
 RAG_FUSION_BY_QUERY = read_bool("RAG_FUSION_BY_QUERY")
+# Pseudo-relevance feedback in the vector channel for questions over prose (retrieval/vector_feedback.py).
+RAG_VECTOR_FEEDBACK = read_bool("RAG_VECTOR_FEEDBACK")
 # Vector matches below these cosine similarities are dropped unless the
 # lexical channel also found them (a keyword match rescues a borderline one).
 # The seeds' defaults; evaluation datasets have no threshold.
