@@ -284,9 +284,9 @@ def _bm25(*, query: str, limit: int, collection: Collection, reads: list[TermRea
         "exact": min(limit, EXACT_TOP),
         "k1": BM25_K1,
         "b": BM25_B,
-        "growth": DEPTH_GROWTH,
-        "focus": FOCUS,
-        "ceiling": sum(read.depth for read in reads) * ceiling,
+        "ceiling": ceiling,
+        "deep_rescore": DEEP_RESCORE,
+        "non_essential": NON_ESSENTIAL_SHARE,
         "tolerance": 1 + 1e-9,
     }
     sql = _BM25.format(
@@ -294,7 +294,10 @@ def _bm25(*, query: str, limit: int, collection: Collection, reads: list[TermRea
         operators=_OPERATOR_FILTER.format(**TABLES) if _OPERATORS.search(query) else "",
         score=_TERM_SCORE.format(tf="h.tf", dl="h.dl", term="h.term"),
         missing_score=_TERM_SCORE.format(tf="p.tf", dl="p.dl", term="x.term"),
-        bound=_IMPACT_BOUND.format(impact="coalesce(t.last, %(k1)s::float8 + 1)"),
+        bound_last=_IMPACT_BOUND.format(impact="coalesce(t.last, %(k1)s::float8 + 1)"),
+        bound_top=_IMPACT_BOUND.format(impact="coalesce(t.top, %(k1)s::float8 + 1)"),
+        bound_cutoff=_IMPACT_BOUND.format(impact="r.cutoffs[t.term]"),
+        cutoff=_IMPACT_CUTOFF.format(share="h.per_word", term="s.term"),
     )
     return _candidates(sql, params)
 
@@ -377,39 +380,57 @@ _IMPACT_BOUND = (
     " * (1 + " + repr(BOUND_SLACK) + ")"
 )
 
-# The rounds stop once the first EXACT_TOP results are provably exhaustive
-# BM25's (the results after them are the best of what was read, with exact
-# scores). The 10th best score is well above the 50th, so the rounds stop
-# sooner: on the 100k bench corpus, questions p50 147 against 274 ms of SQL
-# at load 20, both with top-10 agreement 1.0.
+# _IMPACT_BOUND solved for the impact: the lowest impact whose bound, times
+# the word's IDF, is {share}; NULL when even the best posting's bound is
+# below it (the word need not be read).
+_IMPACT_CUTOFF = (
+    "CASE WHEN {y} >= 1 THEN NULL ELSE (%(k1)s::float8 + 1) * {y} * %(rmin)s::float8"
+    " / (1 - {y} + {y} * %(rmin)s::float8) END"
+).replace(
+    "{y}",
+    "({share} / (%(idf)s::float8[])[{term}] / (1 + " + repr(BOUND_SLACK) + ") / (%(k1)s::float8 + 1))",
+)
+
+# The deep read stops once the first EXACT_TOP results are provably
+# exhaustive BM25's (the results after them are the best of what was read,
+# with exact scores). The 10th best score is well above the 50th, so the
+# cut-offs sit higher: on the 100k bench corpus, questions p50 147 against
+# 274 ms of SQL at load 20, both with top-10 agreement 1.0.
 EXACT_TOP = 10
 
-# A round deepens only the words whose bound is at least the mean of the
-# unfinished words' (MaxScore's idea: a common word's small bound is left to
-# the look-ups by key): on the 100k bench corpus, long queries of common
-# words at RAG_LEXICAL_READ_CEILING=8 rose from 0.04 to 0.18 top-10 agreement.
-FOCUS = True
+# MaxScore's split: the words whose whole lists' bounds sum to at most this
+# share of the first read's 10th score are not read deeper, only looked up
+# by key for the candidates; the rest of the score is shared evenly among
+# the other words' cut-offs.
+NON_ESSENTIAL_SHARE = 0.5
 
-# Each round that cannot prove its top k exact reads every unfinished list
-# DEPTH_GROWTH times deeper, from the start: the rounds before cost at most
-# 1 / (DEPTH_GROWTH - 1) of the last.
-DEPTH_GROWTH = 4
+# Candidates of the deep read scored exactly: every one whose upper bound
+# reaches the first read's 10th score, up to this many (past it the top
+# 10 may be inexact; the bench counts how often, as agreement).
+DEEP_RESCORE = 20000
 
-# A threshold algorithm (Fagin's TA, with NRA's bounds) over impact-ordered
-# lists, in rounds of one recursive statement. A round reads each word's
-# postings to its depth (best first; the scope checked per row by two hashed
-# array tests, which keep the index's order; a posting of a visible source's
-# other generation is dropped by the join with vis after the limit; or
-# every visible posting, source by source: complete). t: per word, whether
-# its list is finished (fewer rows than the depth, or all its visible
-# chunks) and the lowest impact read, whose bound caps what any unread
-# posting of it adds (ub). scored:
-# the partial BM25 of every chunk found, and its upper bound: the partial
-# score plus the bounds of the words it was not found for. The best
-# `rescore` by upper bound are scored exactly (the words not read for them
-# looked up by key). The round is done when the k-th exact score is at
-# least both the bound of a chunk found in no list (the sum of ub) and the
-# upper bound of every chunk not rescored: nothing unread can enter the top k.
+# Two passes in one recursive statement (the plan is the same for every
+# query: no round trips, no re-planning). Pass 0 reads each word's postings
+# best first to its depth (the scope checked per row by two hashed array
+# tests, which keep the index's order; a posting of a visible source's
+# other generation is dropped by the join with vis after the limit), or
+# every visible posting source by source (complete). t: per word, whether
+# its list is finished and the bound of what any unread posting adds (ub).
+# scored: the partial BM25 of every chunk found and its upper bound (the
+# partial score plus the bounds of the words it was not found for); the
+# best `rescore` by upper bound are scored exactly (the words not read for
+# them looked up by key). Pass 0 is done when its k-th exact score (theta)
+# is at least both the bound of a chunk found in no list and the upper
+# bound of every chunk not rescored. Otherwise pass 1 (Fagin's threshold
+# algorithm with MaxScore's split, in one step instead of rounds): a chunk
+# that can reach theta must get more than theta's share from some word, so
+# the words with the smallest whole-list bounds (summing to at most
+# NON_ESSENTIAL_SHARE of theta) are not read, and every other word is read
+# down to the impact whose bound is its even share of the rest of theta
+# (`cutoffs`; an index range, no LIMIT to guess), at most
+# RAG_LEXICAL_READ_CEILING times its first depth. The bounds of pass 1 sum
+# to at most theta, so a chunk found in no list cannot enter the top k;
+# every chunk found whose upper bound reaches theta is scored exactly.
 _BM25 = """
     WITH RECURSIVE vis AS (SELECT * FROM unnest(%(source_ids)s::bigint[], %(generations)s::int[]) AS v(id, generation)),
     words AS MATERIALIZED (
@@ -417,17 +438,23 @@ _BM25 = """
         FROM unnest(%(words)s::text[], %(by_source)s::bool[]) WITH ORDINALITY AS w(lexeme, by_source, term)
     ),
     rounds AS (
-        SELECT 0 AS round, %(depths)s::int[] AS depths, false AS done, NULL::bigint[] AS ids, NULL::float8[] AS scores
+        SELECT 0 AS round, NULL::float8[] AS cutoffs, NULL::float8[] AS tops, 0::float8 AS theta,
+               false AS done, NULL::bigint[] AS ids, NULL::float8[] AS scores
         UNION ALL
-        SELECT r.round + 1, x.depths, x.done, x.ids, x.scores
+        SELECT r.round + 1, x.cutoffs, x.tops, x.theta, x.done, x.ids, x.scores
         FROM rounds r CROSS JOIN LATERAL (
             WITH hits AS MATERIALIZED (
                 SELECT w.term, p.chunk_id, p.source_id, p.generation, p.tf, p.dl, p.impact
                 FROM words w CROSS JOIN LATERAL (
                     (SELECT p.chunk_id, p.source_id, p.generation, p.tf, p.dl, p.impact FROM {posting} p
-                     WHERE NOT w.by_source AND p.lexeme = w.lexeme
+                     WHERE r.cutoffs IS NULL AND NOT w.by_source AND p.lexeme = w.lexeme
                        AND p.source_id = ANY(%(source_ids)s::bigint[]) AND p.generation = ANY(%(generations)s::int[])
-                     ORDER BY p.impact DESC LIMIT r.depths[w.term])
+                     ORDER BY p.impact DESC LIMIT (%(depths)s::int[])[w.term])
+                    UNION ALL
+                    (SELECT p.chunk_id, p.source_id, p.generation, p.tf, p.dl, p.impact FROM {posting} p
+                     WHERE NOT w.by_source AND p.lexeme = w.lexeme AND p.impact >= r.cutoffs[w.term]
+                       AND p.source_id = ANY(%(source_ids)s::bigint[]) AND p.generation = ANY(%(generations)s::int[])
+                     ORDER BY p.impact DESC LIMIT (%(depths)s::int[])[w.term] * %(ceiling)s)
                     UNION ALL
                     (SELECT p.chunk_id, p.source_id, p.generation, p.tf, p.dl, p.impact
                      FROM vis JOIN {posting} p
@@ -436,25 +463,30 @@ _BM25 = """
                 ) AS p
             ),
             t0 AS (
-                SELECT w.term, min(h.impact) AS last,
-                       w.by_source OR count(h.term) < r.depths[w.term]
-                       OR count(v.id) >= (%(dfs)s::int[])[w.term] AS complete
+                SELECT w.term, min(h.impact) AS last, max(h.impact) AS top,
+                       count(h.term) >= (%(depths)s::int[])[w.term] * %(ceiling)s AS capped,
+                       w.by_source OR count(v.id) >= (%(dfs)s::int[])[w.term]
+                       OR count(h.term) < CASE WHEN r.cutoffs IS NULL THEN (%(depths)s::int[])[w.term]
+                                               WHEN r.cutoffs[w.term] < 0 THEN (%(depths)s::int[])[w.term] * %(ceiling)s
+                                               ELSE 0 END AS complete
                 FROM words w LEFT JOIN hits h ON h.term = w.term
                 LEFT JOIN vis v ON v.id = h.source_id AND v.generation = h.generation
                 GROUP BY w.term, w.by_source
             ),
             t AS MATERIALIZED (
                 SELECT t.term, t.complete,
-                       CASE WHEN t.complete THEN 0 ELSE (%(idf)s::float8[])[t.term] * {bound} END AS ub
+                       CASE WHEN t.complete THEN 0
+                            WHEN r.cutoffs IS NULL THEN (%(idf)s::float8[])[t.term] * {bound_last}
+                            WHEN r.cutoffs[t.term] IS NULL THEN r.tops[t.term]
+                            WHEN t.capped THEN (%(idf)s::float8[])[t.term] * {bound_last}
+                            ELSE least(r.tops[t.term], (%(idf)s::float8[])[t.term] * {bound_cutoff}) END AS ub,
+                       CASE WHEN t.complete THEN 0 ELSE (%(idf)s::float8[])[t.term] * {bound_top} END AS top_ub
                 FROM t0 AS t
             ),
             bounds AS MATERIALIZED (
                 SELECT sum(t.ub) AS total, array_agg(t.complete ORDER BY t.term) AS complete,
-                       array_agg(CASE WHEN NOT t.complete AND t.ub >= g.grow THEN r.depths[t.term] * %(growth)s
-                                 ELSE r.depths[t.term] END ORDER BY t.term) AS next
-                FROM t CROSS JOIN (
-                    SELECT CASE WHEN %(focus)s THEN avg(ub) FILTER (WHERE NOT complete) ELSE 0 END AS grow FROM t
-                ) AS g
+                       array_agg(t.top_ub ORDER BY t.term) AS tops
+                FROM t
             ),
             scored AS (
                 SELECT h.chunk_id, min(h.source_id) AS source_id, min(h.generation) AS generation,
@@ -466,9 +498,13 @@ _BM25 = """
             ranked AS MATERIALIZED (
                 SELECT scored.*, scored.score + b.total - scored.seen_ub AS upper
                 FROM scored CROSS JOIN bounds b {operators}
-                ORDER BY upper DESC, scored.chunk_id LIMIT %(rescore)s + 1
+                ORDER BY upper DESC, scored.chunk_id
+                LIMIT CASE WHEN r.cutoffs IS NULL THEN %(rescore)s + 1 ELSE %(deep_rescore)s END
             ),
-            top AS (SELECT * FROM ranked ORDER BY upper DESC, chunk_id LIMIT %(rescore)s),
+            top AS (
+                SELECT * FROM (SELECT ranked.*, row_number() OVER (ORDER BY upper DESC, chunk_id) AS n FROM ranked) AS ranked
+                WHERE n <= %(rescore)s OR (r.cutoffs IS NOT NULL AND upper * %(tolerance)s >= r.theta)
+            ),
             missing AS (
                 SELECT top.chunk_id, sum({missing_score}) AS score
                 FROM top CROSS JOIN bounds b CROSS JOIN LATERAL unnest(b.complete) WITH ORDINALITY AS x(complete, term)
@@ -492,13 +528,30 @@ _BM25 = """
                        array_agg(score ORDER BY score DESC, chunk_id) AS scores,
                        coalesce((array_agg(score ORDER BY score DESC, chunk_id))[%(exact)s], 0) AS kth
                 FROM best
+            ),
+            split AS (
+                SELECT t.term, t.complete, t.top_ub,
+                       NOT t.complete AND sum(t.top_ub) OVER (ORDER BY t.top_ub, t.term)
+                                          <= f.kth * %(non_essential)s AS skipped
+                FROM t CROSS JOIN found f
+            ),
+            share AS (
+                SELECT (f.kth / %(tolerance)s - coalesce(sum(s.top_ub) FILTER (WHERE s.skipped), 0))
+                       / greatest(1, count(*) FILTER (WHERE NOT s.skipped AND NOT s.complete)) AS per_word
+                FROM split s CROSS JOIN found f GROUP BY f.kth
+            ),
+            plan AS (
+                SELECT array_agg(CASE WHEN s.complete OR h.per_word <= 0 THEN -1::float8
+                                      WHEN s.skipped THEN NULL
+                                      ELSE {cutoff} END ORDER BY s.term) AS cutoffs
+                FROM split s CROSS JOIN share h
             )
-            SELECT b.next AS depths,
-                   (b.total <= f.kth * %(tolerance)s
-                    AND coalesce((SELECT upper FROM ranked OFFSET %(rescore)s), 0) <= f.kth * %(tolerance)s)
-                   OR (SELECT sum(d) FROM unnest(b.next) AS d) > %(ceiling)s AS done,
+            SELECT p.cutoffs, b.tops, f.kth AS theta,
+                   r.cutoffs IS NOT NULL OR %(ceiling)s <= 1
+                   OR (b.total <= f.kth * %(tolerance)s
+                       AND coalesce((SELECT upper FROM ranked OFFSET %(rescore)s), 0) <= f.kth * %(tolerance)s) AS done,
                    f.ids, f.scores
-            FROM bounds b, found f
+            FROM bounds b, found f, plan p
         ) AS x
         WHERE NOT r.done
     )
