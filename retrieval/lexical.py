@@ -502,7 +502,9 @@ _BM25 = """
                 LIMIT CASE WHEN r.cutoffs IS NULL THEN %(rescore)s + 1 ELSE %(deep_rescore)s END
             ),
             top AS (
-                SELECT * FROM (SELECT ranked.*, row_number() OVER (ORDER BY upper DESC, chunk_id) AS n FROM ranked) AS ranked
+                SELECT * FROM (
+                    SELECT ranked.*, row_number() OVER (ORDER BY upper DESC, chunk_id) AS n FROM ranked
+                ) AS ranked
                 WHERE n <= %(rescore)s OR (r.cutoffs IS NOT NULL AND upper * %(tolerance)s >= r.theta)
             ),
             missing AS (
