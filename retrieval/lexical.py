@@ -15,10 +15,14 @@ are then scored exactly: the words a candidate was not read for are looked
 up by key. The last impact read of a word bounds what any chunk not yet
 read can get from it (``impact_bound``), so when the k-th exact score
 reaches the sum of those bounds, no unread chunk can enter the top k and
-the answer is exhaustive BM25's; until then the lists are read deeper, in
-rounds, up to ``RAG_LEXICAL_READ_CEILING`` times the first read (Fagin's
-threshold algorithm; measured by ``rag_bench search`` as top-10 agreement
-with exhaustive BM25).
+the answer is exhaustive BM25's. Otherwise one deeper read in the same
+statement (Fagin's threshold algorithm with MaxScore's split): that k-th
+score is shared among the words, each list is read down to the impact
+whose bound is its word's share (the words with the smallest whole-list
+bounds not at all), at most ``RAG_LEXICAL_READ_CEILING`` times its first
+depth, and every chunk found that could still reach the k-th score is
+scored exactly (measured by ``rag_bench search`` as top-10 agreement with
+exhaustive BM25).
 
 ``RAG_LEXICAL_RANKING=ts_rank`` keeps the old exhaustive ``ts_rank`` for
 comparison. A query with no indexable word falls back to a bounded
@@ -284,9 +288,10 @@ def _bm25(*, query: str, limit: int, collection: Collection, reads: list[TermRea
         "exact": min(limit, EXACT_TOP),
         "k1": BM25_K1,
         "b": BM25_B,
-        "ceiling": ceiling,
+        "deep_read": sum(read.depth for read in reads) * (ceiling - 1),
         "deep_rescore": DEEP_RESCORE,
         "non_essential": NON_ESSENTIAL_SHARE,
+        "whole": WHOLE_LIST_SHARE,
         "tolerance": 1 + 1e-9,
     }
     sql = _BM25.format(
@@ -404,6 +409,11 @@ EXACT_TOP = 10
 # the other words' cut-offs.
 NON_ESSENTIAL_SHARE = 0.5
 
+# A word whose share of the score is below this part of its best posting's
+# bound would be read down to where most of its list lies: it is read
+# whole, so no candidate needs a look-up for it.
+WHOLE_LIST_SHARE = 0.5
+
 # Candidates of the deep read scored exactly: every one whose upper bound
 # reaches the first read's 10th score, up to this many (past it the top
 # 10 may be inexact; the bench counts how often, as agreement).
@@ -454,7 +464,7 @@ _BM25 = """
                     (SELECT p.chunk_id, p.source_id, p.generation, p.tf, p.dl, p.impact FROM {posting} p
                      WHERE NOT w.by_source AND p.lexeme = w.lexeme AND p.impact >= r.cutoffs[w.term]
                        AND p.source_id = ANY(%(source_ids)s::bigint[]) AND p.generation = ANY(%(generations)s::int[])
-                     ORDER BY p.impact DESC LIMIT (%(depths)s::int[])[w.term] * %(ceiling)s)
+                     ORDER BY p.impact DESC LIMIT %(deep_read)s)
                     UNION ALL
                     (SELECT p.chunk_id, p.source_id, p.generation, p.tf, p.dl, p.impact
                      FROM vis JOIN {posting} p
@@ -462,14 +472,21 @@ _BM25 = """
                      WHERE w.by_source)
                 ) AS p
             ),
+            -- Counted per source generation first: the join with vis is then a few rows, not one per posting.
+            per_source AS (
+                SELECT h.term, h.source_id, h.generation, min(h.impact) AS last, max(h.impact) AS top, count(*) AS got
+                FROM hits h GROUP BY h.term, h.source_id, h.generation
+            ),
             t0 AS (
-                SELECT w.term, min(h.impact) AS last, max(h.impact) AS top,
-                       count(h.term) >= (%(depths)s::int[])[w.term] * %(ceiling)s AS capped,
-                       w.by_source OR count(v.id) >= (%(dfs)s::int[])[w.term]
-                       OR count(h.term) < CASE WHEN r.cutoffs IS NULL THEN (%(depths)s::int[])[w.term]
-                                               WHEN r.cutoffs[w.term] < 0 THEN (%(depths)s::int[])[w.term] * %(ceiling)s
-                                               ELSE 0 END AS complete
-                FROM words w LEFT JOIN hits h ON h.term = w.term
+                SELECT w.term, min(h.last) AS last, max(h.top) AS top,
+                       coalesce(sum(h.got), 0) >= %(deep_read)s AS capped,
+                       w.by_source
+                       OR coalesce(sum(h.got) FILTER (WHERE v.id IS NOT NULL), 0) >= (%(dfs)s::int[])[w.term]
+                       OR coalesce(sum(h.got), 0) < CASE
+                           WHEN r.cutoffs IS NULL THEN (%(depths)s::int[])[w.term]
+                           WHEN r.cutoffs[w.term] < 0 THEN %(deep_read)s
+                           ELSE 0 END AS complete
+                FROM words w LEFT JOIN per_source h ON h.term = w.term
                 LEFT JOIN vis v ON v.id = h.source_id AND v.generation = h.generation
                 GROUP BY w.term, w.by_source
             ),
@@ -485,14 +502,14 @@ _BM25 = """
             ),
             bounds AS MATERIALIZED (
                 SELECT sum(t.ub) AS total, array_agg(t.complete ORDER BY t.term) AS complete,
-                       array_agg(t.top_ub ORDER BY t.term) AS tops
+                       array_agg(t.ub ORDER BY t.term) AS ubs, array_agg(t.top_ub ORDER BY t.term) AS tops
                 FROM t
             ),
             scored AS (
                 SELECT h.chunk_id, min(h.source_id) AS source_id, min(h.generation) AS generation,
-                       sum({score}) AS score, bit_or(1::bigint << (h.term - 1)) AS seen, sum(t.ub) AS seen_ub
+                       sum({score}) AS score, bit_or(1::bigint << (h.term - 1)) AS seen, sum(b.ubs[h.term]) AS seen_ub
                 FROM hits h JOIN vis ON vis.id = h.source_id AND vis.generation = h.generation
-                JOIN t ON t.term = h.term
+                CROSS JOIN bounds b  -- an array look-up per hit: joined with t, the planner looped over t per hit
                 GROUP BY h.chunk_id
             ),
             ranked AS MATERIALIZED (
@@ -507,8 +524,12 @@ _BM25 = """
                 ) AS ranked
                 WHERE n <= %(rescore)s OR (r.cutoffs IS NOT NULL AND upper * %(tolerance)s >= r.theta)
             ),
-            missing AS (
-                SELECT top.chunk_id, sum({missing_score}) AS score
+            -- Summed by one aggregate, not joined: estimated at one row, the join of
+            -- candidates and their missing scores ran as a nested loop (quadratic).
+            parts AS (
+                SELECT top.chunk_id, top.score FROM top
+                UNION ALL
+                SELECT top.chunk_id, {missing_score}
                 FROM top CROSS JOIN bounds b CROSS JOIN LATERAL unnest(b.complete) WITH ORDINALITY AS x(complete, term)
                 CROSS JOIN LATERAL (
                     SELECT p.tf, p.dl FROM {posting} p
@@ -517,12 +538,11 @@ _BM25 = """
                     LIMIT 1  -- kept a probe by key per pair: flattened, the planner joined whole posting lists
                 ) AS p
                 WHERE NOT x.complete AND top.seen & (1::bigint << (x.term::int - 1)) = 0
-                GROUP BY top.chunk_id
             ),
             best AS (
-                SELECT top.chunk_id, top.score + coalesce(missing.score, 0) AS score
-                FROM top LEFT JOIN missing USING (chunk_id)
-                ORDER BY score DESC, top.chunk_id
+                SELECT parts.chunk_id, sum(parts.score) AS score FROM parts
+                GROUP BY parts.chunk_id
+                ORDER BY score DESC, parts.chunk_id
                 LIMIT %(limit)s
             ),
             found AS (
@@ -545,11 +565,14 @@ _BM25 = """
             plan AS (
                 SELECT array_agg(CASE WHEN s.complete OR h.per_word <= 0 THEN -1::float8
                                       WHEN s.skipped THEN NULL
-                                      ELSE {cutoff} END ORDER BY s.term) AS cutoffs
+                                      WHEN h.per_word < s.top_ub * %(whole)s THEN -1::float8
+                                      ELSE {cutoff} END ORDER BY s.term) AS cutoffs,
+                       -- at most what the words read deeper hold in scope, known before reading
+                       sum((%(dfs)s::int[])[s.term]) FILTER (WHERE NOT s.skipped) AS cost
                 FROM split s CROSS JOIN share h
             )
             SELECT p.cutoffs, b.tops, f.kth AS theta,
-                   r.cutoffs IS NOT NULL OR %(ceiling)s <= 1
+                   r.cutoffs IS NOT NULL OR %(deep_read)s <= 0 OR coalesce(p.cost, 0) > %(deep_read)s
                    OR (b.total <= f.kth * %(tolerance)s
                        AND coalesce((SELECT upper FROM ranked OFFSET %(rescore)s), 0) <= f.kth * %(tolerance)s) AS done,
                    f.ids, f.scores
