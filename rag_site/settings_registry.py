@@ -814,11 +814,12 @@ DECLARED: tuple[Setting, ...] = (
         minimum=1,
         maximum=10000,
         doc=(
-            "The lexical channel may read deeper, in rounds, until its top results are provably those of "
-            "exhaustive BM25; it stops at this many times its first read (`RAG_LEXICAL_POSTINGS`) and returns what "
-            "it has. 1 (the default) keeps the fixed first read alone. At 100k chunks, 8 gave top-10 agreement "
-            "1.0 on questions, names and common words (0.95 for questions at 1) but 1.8x the p95 at 16 clients; "
-            "long queries of common words need far more (64: 1.0, at seconds per query; see "
+            "When the first read (`RAG_LEXICAL_POSTINGS`) cannot prove its top 10 are exhaustive BM25's, the "
+            "lexical channel reads once more (threshold algorithm with MaxScore's split, same statement), if the "
+            "lists it needs hold at most this many times the first read, minus one, in the caller's scope; "
+            "otherwise it returns the best of the first read. 1 (the default) keeps the first read alone. At 100k "
+            "chunks, 8 made questions exact (top-10 agreement 0.95 -> 1.0) at 1.2-1.5x the 16-client p95; long "
+            "queries of common words need their lists nearly whole (64: exact, at 1.5-2 s per query; see "
             "[Benchmarks](benchmarks.md))."
         ),
     ),

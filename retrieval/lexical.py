@@ -15,10 +15,14 @@ are then scored exactly: the words a candidate was not read for are looked
 up by key. The last impact read of a word bounds what any chunk not yet
 read can get from it (``impact_bound``), so when the k-th exact score
 reaches the sum of those bounds, no unread chunk can enter the top k and
-the answer is exhaustive BM25's; until then the lists are read deeper, in
-rounds, up to ``RAG_LEXICAL_READ_CEILING`` times the first read (Fagin's
-threshold algorithm; measured by ``rag_bench search`` as top-10 agreement
-with exhaustive BM25).
+the answer is exhaustive BM25's. Otherwise one deeper read in the same
+statement (Fagin's threshold algorithm with MaxScore's split): that k-th
+score is shared among the words, each list is read down to the impact
+whose bound is its word's share (the words with the smallest whole-list
+bounds not at all), at most ``RAG_LEXICAL_READ_CEILING`` times its first
+depth, and every chunk found that could still reach the k-th score is
+scored exactly (measured by ``rag_bench search`` as top-10 agreement with
+exhaustive BM25).
 
 ``RAG_LEXICAL_RANKING=ts_rank`` keeps the old exhaustive ``ts_rank`` for
 comparison. A query with no indexable word falls back to a bounded
@@ -284,9 +288,10 @@ def _bm25(*, query: str, limit: int, collection: Collection, reads: list[TermRea
         "exact": min(limit, EXACT_TOP),
         "k1": BM25_K1,
         "b": BM25_B,
-        "growth": DEPTH_GROWTH,
-        "focus": FOCUS,
-        "ceiling": sum(read.depth for read in reads) * ceiling,
+        "deep_read": sum(read.depth for read in reads) * (ceiling - 1),
+        "deep_rescore": DEEP_RESCORE,
+        "non_essential": NON_ESSENTIAL_SHARE,
+        "whole": WHOLE_LIST_SHARE,
         "tolerance": 1 + 1e-9,
     }
     sql = _BM25.format(
@@ -294,7 +299,10 @@ def _bm25(*, query: str, limit: int, collection: Collection, reads: list[TermRea
         operators=_OPERATOR_FILTER.format(**TABLES) if _OPERATORS.search(query) else "",
         score=_TERM_SCORE.format(tf="h.tf", dl="h.dl", term="h.term"),
         missing_score=_TERM_SCORE.format(tf="p.tf", dl="p.dl", term="x.term"),
-        bound=_IMPACT_BOUND.format(impact="coalesce(t.last, %(k1)s::float8 + 1)"),
+        bound_last=_IMPACT_BOUND.format(impact="coalesce(t.last, %(k1)s::float8 + 1)"),
+        bound_top=_IMPACT_BOUND.format(impact="coalesce(t.top, %(k1)s::float8 + 1)"),
+        bound_cutoff=_IMPACT_BOUND.format(impact="r.cutoffs[t.term]"),
+        cutoff=_IMPACT_CUTOFF.format(share="h.per_word", term="s.term"),
     )
     return _candidates(sql, params)
 
@@ -377,39 +385,62 @@ _IMPACT_BOUND = (
     " * (1 + " + repr(BOUND_SLACK) + ")"
 )
 
-# The rounds stop once the first EXACT_TOP results are provably exhaustive
-# BM25's (the results after them are the best of what was read, with exact
-# scores). The 10th best score is well above the 50th, so the rounds stop
-# sooner: on the 100k bench corpus, questions p50 147 against 274 ms of SQL
-# at load 20, both with top-10 agreement 1.0.
+# _IMPACT_BOUND solved for the impact: the lowest impact whose bound, times
+# the word's IDF, is {share}; NULL when even the best posting's bound is
+# below it (the word need not be read).
+_IMPACT_CUTOFF = (
+    "CASE WHEN {y} >= 1 THEN NULL ELSE (%(k1)s::float8 + 1) * {y} * %(rmin)s::float8"
+    " / (1 - {y} + {y} * %(rmin)s::float8) END"
+).replace(
+    "{y}",
+    "({share} / (%(idf)s::float8[])[{term}] / (1 + " + repr(BOUND_SLACK) + ") / (%(k1)s::float8 + 1))",
+)
+
+# The deep read stops once the first EXACT_TOP results are provably
+# exhaustive BM25's (the results after them are the best of what was read,
+# with exact scores). The 10th best score is well above the 50th, so the
+# cut-offs sit higher: on the 100k bench corpus, questions p50 147 against
+# 274 ms of SQL at load 20, both with top-10 agreement 1.0.
 EXACT_TOP = 10
 
-# A round deepens only the words whose bound is at least the mean of the
-# unfinished words' (MaxScore's idea: a common word's small bound is left to
-# the look-ups by key): on the 100k bench corpus, long queries of common
-# words at RAG_LEXICAL_READ_CEILING=8 rose from 0.04 to 0.18 top-10 agreement.
-FOCUS = True
+# MaxScore's split: the words whose whole lists' bounds sum to at most this
+# share of the first read's 10th score are not read deeper, only looked up
+# by key for the candidates; the rest of the score is shared evenly among
+# the other words' cut-offs.
+NON_ESSENTIAL_SHARE = 0.5
 
-# Each round that cannot prove its top k exact reads every unfinished list
-# DEPTH_GROWTH times deeper, from the start: the rounds before cost at most
-# 1 / (DEPTH_GROWTH - 1) of the last.
-DEPTH_GROWTH = 4
+# A word whose share of the score is below this part of its best posting's
+# bound would be read down to where most of its list lies: it is read
+# whole, so no candidate needs a look-up for it.
+WHOLE_LIST_SHARE = 0.5
 
-# A threshold algorithm (Fagin's TA, with NRA's bounds) over impact-ordered
-# lists, in rounds of one recursive statement. A round reads each word's
-# postings to its depth (best first; the scope checked per row by two hashed
-# array tests, which keep the index's order; a posting of a visible source's
-# other generation is dropped by the join with vis after the limit; or
-# every visible posting, source by source: complete). t: per word, whether
-# its list is finished (fewer rows than the depth, or all its visible
-# chunks) and the lowest impact read, whose bound caps what any unread
-# posting of it adds (ub). scored:
-# the partial BM25 of every chunk found, and its upper bound: the partial
-# score plus the bounds of the words it was not found for. The best
-# `rescore` by upper bound are scored exactly (the words not read for them
-# looked up by key). The round is done when the k-th exact score is at
-# least both the bound of a chunk found in no list (the sum of ub) and the
-# upper bound of every chunk not rescored: nothing unread can enter the top k.
+# Candidates of the deep read scored exactly: every one whose upper bound
+# reaches the first read's 10th score, up to this many (past it the top
+# 10 may be inexact; the bench counts how often, as agreement).
+DEEP_RESCORE = 20000
+
+# Two passes in one recursive statement (the plan is the same for every
+# query: no round trips, no re-planning). Pass 0 reads each word's postings
+# best first to its depth (the scope checked per row by two hashed array
+# tests, which keep the index's order; a posting of a visible source's
+# other generation is dropped by the join with vis after the limit), or
+# every visible posting source by source (complete). t: per word, whether
+# its list is finished and the bound of what any unread posting adds (ub).
+# scored: the partial BM25 of every chunk found and its upper bound (the
+# partial score plus the bounds of the words it was not found for); the
+# best `rescore` by upper bound are scored exactly (the words not read for
+# them looked up by key). Pass 0 is done when its k-th exact score (theta)
+# is at least both the bound of a chunk found in no list and the upper
+# bound of every chunk not rescored. Otherwise pass 1 (Fagin's threshold
+# algorithm with MaxScore's split, in one step instead of rounds): a chunk
+# that can reach theta must get more than theta's share from some word, so
+# the words with the smallest whole-list bounds (summing to at most
+# NON_ESSENTIAL_SHARE of theta) are not read, and every other word is read
+# down to the impact whose bound is its even share of the rest of theta
+# (`cutoffs`; an index range, no LIMIT to guess), at most
+# RAG_LEXICAL_READ_CEILING times its first depth. The bounds of pass 1 sum
+# to at most theta, so a chunk found in no list cannot enter the top k;
+# every chunk found whose upper bound reaches theta is scored exactly.
 _BM25 = """
     WITH RECURSIVE vis AS (SELECT * FROM unnest(%(source_ids)s::bigint[], %(generations)s::int[]) AS v(id, generation)),
     words AS MATERIALIZED (
@@ -417,17 +448,23 @@ _BM25 = """
         FROM unnest(%(words)s::text[], %(by_source)s::bool[]) WITH ORDINALITY AS w(lexeme, by_source, term)
     ),
     rounds AS (
-        SELECT 0 AS round, %(depths)s::int[] AS depths, false AS done, NULL::bigint[] AS ids, NULL::float8[] AS scores
+        SELECT 0 AS round, NULL::float8[] AS cutoffs, NULL::float8[] AS tops, 0::float8 AS theta,
+               false AS done, NULL::bigint[] AS ids, NULL::float8[] AS scores
         UNION ALL
-        SELECT r.round + 1, x.depths, x.done, x.ids, x.scores
+        SELECT r.round + 1, x.cutoffs, x.tops, x.theta, x.done, x.ids, x.scores
         FROM rounds r CROSS JOIN LATERAL (
             WITH hits AS MATERIALIZED (
                 SELECT w.term, p.chunk_id, p.source_id, p.generation, p.tf, p.dl, p.impact
                 FROM words w CROSS JOIN LATERAL (
                     (SELECT p.chunk_id, p.source_id, p.generation, p.tf, p.dl, p.impact FROM {posting} p
-                     WHERE NOT w.by_source AND p.lexeme = w.lexeme
+                     WHERE r.cutoffs IS NULL AND NOT w.by_source AND p.lexeme = w.lexeme
                        AND p.source_id = ANY(%(source_ids)s::bigint[]) AND p.generation = ANY(%(generations)s::int[])
-                     ORDER BY p.impact DESC LIMIT r.depths[w.term])
+                     ORDER BY p.impact DESC LIMIT (%(depths)s::int[])[w.term])
+                    UNION ALL
+                    (SELECT p.chunk_id, p.source_id, p.generation, p.tf, p.dl, p.impact FROM {posting} p
+                     WHERE NOT w.by_source AND p.lexeme = w.lexeme AND p.impact >= r.cutoffs[w.term]
+                       AND p.source_id = ANY(%(source_ids)s::bigint[]) AND p.generation = ANY(%(generations)s::int[])
+                     ORDER BY p.impact DESC LIMIT %(deep_read)s)
                     UNION ALL
                     (SELECT p.chunk_id, p.source_id, p.generation, p.tf, p.dl, p.impact
                      FROM vis JOIN {posting} p
@@ -435,42 +472,64 @@ _BM25 = """
                      WHERE w.by_source)
                 ) AS p
             ),
+            -- Counted per source generation first: the join with vis is then a few rows, not one per posting.
+            per_source AS (
+                SELECT h.term, h.source_id, h.generation, min(h.impact) AS last, max(h.impact) AS top, count(*) AS got
+                FROM hits h GROUP BY h.term, h.source_id, h.generation
+            ),
             t0 AS (
-                SELECT w.term, min(h.impact) AS last,
-                       w.by_source OR count(h.term) < r.depths[w.term]
-                       OR count(v.id) >= (%(dfs)s::int[])[w.term] AS complete
-                FROM words w LEFT JOIN hits h ON h.term = w.term
+                SELECT w.term, min(h.last) AS last, max(h.top) AS top,
+                       coalesce(sum(h.got), 0) >= %(deep_read)s AS capped,
+                       w.by_source
+                       OR coalesce(sum(h.got) FILTER (WHERE v.id IS NOT NULL), 0) >= (%(dfs)s::int[])[w.term]
+                       OR coalesce(sum(h.got), 0) < CASE
+                           WHEN r.cutoffs IS NULL THEN (%(depths)s::int[])[w.term]
+                           WHEN r.cutoffs[w.term] < 0 THEN %(deep_read)s
+                           ELSE 0 END AS complete
+                FROM words w LEFT JOIN per_source h ON h.term = w.term
                 LEFT JOIN vis v ON v.id = h.source_id AND v.generation = h.generation
                 GROUP BY w.term, w.by_source
             ),
             t AS MATERIALIZED (
                 SELECT t.term, t.complete,
-                       CASE WHEN t.complete THEN 0 ELSE (%(idf)s::float8[])[t.term] * {bound} END AS ub
+                       CASE WHEN t.complete THEN 0
+                            WHEN r.cutoffs IS NULL THEN (%(idf)s::float8[])[t.term] * {bound_last}
+                            WHEN r.cutoffs[t.term] IS NULL THEN r.tops[t.term]
+                            WHEN t.capped THEN (%(idf)s::float8[])[t.term] * {bound_last}
+                            ELSE least(r.tops[t.term], (%(idf)s::float8[])[t.term] * {bound_cutoff}) END AS ub,
+                       CASE WHEN t.complete THEN 0 ELSE (%(idf)s::float8[])[t.term] * {bound_top} END AS top_ub
                 FROM t0 AS t
             ),
             bounds AS MATERIALIZED (
                 SELECT sum(t.ub) AS total, array_agg(t.complete ORDER BY t.term) AS complete,
-                       array_agg(CASE WHEN NOT t.complete AND t.ub >= g.grow THEN r.depths[t.term] * %(growth)s
-                                 ELSE r.depths[t.term] END ORDER BY t.term) AS next
-                FROM t CROSS JOIN (
-                    SELECT CASE WHEN %(focus)s THEN avg(ub) FILTER (WHERE NOT complete) ELSE 0 END AS grow FROM t
-                ) AS g
+                       array_agg(t.ub ORDER BY t.term) AS ubs, array_agg(t.top_ub ORDER BY t.term) AS tops
+                FROM t
             ),
             scored AS (
                 SELECT h.chunk_id, min(h.source_id) AS source_id, min(h.generation) AS generation,
-                       sum({score}) AS score, bit_or(1::bigint << (h.term - 1)) AS seen, sum(t.ub) AS seen_ub
+                       sum({score}) AS score, bit_or(1::bigint << (h.term - 1)) AS seen, sum(b.ubs[h.term]) AS seen_ub
                 FROM hits h JOIN vis ON vis.id = h.source_id AND vis.generation = h.generation
-                JOIN t ON t.term = h.term
+                CROSS JOIN bounds b  -- an array look-up per hit: joined with t, the planner looped over t per hit
                 GROUP BY h.chunk_id
             ),
             ranked AS MATERIALIZED (
                 SELECT scored.*, scored.score + b.total - scored.seen_ub AS upper
                 FROM scored CROSS JOIN bounds b {operators}
-                ORDER BY upper DESC, scored.chunk_id LIMIT %(rescore)s + 1
+                ORDER BY upper DESC, scored.chunk_id
+                LIMIT CASE WHEN r.cutoffs IS NULL THEN %(rescore)s + 1 ELSE %(deep_rescore)s END
             ),
-            top AS (SELECT * FROM ranked ORDER BY upper DESC, chunk_id LIMIT %(rescore)s),
-            missing AS (
-                SELECT top.chunk_id, sum({missing_score}) AS score
+            top AS (
+                SELECT * FROM (
+                    SELECT ranked.*, row_number() OVER (ORDER BY upper DESC, chunk_id) AS n FROM ranked
+                ) AS ranked
+                WHERE n <= %(rescore)s OR (r.cutoffs IS NOT NULL AND upper * %(tolerance)s >= r.theta)
+            ),
+            -- Summed by one aggregate, not joined: estimated at one row, the join of
+            -- candidates and their missing scores ran as a nested loop (quadratic).
+            parts AS (
+                SELECT top.chunk_id, top.score FROM top
+                UNION ALL
+                SELECT top.chunk_id, {missing_score}
                 FROM top CROSS JOIN bounds b CROSS JOIN LATERAL unnest(b.complete) WITH ORDINALITY AS x(complete, term)
                 CROSS JOIN LATERAL (
                     SELECT p.tf, p.dl FROM {posting} p
@@ -479,12 +538,11 @@ _BM25 = """
                     LIMIT 1  -- kept a probe by key per pair: flattened, the planner joined whole posting lists
                 ) AS p
                 WHERE NOT x.complete AND top.seen & (1::bigint << (x.term::int - 1)) = 0
-                GROUP BY top.chunk_id
             ),
             best AS (
-                SELECT top.chunk_id, top.score + coalesce(missing.score, 0) AS score
-                FROM top LEFT JOIN missing USING (chunk_id)
-                ORDER BY score DESC, top.chunk_id
+                SELECT parts.chunk_id, sum(parts.score) AS score FROM parts
+                GROUP BY parts.chunk_id
+                ORDER BY score DESC, parts.chunk_id
                 LIMIT %(limit)s
             ),
             found AS (
@@ -492,13 +550,33 @@ _BM25 = """
                        array_agg(score ORDER BY score DESC, chunk_id) AS scores,
                        coalesce((array_agg(score ORDER BY score DESC, chunk_id))[%(exact)s], 0) AS kth
                 FROM best
+            ),
+            split AS (
+                SELECT t.term, t.complete, t.top_ub,
+                       NOT t.complete AND sum(t.top_ub) OVER (ORDER BY t.top_ub, t.term)
+                                          <= f.kth * %(non_essential)s AS skipped
+                FROM t CROSS JOIN found f
+            ),
+            share AS (
+                SELECT (f.kth / %(tolerance)s - coalesce(sum(s.top_ub) FILTER (WHERE s.skipped), 0))
+                       / greatest(1, count(*) FILTER (WHERE NOT s.skipped AND NOT s.complete)) AS per_word
+                FROM split s CROSS JOIN found f GROUP BY f.kth
+            ),
+            plan AS (
+                SELECT array_agg(CASE WHEN s.complete OR h.per_word <= 0 THEN -1::float8
+                                      WHEN s.skipped THEN NULL
+                                      WHEN h.per_word < s.top_ub * %(whole)s THEN -1::float8
+                                      ELSE {cutoff} END ORDER BY s.term) AS cutoffs,
+                       -- at most what the words read deeper hold in scope, known before reading
+                       sum((%(dfs)s::int[])[s.term]) FILTER (WHERE NOT s.skipped) AS cost
+                FROM split s CROSS JOIN share h
             )
-            SELECT b.next AS depths,
-                   (b.total <= f.kth * %(tolerance)s
-                    AND coalesce((SELECT upper FROM ranked OFFSET %(rescore)s), 0) <= f.kth * %(tolerance)s)
-                   OR (SELECT sum(d) FROM unnest(b.next) AS d) > %(ceiling)s AS done,
+            SELECT p.cutoffs, b.tops, f.kth AS theta,
+                   r.cutoffs IS NOT NULL OR %(deep_read)s <= 0 OR coalesce(p.cost, 0) > %(deep_read)s
+                   OR (b.total <= f.kth * %(tolerance)s
+                       AND coalesce((SELECT upper FROM ranked OFFSET %(rescore)s), 0) <= f.kth * %(tolerance)s) AS done,
                    f.ids, f.scores
-            FROM bounds b, found f
+            FROM bounds b, found f, plan p
         ) AS x
         WHERE NOT r.done
     )

@@ -240,6 +240,27 @@ def test_a_first_read_too_shallow_reads_deeper_until_the_top_k_is_exact(settings
         assert_exact(query, scope, limit=EXACT_TOP, asked=50)
 
 
+def test_a_long_query_of_common_words_is_exact_in_one_deeper_read(settings):
+    # The long query's case (issue 30): every word is common and the best
+    # chunks match many words, each weakly, so they lie deep in every list.
+    # One deeper read, cut per word where the words' bounds sum to the first
+    # read's 10th exact score, finds them; deepening every list in rounds
+    # did not within this ceiling. A hidden source full of the words stays out.
+    settings.RAG_LEXICAL_POSTINGS = 100
+    settings.RAG_LEXICAL_READ_CEILING = 200  # room for the words' lists in scope: exactness is what is tested
+    a = source("long")
+    chunks(a, [text(i, length=8 + i % 60) for i in range(1500)])
+    hidden = source("hidden", bot_id="someone-else")
+    chunks(hidden, [" ".join(WORDS * 3)] * 30)
+    scope = Scope(bot_ids=("me",))
+    long_query = " ".join(WORDS[j % len(WORDS)] for j in range(0, 90, 7))
+    for query in (long_query, " ".join(WORDS), "which query ranking does the search index use"):
+        assert_exact(query, scope, limit=EXACT_TOP)
+        assert_exact(query, scope, limit=EXACT_TOP, asked=50)
+    hidden_ids = set(hidden.chunks.values_list("pk", flat=True))
+    assert not hidden_ids & {chunk_id for chunk_id, _ in found(" ".join(WORDS), scope, limit=50)}
+
+
 def test_a_narrow_scope_finds_its_chunks_behind_many_better_ones(settings):
     # Another bot's 300 chunks say "python" more often than the only chunk
     # this caller may see; reading "python" best first and filtering by scope
