@@ -108,7 +108,7 @@ def _clone(primary_socket: Path, data_dir: Path, *, slot: str) -> None:
         ensure_prefix_permissions(data_dir)
     # A slot left by an earlier clone of the same number (its directory deleted) would make -C fail.
     _run(
-        [_bin("psql"), "-h", str(primary_socket), "-U", "postgres", "-d", "postgres", "-qAt", "-c",
+        [_bin("psql"), "-X", "-h", str(primary_socket), "-U", "postgres", "-d", "postgres", "-qAt", "-c",
          f"SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = '{slot}' "
          "AND NOT active"],
         timeout=30,
@@ -164,35 +164,34 @@ def replica_stop(data_dir: Path, *, mode: str = "fast") -> None:
 
 
 def replicas_retire(var: Path, primary_dir: Path, keep: int) -> None:
-    """Remove the replicas numbered above ``keep`` (RAG_EMBEDDED_REPLICAS lowered, or back to 0): stop each, give
-    its slot back to the primary and delete its copy.
+    """Remove the stopped replicas numbered above ``keep`` (RAG_EMBEDDED_REPLICAS lowered, or back to 0): give
+    each one's slot back to the primary and delete its copy.
 
     A slot keeps the primary's WAL and, with hot_standby_feedback, holds back
     what VACUUM may remove, for as long as it exists: a replica nobody starts
     again must not keep it. The copy goes too, as it could not catch up
-    without its slot (starting it again clones afresh).
+    without its slot (starting it again clones afresh). A replica that runs
+    is left alone: a bench beside ``make run`` may have started it, and
+    stopping one is its starter's job (``replica_stop``).
     """
-    for number in range(keep + 1, MAX_REPLICAS + 1):
-        replica_stop(replica_dir(var, number), mode="immediate")
+    retired = [n for n in range(keep + 1, MAX_REPLICAS + 1) if socket_dir_of(replica_dir(var, n)) is None]
     primary_socket = socket_dir_of(primary_dir)
-    if primary_socket is not None:
-        slots = (
-            "FROM pg_replication_slots WHERE slot_name ~ '^rag_replica_[0-9]+$' "
-            f"AND substr(slot_name, 13)::int > {int(keep)}"
-        )
-        # A stopped replica's walsender lets go of its slot a moment after the replica has gone.
+    if retired and primary_socket is not None:
+        names = ", ".join(f"'rag_replica_{n}'" for n in retired)
+        slots = f"FROM pg_replication_slots WHERE slot_name IN ({names})"
+        # A replica stopped just now: its walsender lets go of the slot a moment later.
         for _ in range(20):
-            busy = _run(
-                [_bin("psql"), "-h", str(primary_socket), "-U", "postgres", "-d", "postgres", "-qAt",
+            output = _run(
+                [_bin("psql"), "-X", "-h", str(primary_socket), "-U", "postgres", "-d", "postgres", "-qAt",
                  "-c", f"SELECT pg_drop_replication_slot(slot_name) {slots} AND NOT active",
-                 "-c", f"SELECT count(*) {slots}"],
+                 "-c", f"SELECT 'active slots: ' || count(*) {slots}"],
                 timeout=30,
                 what="dropping the replication slots of retired replicas",
             )  # fmt: skip
-            if busy.strip().splitlines()[-1:] in ([], ["0"]):
+            if "active slots: 0" in output:
                 break
             time.sleep(0.25)
-    for number in range(keep + 1, MAX_REPLICAS + 1):
+    for number in retired:
         shutil.rmtree(replica_dir(var, number), ignore_errors=True)
 
 

@@ -155,10 +155,15 @@ def _export(model_dir: Path, out: Path) -> None:
     sample = tokenizer(["an export sample", "a second, longer export sample text"], padding=True, return_tensors="pt")
     axes = {name: {0: "batch", 1: "sequence"} for name in [*names, "last_hidden_state"]}
     with torch.no_grad(), warnings.catch_warnings():
-        # Printed by every first start now that onnx is the default, and neither applies: the attention mask is
-        # indexed with non-negative indices only, and is always given (so is_causal traces to False for any input).
+        # Printed by every first start now that onnx is the default, and none applies to an encoder: the attention
+        # mask is indexed with non-negative indices only, is always given (is_causal traces to False for any
+        # input) and is as long as the keys (no cache: no padding to trace). Other modules' tracer warnings show.
         warnings.filterwarnings("ignore", message="Exporting aten::index operator", category=UserWarning)
-        warnings.filterwarnings("ignore", category=torch.jit.TracerWarning)
+        warnings.filterwarnings(
+            "ignore",
+            category=torch.jit.TracerWarning,
+            module=r"transformers\.(integrations\.sdpa_attention|masking_utils)",
+        )
         torch.onnx.export(
             LastHiddenState(model),
             tuple(sample[name] for name in names),

@@ -55,6 +55,7 @@ def replica_server(django_db_setup, django_db_blocker) -> Iterator[Path]:
     del connections[ALIAS]
     del connections.settings[ALIAS]
     # Its slot would hold back the primary's VACUUM for the rest of the session.
+    replica_stop(data_dir, mode="immediate")
     replicas_retire(data_dir.parent, primary, keep=0)
 
 
@@ -228,6 +229,9 @@ def test_a_retired_replica_gives_its_slot_back_and_its_copy_is_deleted(replica_s
     second = replica_dir(replica_server.parent, 2)
     replica_start(primary_data_dir(), second, number=2)
     assert {"rag_replica_1", "rag_replica_2"} <= replication_slots()
+    replicas_retire(replica_server.parent, primary_data_dir(), keep=0)  # running (a bench's, say): left alone
+    assert {"rag_replica_1", "rag_replica_2"} <= replication_slots() and second.exists()
+    replica_stop(second, mode="immediate")  # as make run stops its own at exit
 
     replicas_retire(replica_server.parent, primary_data_dir(), keep=1)  # RAG_EMBEDDED_REPLICAS lowered from 2 to 1
 
