@@ -38,19 +38,14 @@ def run(*args) -> dict:
     return json.loads(out.getvalue())
 
 
+# Every run's rows: the channels, both fusions, MMR, and the rows without vector feedback.
+CHANNELS = {"token-overlap", "lexical", "vector", "fused", "fused-1w", "fused+mmr", "vector-nofb", "fused-nofb"}
+
+
 def test_every_channel_is_scored_from_one_run(dataset):
     report = run(str(dataset))
     assert (report["documents"], report["queries"], report["embedded_chunks"]) == (4, 2, 4)
-    assert set(report["channels"]) == {
-        "token-overlap",
-        "lexical",
-        "vector",
-        "fused",
-        "fused-1w",
-        "fused+mmr",
-        "vector-nofb",
-        "fused-nofb",
-    }
+    assert set(report["channels"]) == CHANNELS
     assert report["channels"]["vector"]["mrr@10"] == 1.0  # both answers ranked first
     assert set(report["channels"]["fused"]) == {"ndcg@10", "recall@10", "recall@100", "mrr@10"}
     # The context metric: four short passages all fit in 1k tokens, so every judged one is inside.
@@ -87,17 +82,7 @@ def test_a_configured_rerank_model_gets_its_own_row(dataset, settings, tiny_mode
     settings.RAG_RERANK_MODEL = tiny_model
     settings.RAG_RERANK_MIN_CHARS = 0
     channels = run(str(dataset))["channels"]
-    assert set(channels) == {
-        "token-overlap",
-        "lexical",
-        "vector",
-        "fused",
-        "fused-1w",
-        "fused+mmr",
-        "vector-nofb",
-        "fused-nofb",
-        "fused+rerank",
-    }
+    assert set(channels) == CHANNELS | {"fused+rerank"}
     # An untrained model reorders, but every judged document is still in the reranked head.
     assert channels["fused+rerank"]["recall@10"] == channels["fused"]["recall@10"] == 1.0
 
