@@ -500,15 +500,15 @@ DECLARED: tuple[Setting, ...] = (
     ChoiceSetting(
         name="RAG_EMBEDDING_BACKEND",
         topic=INDEXING,
-        default="torch",
+        default="onnx",
         choices=("torch", "onnx", "onnx-int8"),
         what="embedding backend",
         doc=(
-            "What runs a local embedding model: `torch` (sentence-transformers on PyTorch), `onnx` (ONNX "
-            "Runtime, exported from the model's own weights on first use and cached under "
-            "`RAG_VAR_DIR/models/onnx`; the same scores as PyTorch on every eval set, a query embedded in less "
-            "than half the time; recommended for the bundled model) or `onnx-int8` (that export with int8 "
-            "weights). Part of the model's identity: after a change the "
+            "What runs a local embedding model: `onnx` (ONNX Runtime, exported from the model's own weights on "
+            "first use and cached under `RAG_VAR_DIR/models/onnx`; the same scores as PyTorch on every eval set, "
+            "a query embedded in less than half the time; a model ONNX cannot run, such as one with a layer "
+            "after pooling, stays on PyTorch), `torch` (sentence-transformers on PyTorch, the default before) "
+            "or `onnx-int8` (that export with int8 weights). Part of the model's identity: after a change the "
             "next index run re-embeds each root beside its current vectors and switches when done, and skills "
             "and tools re-embed at their re-verify; queries always use the backend their chunks were embedded "
             "with. See [Embedding backends](sources.md#embedding-backends)."

@@ -241,6 +241,7 @@ class WarmUpConfig:
 
     search: SearchConfig  # the device, and the cross-encoder when rerank is on
     default_model: str  # loaded when no embedding model has vectors yet
+    backend: str  # what runs the default model when it is a local one (RAG_EMBEDDING_BACKEND)
     tokenizer: str
 
     @classmethod
@@ -248,6 +249,7 @@ class WarmUpConfig:
         return cls(
             search=SearchConfig.from_settings(),
             default_model=settings.RAG_EMBEDDING_MODEL,
+            backend=settings.RAG_EMBEDDING_BACKEND,
             tokenizer=settings.RAG_CONTEXT_TOKENIZER,
         )
 

@@ -38,7 +38,7 @@ class EmbeddingConfig:
     batch_size: int
     flush_chunks: int  # RAG_INDEX_FLUSH_CHUNKS: chunks collected across documents per embedding call
     # RAG_EMBEDDING_BACKEND: what runs a local model; it becomes part of the model's name (embedding/backends.py)
-    backend: str = "torch"
+    backend: str = "onnx"
 
 
 @dataclass(frozen=True, slots=True)

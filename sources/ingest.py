@@ -38,7 +38,7 @@ from sources.chunking import CHUNKING_VERSION, ChunkResult
 from sources.config import EmbeddingConfig, IndexingConfig, IngestSettings
 from sources.contextual import ContextualConfig, DescriptionRequest, descriptions_get
 from sources.embedding import EmbeddingError, embedder_for, model_reference
-from sources.embedding.backends import local_name
+from sources.embedding.local import local_model_name
 from sources.encoder_thread import BackgroundWork
 from sources.models import (
     DESCRIPTION_KEY,
@@ -116,13 +116,14 @@ def embedding_model_for(name: str = "", *, config: EmbeddingConfig) -> Embedding
     ``api:<model>[@<dimensions>]`` is a model of the OpenAI-compatible API
     (sources/embedding/api.py); anything else a local model's name or path.
     A model that cannot be loaded or reached raises IndexingError. A local
-    model's name carries ``config.backend`` (embedding/backends.py): vectors
-    of two backends are two models, so switching re-embeds instead of mixing.
+    model's name carries ``config.backend`` (embedding/backends.py), or torch
+    for a model ONNX cannot run: vectors of two backends are two models, so
+    switching re-embeds instead of mixing.
     """
     provider, model_name = model_reference(name or config.model)
     try:
         if provider == "local":
-            model_name = local_name(model_name, config.backend)
+            model_name = local_model_name(model_name, config.backend)
         spec = embedder_for(provider=provider, name=model_name, device=config.device).spec
     except EmbeddingError as exc:
         raise IndexingError(str(exc)) from exc

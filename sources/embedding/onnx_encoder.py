@@ -32,7 +32,9 @@ class OnnxEncoder:
         import onnxruntime
         from transformers import AutoTokenizer
 
-        self._check_modules(model_dir)
+        refusal = onnx_refusal(model_dir)
+        if refusal:
+            raise EmbeddingError(f"{refusal}: run it on PyTorch (its name without #onnx)")
         config = _json(model_dir / "sentence_bert_config.json")
         self.tokenizer = AutoTokenizer.from_pretrained(str(model_dir))
         self.max_seq_length = int(config.get("max_seq_length") or self.tokenizer.model_max_length)
@@ -49,22 +51,6 @@ class OnnxEncoder:
         self.session = onnxruntime.InferenceSession(str(onnx_file), options, providers=["CPUExecutionProvider"])
         self.input_names = [i.name for i in self.session.get_inputs()]
         self.dimensions = int(self.session.get_outputs()[0].shape[-1])
-
-    @staticmethod
-    def _check_modules(model_dir: Path) -> None:
-        modules = _json(model_dir / "modules.json") or []
-        kinds = [m.get("type", "").rsplit(".", 1)[-1] for m in modules]
-        if kinds not in (["Transformer", "Pooling"], ["Transformer", "Pooling", "Normalize"]):
-            raise EmbeddingError(
-                f"the ONNX backend runs Transformer -> Pooling (-> Normalize) models; {model_dir} has "
-                f"{' -> '.join(kinds) or 'no modules.json'}: use RAG_EMBEDDING_BACKEND=torch for it"
-            )
-        modes = pooling_modes(_json(model_dir / modules[1]["path"] / "config.json"))
-        if modes not in (["mean"], ["mean_tokens"]):
-            raise EmbeddingError(
-                f"the ONNX backend pools by the mean of the tokens; {model_dir} pools by {', '.join(modes)}: "
-                "use RAG_EMBEDDING_BACKEND=torch for it"
-            )
 
     def get_embedding_dimension(self) -> int:
         return self.dimensions
@@ -98,6 +84,21 @@ class OnnxEncoder:
             norms = np.linalg.norm(pooled, axis=1, keepdims=True)
             pooled = pooled / np.clip(norms, 1e-12, None)  # torch.nn.functional.normalize's eps
         return pooled.astype(np.float32, copy=False)
+
+
+def onnx_refusal(model_dir: Path) -> str:
+    """Why this backend cannot run the saved model in ``model_dir`` ("" if it can), read from its config files."""
+    modules = _json(model_dir / "modules.json") or []
+    kinds = [m.get("type", "").rsplit(".", 1)[-1] for m in modules]
+    if kinds not in (["Transformer", "Pooling"], ["Transformer", "Pooling", "Normalize"]):
+        return (
+            f"the ONNX backend runs Transformer -> Pooling (-> Normalize) models; {model_dir} has "
+            f"{' -> '.join(kinds) or 'no modules.json'}"
+        )
+    modes = pooling_modes(_json(model_dir / modules[1]["path"] / "config.json"))
+    if modes not in (["mean"], ["mean_tokens"]):
+        return f"the ONNX backend pools by the mean of the tokens; {model_dir} pools by {', '.join(modes)}"
+    return ""
 
 
 def pooling_modes(config: dict[str, Any]) -> list[str]:

@@ -14,11 +14,11 @@ def test_warm_up_loads_every_query_model_and_the_tokenizer(settings, tiny_model)
     settings.RAG_RERANK_ENABLED, settings.RAG_RERANK_MODEL = True, tiny_model
     loaded = warmup.warm_up(WarmUpConfig.from_settings())
     assert loaded == [
-        "embedding model all-MiniLM-L6-v2",
+        "embedding model all-MiniLM-L6-v2#onnx",  # the default backend's, which the first index run creates
         f"tokenizer {settings.RAG_CONTEXT_TOKENIZER}",
         f"cross-encoder {tiny_model}",
     ]
-    assert embedder_loaded(provider="local", name="all-MiniLM-L6-v2")
+    assert embedder_loaded(provider="local", name="all-MiniLM-L6-v2#onnx")
 
 
 def test_a_model_that_cannot_load_is_logged_not_raised(settings, caplog):

@@ -94,7 +94,7 @@ def test_a_job_page_is_a_read_only_record_with_its_problems_as_a_table_and_links
     assert '<progress max="100" value="100"' in page and "hx-trigger" not in page  # finished: no polling
     root_page = admin_client.get(f"/admin/sources/workspaceroot/{root.pk}/change/").content.decode()
     assert f'href="/admin/sources/indexjob/?root__id__exact={root.pk}">1 job(s)</a>' in root_page
-    assert "<td><code>app.py</code></td><td>1</td><td>all-MiniLM-L6-v2</td>" in root_page  # chunks per file
+    assert "<td><code>app.py</code></td><td>1</td><td>all-MiniLM-L6-v2#onnx</td>" in root_page  # chunks per file
     assert "<td><code>blob.py</code></td><td>binary file (NUL bytes)</td>" in root_page  # skipped, with the reason
 
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from sources.embedding import EmbeddingError
-from sources.embedding.local import LocalEmbedder
+from sources.embedding.local import LocalEmbedder, local_model_name
 from sources.embedding.onnx_export import MANIFEST_FILE, MODEL_FILE, _publish, file_sha256, onnx_model_file
 
 pytestmark = pytest.mark.unit
@@ -142,15 +142,33 @@ def test_an_exporter_replaces_a_broken_export_whole(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["onnx-key"]
 
 
-def test_a_model_pooled_otherwise_is_refused_naming_the_torch_backend(small_model, tmp_path):
-    cls_pooled = tmp_path / "cls"
-    shutil.copytree(small_model, cls_pooled)
-    pooling = cls_pooled / "1_Pooling" / "config.json"
+@pytest.fixture
+def cls_pooled(small_model, tmp_path) -> Path:
+    """The small model pooled by its first token, which the ONNX backend does not do."""
+    target = tmp_path / "cls"
+    shutil.copytree(small_model, target)
+    pooling = target / "1_Pooling" / "config.json"
     config = json.loads(pooling.read_text())
     config["pooling_mode"] = "cls"
     pooling.write_text(json.dumps(config))
-    with pytest.raises(EmbeddingError, match="pools by cls: use RAG_EMBEDDING_BACKEND=torch"):
+    return target
+
+
+def test_a_model_named_for_onnx_and_pooled_otherwise_is_refused_naming_pytorch(cls_pooled):
+    with pytest.raises(EmbeddingError, match="pools by cls: run it on PyTorch"):
         LocalEmbedder(f"{cls_pooled}#onnx").embed(["text"])
+
+
+def test_the_onnx_setting_leaves_a_model_onnx_cannot_run_on_torch(small_model, cls_pooled):
+    # The setting prefers ONNX for every local model; a model it cannot run keeps working on torch.
+    assert local_model_name(str(small_model), "onnx") == f"{small_model}#onnx"
+    assert local_model_name("all-MiniLM-L6-v2", "onnx-int8") == "all-MiniLM-L6-v2#onnx-int8"
+    assert local_model_name(str(cls_pooled), "onnx") == str(cls_pooled)
+    assert local_model_name("sentence-transformers/not-saved-here", "onnx") == "sentence-transformers/not-saved-here"
+    assert local_model_name(str(small_model), "torch") == str(small_model)
+    # A name that states its backend gets it, whatever the setting says.
+    assert local_model_name(f"{cls_pooled}#onnx", "torch") == f"{cls_pooled}#onnx"
+    assert local_model_name(f"{small_model}#torch", "onnx") == str(small_model)
 
 
 def test_a_missing_model_fails_with_a_message_and_downloads_nothing():

@@ -24,7 +24,7 @@ def test_it_stores_one_chunk_per_section_with_real_embeddings():
     assert [c.context_prefix for c in chunks] == ["# Deploy", "# Deploy > ## Backups"]
     assert chunks[1].start_line == 8 and chunks[1].end_line == 10
     assert len(chunks[0].embedding) == 384
-    assert chunks[0].embedding_model.spec.identity == "local:all-MiniLM-L6-v2:384:norm"
+    assert chunks[0].embedding_model.spec.identity == "local:all-MiniLM-L6-v2#onnx:384:norm"
     skill.refresh_from_db()
     assert skill.index_status == IndexStatus.INDEXED
     assert skill.metadata == {"name": "Deployment guide"}
