@@ -1,6 +1,7 @@
 import pytest
 
 from retrieval.query_shape import QueryShape, name_words, query_shape
+from retrieval.vector_feedback import Feedback, feedback_for
 
 pytestmark = pytest.mark.unit
 
@@ -26,3 +27,23 @@ def test_a_query_is_told_by_its_shape(query, shape):
 
 def test_name_words_are_whole_and_split():
     assert name_words("ChangeList.get_filters") == {"changelist", "change", "list", "get_filters", "get", "filters"}
+
+
+@pytest.mark.parametrize(
+    ("query", "moved"),
+    [
+        ("what is the boiling point of water at altitude", True),
+        ("word " * 40, True),
+        ("get_object_or_404", False),
+        ("F", False),
+        ('Traceback (most recent call last):\n  File "x.py", line 1', False),
+    ],
+)
+def test_only_questions_and_long_texts_get_feedback(query, moved):
+    assert (feedback_for(query, enabled=True) is not None) == moved
+    assert feedback_for(query, enabled=False) is None
+
+
+def test_feedback_weights_are_checked():
+    with pytest.raises(ValueError, match="beta"):
+        Feedback(k=10, beta=0.0)

@@ -11,7 +11,7 @@ from django.test.utils import CaptureQueriesContext
 
 from access.scope import Scope
 from retrieval.vector import vector_candidates
-from retrieval.vector_feedback import FEEDBACK, Feedback, feedback_for
+from retrieval.vector_feedback import FEEDBACK
 from sources.ingest import embedding_model_index_ensure
 from sources.models import Chunk, EmbeddingModel, Source
 
@@ -120,25 +120,3 @@ def test_both_scans_go_through_the_hnsw_index():
         cursor.execute(f"EXPLAIN {sql}")
         plan = "\n".join(row[0] for row in cursor.fetchall())
     assert plan.count(f"Index Scan using {model.hnsw_index_name}") == 2, plan
-
-
-@pytest.mark.unit
-@pytest.mark.parametrize(
-    ("query", "moved"),
-    [
-        ("what is the boiling point of water at altitude", True),
-        ("word " * 40, True),
-        ("get_object_or_404", False),
-        ("F", False),
-        ('Traceback (most recent call last):\n  File "x.py", line 1', False),
-    ],
-)
-def test_only_questions_and_long_texts_get_feedback(query, moved):
-    assert (feedback_for(query, enabled=True) is not None) == moved
-    assert feedback_for(query, enabled=False) is None
-
-
-@pytest.mark.unit
-def test_feedback_weights_are_checked():
-    with pytest.raises(ValueError, match="beta"):
-        Feedback(k=10, beta=0.0)
