@@ -102,7 +102,8 @@ def _feedback_target(
     sql, params = first.query.sql_with_params()
     prose = ", ".join(["%s"] * len(PROSE_LANGUAGES))
     dimensions = int(model.dimensions)
-    lexical_sql, lexical_params = "", ()
+    lexical_sql: str = ""
+    lexical_params: tuple = ()
     lexical_ids = tuple(lexical_ids[: feedback.lexical])
     if lexical_ids and feedback.lexical_weight > 0:
         # pgvector multiplies vectors element by element: the weight is a vector of it. No lexical hit under
