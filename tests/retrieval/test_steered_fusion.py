@@ -9,6 +9,7 @@ import pytest
 from retrieval.candidates import LEXICAL, Candidate, CandidateList, Channel, ChannelKind
 from retrieval.config import SearchConfig
 from retrieval.search import Mode, _fused
+from retrieval.vector_feedback import Feedback
 
 pytestmark = pytest.mark.unit
 
@@ -43,3 +44,10 @@ def test_without_steering_the_lexical_channel_still_adds_its_share():
     for moved, lexical_feedback in ((False, True), (True, False)):
         order = _fused(QUESTION, lists(moved=moved), mode=Mode.HYBRID, config=config(lexical_feedback=lexical_feedback))
         assert [item.chunk_id for item in order][0] == 2  # found by both channels
+
+
+def test_the_lexical_hits_and_their_weight_are_checked():
+    with pytest.raises(ValueError, match="lexical"):
+        Feedback(lexical_weight=-1.0)
+    with pytest.raises(ValueError, match="lexical"):
+        Feedback(lexical=-1)

@@ -190,5 +190,3 @@ def test_only_questions_and_long_texts_get_feedback(query, moved):
 def test_feedback_weights_are_checked():
     with pytest.raises(ValueError, match="beta"):
         Feedback(k=10, beta=0.0)
-    with pytest.raises(ValueError, match="lexical"):
-        Feedback(lexical_weight=-1.0)
