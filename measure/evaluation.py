@@ -246,6 +246,12 @@ def search_rows() -> dict[str, dict]:
         unfed = replace(config, vector_feedback=False)
         rows["vector-nofb"] = {"mode": Mode.VECTOR, "rerank": False, "config": unfed}
         rows["fused-nofb"] = {"mode": Mode.HYBRID, "rerank": False, "config": unfed}
+        # The fused row before the lexical channel's first hits joined that feedback (issue 29, stop 36).
+        rows["fused-nolexfb"] = {
+            "mode": Mode.HYBRID,
+            "rerank": False,
+            "config": replace(config, lexical_feedback=False),
+        }
     if settings.RAG_RERANK_MODEL:
         cross_encoder = replace(config, rerank=replace(config.rerank, backend=RerankBackend.CROSS_ENCODER))
         rows["fused+rerank"] = {"mode": Mode.HYBRID, "rerank": True, "config": cross_encoder}

@@ -765,7 +765,8 @@ DECLARED: tuple[Setting, ...] = (
         doc=(
             "Pseudo-relevance feedback for a question or long text whose first vector hits are mostly prose: the "
             "query vector is moved toward the mean of its 20 nearest chunks and searched again, in the same SQL "
-            "statement (two HNSW scans). Code and names are searched as before "
+            "statement (two HNSW scans); in a hybrid search the lexical channel's first 5 hits join that mean and "
+            "the moved vector then ranks alone. Code and names are searched as before "
             "(see [How search ranks](quality.md#how-search-ranks)). Off: one scan for every query."
         ),
     ),

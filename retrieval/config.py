@@ -102,6 +102,9 @@ class SearchConfig:
     admission: AdmissionLimits
     by_query: bool = True  # the lexical weight per query, code's preferences (RAG_FUSION_BY_QUERY)
     vector_feedback: bool = True  # prose questions searched again toward their first hits (RAG_VECTOR_FEEDBACK)
+    # In a hybrid search, the lexical channel's first hits join that feedback (no setting: RAG_VECTOR_FEEDBACK
+    # switches both; rag_eval's fused-nolexfb row turns this off to show the difference).
+    lexical_feedback: bool = True
 
     @classmethod
     def from_settings(cls) -> "SearchConfig":

@@ -207,7 +207,12 @@ def _fused(query: str, lists: list[CandidateList], *, mode: Mode, config: Search
         return fused(lists, method=config.fusion, lexical_weight=config.lexical_weight, rrf_k=config.rrf_k)
     shape = query_shape(query)
     vector = [c for found in lists if found.channel.kind == ChannelKind.VECTOR for c in found.candidates]
-    weight = lexical_weight(base=config.lexical_weight, shape=shape, vector=vector)
+    steered = (
+        config.lexical_feedback
+        and any(found.channel == LEXICAL and found.candidates for found in lists)
+        and any(c.fusion_score is not None for c in vector)
+    )
+    weight = lexical_weight(base=config.lexical_weight, shape=shape, vector=vector, steered=steered)
     order = fused(lists, method=config.fusion, lexical_weight=weight, rrf_k=config.rrf_k)
     return code_preferred(order, query=query, shape=shape, definition=DEFINITION_BONUS, asset=ASSET_FACTOR)
 
@@ -269,6 +274,14 @@ def _candidate_lists(
             )
 
         feedback = feedback_for(query, enabled=config.vector_feedback)
+        # The lexical list is in hand before any vector query runs (same connection, one after the other).
+        steering = (
+            tuple(
+                c.chunk_id for found in lists if found.channel == LEXICAL for c in found.candidates[: feedback.lexical]
+            )
+            if feedback is not None and config.lexical_feedback
+            else ()
+        )
 
         def vector_list(model: EmbeddingModel) -> list[Candidate]:
             vector, seconds = _timed(timings, "embed_wait", embeddings[model.pk].result)
@@ -283,6 +296,7 @@ def _candidate_lists(
                 limit=limit,
                 thresholds=config.thresholds,
                 feedback=feedback,
+                lexical_ids=steering,
             )
 
         for model in opened.models:

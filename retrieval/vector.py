@@ -6,6 +6,7 @@ scans twice: its first hits, then the nearest to the query moved toward them.
 """
 
 import math
+from collections.abc import Sequence
 
 import numpy as np
 from django.db import transaction
@@ -78,12 +79,19 @@ def _literal(vector: np.ndarray) -> str:
 
 
 def _feedback_target(
-    *, vector: np.ndarray, model: EmbeddingModel, scope: Scope, feedback: Feedback, halfvec: HalfVectorField
+    *,
+    vector: np.ndarray,
+    model: EmbeddingModel,
+    scope: Scope,
+    feedback: Feedback,
+    halfvec: HalfVectorField,
+    lexical_ids: Sequence[int],
 ) -> Expression:
     """The vector the second scan orders by, as a scalar subquery (PostgreSQL runs it once, before the scan, and
     the HNSW index takes its value like a constant): query / beta + the mean of the first ``k`` hits (the same
-    direction as query + beta x mean), when at least ``prose_share`` of them are prose; else the query itself.
-    The first scan has the same scope, model and index as the second."""
+    direction as query + beta x mean) + ``lexical_weight`` x the mean of the lexical channel's first hits that
+    this model embedded, when at least ``prose_share`` of the ``k`` hits are prose; else the query itself.
+    The first scan has the same scope, model and index as the second; the lexical hits are read by key."""
     query = Cast(Value(_literal(vector)), halfvec)
     first = (
         Chunk.objects.filter(scope.chunk_filter(), embedding_model_id=model.pk)
@@ -94,11 +102,35 @@ def _feedback_target(
     sql, params = first.query.sql_with_params()
     prose = ", ".join(["%s"] * len(PROSE_LANGUAGES))
     dimensions = int(model.dimensions)
+    lexical_sql: str = ""
+    lexical_params: tuple = ()
+    lexical_ids = tuple(lexical_ids[: feedback.lexical])
+    if lexical_ids and feedback.lexical_weight > 0:
+        # pgvector multiplies vectors element by element: the weight is a vector of it. No lexical hit under
+        # this model (another model's chunks) adds nothing rather than making the sum NULL.
+        lexical_sql = (
+            f" + coalesce((SELECT avg(embedding) FROM {Chunk._meta.db_table} "
+            f"WHERE id = ANY(%s) AND embedding_model_id = %s) * %s::vector, %s::vector)"
+        )
+        lexical_params = (
+            list(lexical_ids),
+            model.pk,
+            _literal(np.full(dimensions, feedback.lexical_weight)),
+            _literal(np.zeros(dimensions)),
+        )
     return RawSQL(
         f"(SELECT CASE WHEN avg((first.language IN ({prose}))::int) >= %s "
-        f"THEN (avg(first.embedding) + %s::vector)::halfvec({dimensions}) ELSE %s::halfvec({dimensions}) END "
+        f"THEN (avg(first.embedding) + %s::vector{lexical_sql})::halfvec({dimensions}) "
+        f"ELSE %s::halfvec({dimensions}) END "
         f"FROM ({sql}) AS first)",
-        (*PROSE_LANGUAGES, feedback.prose_share, _literal(vector / feedback.beta), _literal(vector), *params),
+        (
+            *PROSE_LANGUAGES,
+            feedback.prose_share,
+            _literal(vector / feedback.beta),
+            *lexical_params,
+            _literal(vector),
+            *params,
+        ),
         output_field=halfvec,
     )
 
@@ -111,16 +143,20 @@ def vector_rows(
     limit: int,
     thresholds: Thresholds,
     feedback: Feedback | None = None,
+    lexical_ids: Sequence[int] = (),
 ) -> list[Candidate]:
     """The query, with the HNSW settings already applied (retrieval.session does it once per search); with
-    ``feedback``, searched again toward its first hits in the same statement (scores: cosine to that vector)."""
+    ``feedback``, searched again toward its first hits (and ``lexical_ids``, the lexical channel's, best first)
+    in the same statement. Candidates the feedback moved carry their cosine to that vector as ``fusion_score``."""
     halfvec = HalfVectorField(dimensions=int(model.dimensions))
     query = CosineDistance(Cast("embedding", halfvec), Cast(Value(_literal(vector)), halfvec))
     if feedback is None:
         # The cast and the model filter match the model's partial index exactly, so the planner can use it.
         distance = query
     else:
-        target = _feedback_target(vector=vector, model=model, scope=scope, feedback=feedback, halfvec=halfvec)
+        target = _feedback_target(
+            vector=vector, model=model, scope=scope, feedback=feedback, halfvec=halfvec, lexical_ids=lexical_ids
+        )
         distance = CosineDistance(Cast("embedding", halfvec), target)
     threshold = Coalesce(
         F("source__similarity_threshold"),
@@ -142,6 +178,9 @@ def vector_rows(
         rows = [(*row, None) for row in chunks.order_by("distance").values_list(*columns)[:limit]]
     else:
         rows = list(chunks.order_by("distance").values_list(*columns, "query_distance")[:limit])
+        if all(row[1] == row[-1] for row in rows):
+            # The gate kept the query (code hits): the same candidates as without feedback, so fusion can tell.
+            rows = [(*row[:-1], None) for row in rows]
     return [
         Candidate(
             chunk_id=pk,
@@ -169,6 +208,7 @@ def vector_candidates(
     config: SearchConfig | None = None,
     ef: int | None = None,
     feedback: Feedback | None = None,
+    lexical_ids: Sequence[int] = (),
 ) -> list[Candidate]:
     """``vector_rows`` on its own (benchmarks, tests): the HNSW settings for this query only (``ef``: this
     ef_search instead of the service's)."""
@@ -184,5 +224,11 @@ def vector_candidates(
             {"ef": str(ef or max(config.hnsw_ef_search, limit))},
         )
         return vector_rows(
-            vector=vector, model=model, scope=scope, limit=limit, thresholds=config.thresholds, feedback=feedback
+            vector=vector,
+            model=model,
+            scope=scope,
+            limit=limit,
+            thresholds=config.thresholds,
+            feedback=feedback,
+            lexical_ids=lexical_ids,
         )

@@ -39,7 +39,17 @@ def run(*args) -> dict:
 
 
 # Every run's rows: the channels, both fusions, MMR, and the rows without vector feedback.
-CHANNELS = {"token-overlap", "lexical", "vector", "fused", "fused-1w", "fused+mmr", "vector-nofb", "fused-nofb"}
+CHANNELS = {
+    "token-overlap",
+    "lexical",
+    "vector",
+    "fused",
+    "fused-1w",
+    "fused+mmr",
+    "vector-nofb",
+    "fused-nofb",
+    "fused-nolexfb",
+}
 
 
 def test_every_channel_is_scored_from_one_run(dataset):

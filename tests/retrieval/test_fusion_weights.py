@@ -1,7 +1,7 @@
 import pytest
 
 from retrieval.candidates import Candidate
-from retrieval.fusion_weights import NAME_WEIGHT, lexical_weight
+from retrieval.fusion_weights import NAME_WEIGHT, STEERED_WEIGHT, lexical_weight
 from retrieval.query_shape import QueryShape
 
 pytestmark = pytest.mark.unit
@@ -26,3 +26,9 @@ def test_the_less_sure_the_vector_channel_the_more_the_lexical_channel_weighs():
     )
     assert 0.1 < sure < unsure < none
     assert lexical_weight(base=0.1, shape=QueryShape.QUESTION, vector=[]) == none
+
+
+def test_a_question_whose_vector_search_the_lexical_hits_steered_is_not_given_their_scores_again():
+    for best in (0.8, 0.3):
+        assert lexical_weight(base=0.1, shape=QueryShape.QUESTION, vector=cosines(best), steered=True) == STEERED_WEIGHT
+    assert lexical_weight(base=0.1, shape=QueryShape.IDENTIFIER, vector=cosines(0.9), steered=True) == NAME_WEIGHT

@@ -95,6 +95,54 @@ def test_feedback_ranks_and_fuses_by_the_moved_vector_but_reports_closeness_to_t
     assert [c.fused_score for c in found] == pytest.approx(list(cosines(vectors, target)[at]), abs=1e-3)
 
 
+def test_the_lexical_channels_first_hits_join_the_feedback_of_a_question_over_prose():
+    model, query, vectors = corpus(language="text", suffix=".txt")
+    first_pk = Chunk.objects.order_by("pk").values_list("pk", flat=True).first()
+    # The lexical channel's first hits, best first: the chunks furthest from the query, so that they move it most.
+    lexical = cosine_order(vectors, query)[::-1][: FEEDBACK.lexical + 2]
+    found = vector_candidates(
+        vector=query,
+        model=model,
+        scope=Scope(),
+        limit=LIMIT,
+        feedback=FEEDBACK,
+        lexical_ids=tuple(first_pk + int(i) for i in lexical),
+    )
+    unsteered = vector_candidates(vector=query, model=model, scope=Scope(), limit=LIMIT, feedback=FEEDBACK)
+    first = cosine_order(vectors, query)[: FEEDBACK.k]
+    target = (
+        query / FEEDBACK.beta
+        + vectors[first].mean(axis=0)
+        + FEEDBACK.lexical_weight * vectors[lexical[: FEEDBACK.lexical]].mean(axis=0)
+    )
+    assert ids(found) == cosine_order(vectors, target)[:LIMIT]
+    assert ids(found) != ids(unsteered)
+    at = ids(found)
+    assert [c.score for c in found] == pytest.approx(list(cosines(vectors, query)[at]), abs=1e-3)
+
+
+def test_lexical_hits_the_model_does_not_hold_change_nothing():
+    model, query, _ = corpus(language="text", suffix=".txt")
+    unsteered = vector_candidates(vector=query, model=model, scope=Scope(), limit=LIMIT, feedback=FEEDBACK)
+    found = vector_candidates(
+        vector=query, model=model, scope=Scope(), limit=LIMIT, feedback=FEEDBACK, lexical_ids=(2**31 - 1,)
+    )
+    assert [(c.chunk_id, c.fused_score) for c in found] == [(c.chunk_id, c.fused_score) for c in unsteered]
+
+
+def test_code_hits_are_not_moved_by_lexical_hits_either():
+    model, query, vectors = corpus(language="python", suffix=".py")
+    first_pk = Chunk.objects.order_by("pk").values_list("pk", flat=True).first()
+    lexical = tuple(first_pk + int(i) for i in cosine_order(vectors, query)[::-1][:5])
+    plain = vector_candidates(vector=query, model=model, scope=Scope(), limit=LIMIT)
+    found = vector_candidates(
+        vector=query, model=model, scope=Scope(), limit=LIMIT, feedback=FEEDBACK, lexical_ids=lexical
+    )
+    assert [(c.chunk_id, c.rank, c.score, c.fused_score, c.fusion_score) for c in found] == [
+        (c.chunk_id, c.rank, c.score, c.fused_score, c.fusion_score) for c in plain
+    ]
+
+
 def test_code_hits_are_not_moved():
     model, query, _ = corpus(language="python", suffix=".py")
     plain = vector_candidates(vector=query, model=model, scope=Scope(), limit=LIMIT)
