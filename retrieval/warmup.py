@@ -17,7 +17,6 @@ from retrieval.config import WarmUpConfig
 from retrieval.rerank import cross_encoder_for
 from retrieval.tokens import token_count
 from sources.embedding import EmbeddingError, embedder_for, model_reference
-from sources.embedding.local import local_model_name
 from sources.models import EmbeddingModel
 
 log = logging.getLogger(__name__)
@@ -32,7 +31,8 @@ def warm_up(config: WarmUpConfig) -> list[str]:
     except DatabaseError as exc:
         log.warning("warm-up: the embedding models could not be listed (%s); loading the default one", exc)
         models = set()
-    for provider, name in sorted(models or {_default_model(config)}):
+    default = model_reference(config.default_model, backend=config.backend)  # the model the first index run creates
+    for provider, name in sorted(models or {default}):
         try:
             embedder_for(provider=provider, name=name, device=search.device).embed(["warm up"])
             loaded.append(f"embedding model {name}")
@@ -47,12 +47,6 @@ def warm_up(config: WarmUpConfig) -> list[str]:
         except Exception as exc:  # noqa: BLE001 - a reranker that fails is skipped by search with a warning too
             log.warning("warm-up: cross-encoder %s not loaded: %s", search.rerank.model, exc)
     return loaded
-
-
-def _default_model(config: WarmUpConfig) -> tuple[str, str]:
-    """The model the first index run will create, on the backend it will run on."""
-    provider, name = model_reference(config.default_model)
-    return provider, local_model_name(name, config.backend) if provider == "local" else name
 
 
 def warm_up_in_background(config: WarmUpConfig) -> threading.Thread:

@@ -91,15 +91,12 @@ def embedding_warm_up(**_) -> threading.Thread:
     def load() -> None:
         from sources.config import embedding_config
         from sources.embedding import EmbeddingError, embedder_for, model_reference
-        from sources.embedding.local import local_model_name
 
         try:
             config = embedding_config()
-            provider, name = model_reference(config.model)
+            provider, name = model_reference(config.model, backend=config.backend)
             if provider == "local":  # an API model has nothing to load
-                embedder_for(
-                    provider=provider, name=local_model_name(name, config.backend), device=config.device
-                ).embed(["warm up"])
+                embedder_for(provider=provider, name=name, device=config.device).embed(["warm up"])
         except (EmbeddingError, ValueError) as exc:
             log.warning("worker warm-up: the embedding model was not loaded (%s); the first task loads it", exc)
 

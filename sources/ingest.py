@@ -38,7 +38,6 @@ from sources.chunking import CHUNKING_VERSION, ChunkResult
 from sources.config import EmbeddingConfig, IndexingConfig, IngestSettings
 from sources.contextual import ContextualConfig, DescriptionRequest, descriptions_get
 from sources.embedding import EmbeddingError, embedder_for, model_reference
-from sources.embedding.local import local_model_name
 from sources.encoder_thread import BackgroundWork
 from sources.models import (
     DESCRIPTION_KEY,
@@ -120,10 +119,8 @@ def embedding_model_for(name: str = "", *, config: EmbeddingConfig) -> Embedding
     for a model ONNX cannot run: vectors of two backends are two models, so
     switching re-embeds instead of mixing.
     """
-    provider, model_name = model_reference(name or config.model)
     try:
-        if provider == "local":
-            model_name = local_model_name(model_name, config.backend)
+        provider, model_name = model_reference(name or config.model, backend=config.backend)
         spec = embedder_for(provider=provider, name=model_name, device=config.device).spec
     except EmbeddingError as exc:
         raise IndexingError(str(exc)) from exc

@@ -5,7 +5,7 @@ import threading
 from sources.embedding.api import PREFIX as API_PREFIX
 from sources.embedding.api import ApiEmbedder
 from sources.embedding.base import Embedder, EmbeddingError
-from sources.embedding.local import LocalEmbedder
+from sources.embedding.local import LocalEmbedder, local_model_name
 
 PROVIDERS = ("local", "api")
 
@@ -13,12 +13,12 @@ _cache: dict[tuple[str, str], Embedder] = {}
 _lock = threading.Lock()
 
 
-def model_reference(name: str) -> tuple[str, str]:
+def model_reference(name: str, *, backend: str | None = None) -> tuple[str, str]:
     """A model as written in a setting or a root's field -> (provider, name): ``api:<model>[@<dims>]`` or a local name
-    or path."""
+    or path; with ``backend`` (RAG_EMBEDDING_BACKEND), a local model's name says what runs it (local_model_name)."""
     if name.startswith(API_PREFIX):
         return "api", name.removeprefix(API_PREFIX).strip()
-    return "local", name
+    return "local", name if backend is None else local_model_name(name, backend)
 
 
 def embedder_for(*, provider: str, name: str, device: str = "cpu") -> Embedder:

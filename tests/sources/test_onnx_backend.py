@@ -171,6 +171,14 @@ def test_the_onnx_setting_leaves_a_model_onnx_cannot_run_on_torch(small_model, c
     assert local_model_name(f"{small_model}#torch", "onnx") == str(small_model)
 
 
+def test_a_model_whose_configuration_is_malformed_is_named_in_a_clear_error(small_model, tmp_path):
+    broken = tmp_path / "broken"
+    shutil.copytree(small_model, broken)
+    (broken / "modules.json").write_text("{not json")
+    with pytest.raises(EmbeddingError, match="modules.json is not valid JSON"):
+        local_model_name(str(broken), "onnx")
+
+
 def test_a_missing_model_fails_with_a_message_and_downloads_nothing():
     with pytest.raises(EmbeddingError, match="neither the bundled model nor a directory"):
         LocalEmbedder("sentence-transformers/not-here#onnx").embed(["text"])
