@@ -343,7 +343,7 @@ def bench_corpus_ensure(
         seconds["hnsw"] = built.get(model.hnsw_index_name, 0.0)
     step = time.perf_counter()
     with bench_bulk.hnsw_build_settings():
-        embedding_model_index_ensure(model=model)
+        embedding_model_index_ensure(model=model, ef_construction=settings.RAG_HNSW_EF_CONSTRUCTION)
     with connection.cursor() as cursor:
         # VACUUM too: index-only reads of the postings need the visibility
         # map, which autovacuum would set only some minutes later.

@@ -39,6 +39,8 @@ class EmbeddingConfig:
     flush_chunks: int  # RAG_INDEX_FLUSH_CHUNKS: chunks collected across documents per embedding call
     # RAG_EMBEDDING_BACKEND: what runs a local model; it becomes part of the model's name (embedding/backends.py)
     backend: str = "onnx"
+    # RAG_HNSW_EF_CONSTRUCTION: how well a new model's HNSW index links its vectors (sources/ingest.py)
+    hnsw_ef_construction: int = 200
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,6 +90,7 @@ def embedding_config() -> EmbeddingConfig:
         batch_size=settings.RAG_EMBED_BATCH_SIZE,
         flush_chunks=settings.RAG_INDEX_FLUSH_CHUNKS,
         backend=settings.RAG_EMBEDDING_BACKEND,
+        hnsw_ef_construction=settings.RAG_HNSW_EF_CONSTRUCTION,
     )
 
 

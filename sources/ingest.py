@@ -128,16 +128,19 @@ def embedding_model_for(name: str = "", *, config: EmbeddingConfig) -> Embedding
         provider=spec.provider, name=spec.name, dimensions=spec.dimensions, normalized=spec.normalized
     )
     if created:
-        embedding_model_index_ensure(model=model)
+        embedding_model_index_ensure(model=model, ef_construction=config.hnsw_ef_construction)
     return model
 
 
-def embedding_model_index_ensure(*, model: EmbeddingModel) -> None:
+def embedding_model_index_ensure(*, model: EmbeddingModel, ef_construction: int) -> None:
     """A partial HNSW index per model on ``embedding::halfvec(N)``.
 
     One vector column holds every model's vectors; the cast to a fixed
     dimension plus the partial predicate is pgvector's documented way to
     index several dimensions in one table (halfvec halves the index size).
+    ``ef_construction`` (RAG_HNSW_EF_CONSTRUCTION) is how well the graph
+    links each vector, which sets recall at a given ef_search; pgvector's
+    default ``m`` (16) is kept.
     """
     dims = int(model.dimensions)
     with connection.cursor() as cursor:
@@ -148,7 +151,7 @@ def embedding_model_index_ensure(*, model: EmbeddingModel) -> None:
         cursor.execute(
             f"CREATE INDEX IF NOT EXISTS {model.hnsw_index_name} ON {Chunk._meta.db_table} "
             f"USING hnsw ((embedding::halfvec({dims})) halfvec_cosine_ops) "
-            f"WHERE embedding_model_id = {int(model.pk)}"
+            f"WITH (ef_construction = {int(ef_construction)}) WHERE embedding_model_id = {int(model.pk)}"
         )
         if connection.in_atomic_block:
             # Deferred again for the rest of the transaction: a root and its

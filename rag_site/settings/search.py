@@ -120,6 +120,8 @@ RAG_SEARCH_LONG_QUERY_CONCURRENCY = read_int("RAG_SEARCH_LONG_QUERY_CONCURRENCY"
 RAG_SEARCH_LONG_QUERY_WAIT_MS = read_int("RAG_SEARCH_LONG_QUERY_WAIT_MS")
 # HNSW candidate list at query time (pgvector's default is 40).
 RAG_HNSW_EF_SEARCH = read_int("RAG_HNSW_EF_SEARCH")
+# Candidates kept while a vector is linked into a model's HNSW graph (sources/ingest.py).
+RAG_HNSW_EF_CONSTRUCTION = read_int("RAG_HNSW_EF_CONSTRUCTION")
 # Past this many chunks ef_search grows with the square root of the count
 # (retrieval/vector.py): HNSW recall at a fixed ef_search falls as it grows.
 RAG_HNSW_EF_SEARCH_SCALE_CHUNKS = read_int("RAG_HNSW_EF_SEARCH_SCALE_CHUNKS")

@@ -28,7 +28,7 @@ def unit(vector: np.ndarray) -> np.ndarray:
 def corpus(*, language: str, suffix: str, count: int = 60) -> tuple[EmbeddingModel, np.ndarray, np.ndarray]:
     """``count`` chunks scattered around the query, of one language; the model, the query and the stored vectors."""
     model = EmbeddingModel.objects.create(provider="local", name=f"synthetic-{language}", dimensions=DIMS)
-    embedding_model_index_ensure(model=model)
+    embedding_model_index_ensure(model=model, ef_construction=64)
     source = Source.objects.create(key=f"root:1:{language}", kind=Source.Kind.FILE, embedding_model=model)
     rng = np.random.default_rng(11)
     query = unit(np.ones(DIMS))

@@ -21,7 +21,7 @@ def crowded(settings):
     """400 chunks of bot-a right around the query, 12 of bot-b further away, through the HNSW index."""
     settings.RAG_HNSW_EF_SEARCH = 10
     model = EmbeddingModel.objects.create(provider="local", name="synthetic-8", dimensions=DIMS)
-    embedding_model_index_ensure(model=model)
+    embedding_model_index_ensure(model=model, ef_construction=64)
     rng = np.random.default_rng(7)
     query = np.ones(DIMS)
     rows = []

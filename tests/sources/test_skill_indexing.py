@@ -31,13 +31,14 @@ def test_it_stores_one_chunk_per_section_with_real_embeddings():
     assert skill.source.title == "Deployment guide"
 
 
-def test_the_model_gets_a_partial_hnsw_index_on_halfvec():
+def test_the_model_gets_a_partial_hnsw_index_on_halfvec(settings):
     services.skill_index(skill_id=SkillFactory(body=BODY).pk)
     model = EmbeddingModel.objects.get()
     with connection.cursor() as cursor:
         cursor.execute("SELECT indexdef FROM pg_indexes WHERE indexname = %s", [model.hnsw_index_name])
         (definition,) = cursor.fetchone()
     assert "hnsw" in definition and "halfvec(384)" in definition and "halfvec_cosine_ops" in definition
+    assert f"ef_construction='{settings.RAG_HNSW_EF_CONSTRUCTION}'" in definition
     assert f"embedding_model_id = {model.pk}" in definition
 
 
