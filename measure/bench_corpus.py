@@ -276,7 +276,8 @@ def bench_corpus_ensure(
     started = time.perf_counter()
     if bulk_allowed:
         bench_bulk.indexes_restore(log=log)  # left dropped by an interrupted build
-    model = embedding_model_for(config=embedding_config())
+    config = embedding_config()
+    model = embedding_model_for(config=config)
     count = min(chunks, EMBEDDED_DEFAULT if embedded is None else max(1, embedded))
     source = bench_source(chunks=chunks, embedded=count, seed=seed)
     if source is not None:
@@ -343,7 +344,7 @@ def bench_corpus_ensure(
         seconds["hnsw"] = built.get(model.hnsw_index_name, 0.0)
     step = time.perf_counter()
     with bench_bulk.hnsw_build_settings():
-        embedding_model_index_ensure(model=model, ef_construction=settings.RAG_HNSW_EF_CONSTRUCTION)
+        embedding_model_index_ensure(model=model, ef_construction=config.hnsw_ef_construction)
     with connection.cursor() as cursor:
         # VACUUM too: index-only reads of the postings need the visibility
         # map, which autovacuum would set only some minutes later.
