@@ -590,6 +590,26 @@ DECLARED: tuple[Setting, ...] = (
             "with a clear message; git never prompts for a password, so a hung remote ends here."
         ),
     ),
+    StrSetting(
+        name="RAG_GIT_CREDENTIALS_DIR",
+        topic=INDEXING,
+        default="",
+        shown="empty: none bound",
+        doc=(
+            "Directory of the git credentials the operator binds, one `NAME.toml` each: the host (and optional "
+            "path prefix) it may be sent to and its token or ssh key (docs/sources.md#git-credentials). A git root "
+            "names one by NAME; nothing else reaches git. The web and worker processes read it."
+        ),
+    ),
+    BoolSetting(
+        name="RAG_GIT_ALLOW_HTTP",
+        topic=INDEXING,
+        default=False,
+        doc=(
+            "Accept `http://` git remotes (plain text, e.g. a git server on a private network); never with a "
+            "credential. Off: only https://, ssh:// (user@host:path) and file://."
+        ),
+    ),
     IntSetting(
         name="RAG_JOB_STALE_SECONDS",
         topic=INDEXING,

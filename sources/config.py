@@ -140,6 +140,9 @@ class GitConfig:
     # RAG_ROOT_BASE_DIRS: a file:// remote must lie under one, as a directory root must (no reading the server's
     # other repositories through a URL).
     local_bases: tuple[str, ...] = ()
+    # RAG_GIT_CREDENTIALS_DIR: the credentials the operator bound, each to a host (sources/git_credentials.py).
+    credentials_dir: str = ""
+    allow_http: bool = False  # RAG_GIT_ALLOW_HTTP: http:// remotes, never with a credential
 
 
 def git_dir() -> str:
@@ -157,6 +160,8 @@ def git_config() -> GitConfig:
         directory=git_dir(),
         timeout_seconds=settings.RAG_GIT_TIMEOUT_SECONDS,
         local_bases=tuple(settings.RAG_ROOT_BASE_DIRS),
+        credentials_dir=settings.RAG_GIT_CREDENTIALS_DIR,
+        allow_http=settings.RAG_GIT_ALLOW_HTTP,
     )
 
 

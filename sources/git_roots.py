@@ -26,7 +26,7 @@ from urllib.parse import quote
 from django.utils.text import slugify
 
 from kernel.errors import ApplicationError
-from sources import git
+from sources import git, git_credentials
 from sources.config import GitConfig
 from sources.models import IndexJob, WorkspaceRoot
 from sources.queues import GIT_FETCH_TRIGGERS
@@ -75,28 +75,17 @@ def root_git_forget(*, root: WorkspaceRoot, config: GitConfig) -> None:
             shutil.rmtree(path, ignore_errors=True)
 
 
-def root_remote(root: WorkspaceRoot) -> git.Remote:
-    """The root's remote with its credential read now, or a clear error that names where it was looked for."""
-    key_file, secret = "", ""
-    if root.git_credential_file:
-        path = root.git_credential_file
-        if git.is_ssh(root.git_url):
-            if not os.access(path, os.R_OK):
-                raise ApplicationError(f"the ssh key file {path!r} cannot be read by the worker")
-            key_file = path
-        else:
-            try:
-                secret = Path(path).read_text().strip()
-            except OSError as exc:
-                raise ApplicationError(
-                    f"the credential file {path!r} cannot be read by the worker ({exc.strerror})"
-                ) from None
-    elif root.git_credential_env:
-        secret = os.environ.get(root.git_credential_env, "").strip()
-        if not secret:
-            raise ApplicationError(
-                f"the environment variable {root.git_credential_env} is not set (or empty) on the worker"
-            )
+def root_remote(root: WorkspaceRoot, config: GitConfig) -> git.Remote:
+    """The root's remote with its bound credential read now, once the URL and the credential pass the one check
+    (sources/git_credentials.py); else an error that says what to do."""
+    if root.git_credential_legacy:
+        raise ApplicationError(git_credentials.legacy_advice(url=root.git_url, legacy=root.git_credential_legacy))
+    if problems := git_credentials.git_remote_problems(url=root.git_url, credential=root.git_credential, config=config):
+        raise ApplicationError("; ".join(problems.values()))
+    secret, key_file = "", ""
+    if root.git_credential:
+        binding = git_credentials.credential_binding(name=root.git_credential, directory=config.credentials_dir)
+        secret, key_file = git_credentials.binding_secret(binding)
     return git.Remote(url=root.git_url, branch=root.git_branch or "main", key_file=key_file, secret=secret)
 
 
@@ -116,9 +105,7 @@ def job_git_prepare(*, root: WorkspaceRoot, job: IndexJob, config: GitConfig) ->
     remote cannot be reached or read.
     """
     try:
-        if problem := git.local_url_problem(root.git_url, config.local_bases):
-            raise ApplicationError(problem)
-        remote = root_remote(root)
+        remote = root_remote(root, config)
         repo = root_repo(root, config)
         tip = git.repo_fetch(repo, remote)
         plan = _plan(root, job, repo, remote, tip)

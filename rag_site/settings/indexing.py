@@ -56,4 +56,7 @@ RAG_ROOT_BASE_DIRS = [str(Path(p).resolve()) for p in read_list("RAG_ROOT_BASE_D
 RAG_JOB_STALE_SECONDS = read_int("RAG_JOB_STALE_SECONDS")
 # A git root's clone, fetch or checkout that takes longer fails its job (sources/git.py).
 RAG_GIT_TIMEOUT_SECONDS = read_int("RAG_GIT_TIMEOUT_SECONDS")
+# Git credentials are bound by the operator, each to a host (sources/git_credentials.py); a root names one.
+RAG_GIT_CREDENTIALS_DIR = read_str("RAG_GIT_CREDENTIALS_DIR")
+RAG_GIT_ALLOW_HTTP = read_bool("RAG_GIT_ALLOW_HTTP")
 RAG_JOB_MAX_ATTEMPTS = read_int("RAG_JOB_MAX_ATTEMPTS")

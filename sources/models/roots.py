@@ -106,23 +106,19 @@ class WorkspaceRoot(Scoped):
         blank=True,
         verbose_name="git URL",
         help_text="Empty: a directory root. https://, ssh:// (or user@host:path) or file:// for a local bare "
-        "repository. A user name may be given; a password or token never: use a credential below.",
+        "repository. No user name, password or token in an https URL: name a bound credential below.",
     )
     git_branch = models.CharField(max_length=255, blank=True, default="main", verbose_name="git branch")
-    git_credential_file = models.CharField(
-        max_length=1024,
+    git_credential = models.CharField(
+        max_length=64,
         blank=True,
-        verbose_name="credential file",
-        help_text="Absolute path of a file the worker reads: an ssh private key (ssh URLs) or an https token "
-        "(TOKEN or USER:TOKEN). Only the path is stored.",
+        verbose_name="credential",
+        help_text="The name of a credential the operator bound in RAG_GIT_CREDENTIALS_DIR (NAME.toml: its host, and "
+        "its token or ssh key); it is sent only to the host it is bound to. Empty: none (a public repository).",
     )
-    git_credential_env = models.CharField(
-        max_length=255,
-        blank=True,
-        verbose_name="credential environment variable",
-        help_text="Name of an environment variable of the worker holding an https token (TOKEN or USER:TOKEN). "
-        "Only the name is stored.",
-    )
+    # Set by migration 0020 on a root whose credential was a file, a variable or a URL's user info (no longer
+    # accepted): its jobs fail saying how to bind it, until an admin saves the root again.
+    git_credential_legacy = models.CharField(max_length=1200, blank=True, editable=False)
     git_permalink = models.CharField(
         max_length=1024,
         blank=True,

@@ -16,6 +16,7 @@ from django.utils.html import format_html
 from kernel.errors import ApplicationError
 from sources import git, git_hooks, git_roots, jobs, tasks
 from sources.config import git_config, webhook_key
+from sources.git_credentials import credential_names, git_remote_problems, legacy_advice
 from sources.job_report import job_outcome_read, job_progress_read
 from sources.models import ACTIVE_JOB_STATUSES, IndexJob, JobStatus, Segment, Tool, WorkspaceRoot
 from sources.outcomes import by_kind_words, left_out_words
@@ -77,6 +78,11 @@ class RootForm(UnixNewlinesForm, forms.ModelForm):
             # A git root's path is its checkout under RAG_VAR_DIR/git, set when it is saved.
             self.fields["path"].required = False
             self.fields["path"].help_text += " Empty for a git root: its checkout is set for you."
+        if "git_credential" in self.fields:
+            names = credential_names(directory=git_config().credentials_dir)
+            self.fields["git_credential"].help_text += (
+                f" Bound here: {', '.join(names)}." if names else " None is bound on this server."
+            )
 
     def clean(self):
         cleaned = super().clean()
@@ -100,21 +106,16 @@ class RootForm(UnixNewlinesForm, forms.ModelForm):
     def _clean_git(self, cleaned: dict) -> dict:
         """A git root: its URL, branch and credential references checked; its checkout directory set by the system."""
         url = cleaned["git_url"].strip()
-        if problem := git.url_problem(url) or git.local_url_problem(url, git_config().local_bases):
-            self.add_error("git_url", problem[0].upper() + problem[1:] + ".")
-        cleaned["git_url"] = url
+        credential = cleaned.get("git_credential", "").strip()
+        cleaned["git_url"], cleaned["git_credential"] = url, credential
+        for field, problem in git_remote_problems(url=url, credential=credential, config=git_config()).items():
+            self.add_error(field, problem[0].upper() + problem[1:] + ".")
         branch = cleaned.get("git_branch", "").strip() or "main"
         if branch.startswith("-") or not re.fullmatch(r"[A-Za-z0-9._/-]+", branch) or ".." in branch:
             self.add_error("git_branch", "Not a branch name (letters, digits, . _ / -).")
         cleaned["git_branch"] = branch
-        credential_file = cleaned.get("git_credential_file", "")
-        if credential_file and not os.path.isabs(credential_file):
-            self.add_error("git_credential_file", "Give an absolute path (the worker reads the file).")
-        variable = cleaned.get("git_credential_env", "")
-        if variable and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", variable):
-            self.add_error("git_credential_env", "Give the variable's name (e.g. GITHUB_TOKEN), never its value.")
-        if credential_file and variable:
-            self.add_error("git_credential_env", "Give a credential file or an environment variable, not both.")
+        # Saved by an admin who saw the form: a credential migrated from a file, variable or URL stops failing jobs.
+        self.instance.git_credential_legacy = ""
         # Never a directory an admin named: a checkout forces its files in place and removes what git does not track.
         checkouts = git_config().directory
         current = self.instance.path
@@ -182,8 +183,7 @@ class WorkspaceRootAdmin(ScopedAdminMixin, BrokerWarningMixin, admin.ModelAdmin)
                 "fields": [
                     "git_url",
                     "git_branch",
-                    "git_credential_file",
-                    "git_credential_env",
+                    "git_credential",
                     "git_permalink",
                     "rotate_webhook_secret",
                     "git_hook",
@@ -191,8 +191,8 @@ class WorkspaceRootAdmin(ScopedAdminMixin, BrokerWarningMixin, admin.ModelAdmin)
                 ],
                 "description": "A git URL makes this a git root: the worker clones it into the data directory, "
                 "indexes its branch commit by commit, and fetches on the schedule below and on each push its "
-                "webhook reports. Credentials are read by the worker from a file or an environment variable: "
-                "never stored, never shown.",
+                "webhook reports. A credential is named, never given: the operator binds each one to the host it "
+                "may be sent to (RAG_GIT_CREDENTIALS_DIR); its secret is never stored, never shown.",
             },
         ),
         (
@@ -253,6 +253,9 @@ class WorkspaceRootAdmin(ScopedAdminMixin, BrokerWarningMixin, admin.ModelAdmin)
             root.git_commit,
             root.git_commit[:12] or "not indexed yet",
         )
+        if root.git_credential_legacy:
+            advice = legacy_advice(url=root.git_url, legacy=root.git_credential_legacy)
+            commit = format_html('{}<br><span class="errornote">{}</span>', commit, advice[0].upper() + advice[1:])
         if root.git_error:
             return format_html('{}<br><span class="errornote">Last fetch failed: {}</span>', commit, root.git_error)
         return commit

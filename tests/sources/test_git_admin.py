@@ -13,12 +13,16 @@ pytestmark = pytest.mark.django_db
 def var(tmp_path, settings):
     settings.VAR_DIR = tmp_path / "var"
     settings.RAG_ROOT_BASE_DIRS = [str(tmp_path / "dirs")]
+    credentials = tmp_path / "credentials"
+    credentials.mkdir()
+    (credentials / "github-org.toml").write_text('host = "github.com"\npath_prefix = "/org"\ntoken_file = "t"\n')
+    settings.RAG_GIT_CREDENTIALS_DIR = str(credentials)
     return settings.VAR_DIR
 
 
 def test_a_git_root_saved_in_the_admin_gets_its_checkout_and_a_secret_shown_once(admin_client, var):
     form = root_form(
-        var, path="", git_url="https://github.com/org/repo.git", git_branch="main", git_credential_env="GITHUB_TOKEN"
+        var, path="", git_url="https://github.com/org/repo.git", git_branch="main", git_credential="github-org"
     )
     response = admin_client.post(
         "/admin/sources/workspaceroot/add/", {**form, "rotate_webhook_secret": "on"}, follow=True
@@ -30,16 +34,20 @@ def test_a_git_root_saved_in_the_admin_gets_its_checkout_and_a_secret_shown_once
     assert "shown this once" in page and f"/api/v1/roots/{root.pk}/hook" in page
     assert IndexJob.objects.filter(root=root).exists()  # its first index (clone) is queued at once
     change = admin_client.get(f"/admin/sources/workspaceroot/{root.pk}/change/").content.decode()
-    assert "shown this once" not in change and "a secret is set" in change and "GITHUB_TOKEN" in change
+    assert "shown this once" not in change and "a secret is set" in change and "github-org" in change
+    assert root.git_credential == "github-org"
 
 
 @pytest.mark.parametrize(
     ("changes", "field", "words"),
     [
         ({"git_url": "https://bob:pw@github.com/org/repo.git"}, "git_url", "password"),
+        ({"git_url": "https://ghp_abcdefabcdef0123@github.com/org/repo.git"}, "git_url", "token"),
         ({"git_url": "ftp://example.org/repo.git"}, "git_url", "must start with"),
-        ({"git_credential_env": "ghp_abcdef not a name"}, "git_credential_env", "never its value"),
-        ({"git_credential_file": "relative/key"}, "git_credential_file", "absolute path"),
+        ({"git_url": "http://github.com/org/repo.git"}, "git_url", "http://"),
+        ({"git_credential": "ghp_abcdef not a name"}, "git_credential", "never a path, a variable or a token"),
+        ({"git_credential": "GITHUB_TOKEN"}, "git_credential", "No credential 'GITHUB_TOKEN' is bound"),
+        ({"git_url": "https://gitlab.com/org/repo.git", "git_credential": "github-org"}, "git_credential", "bound to"),
         ({"git_url": "file:///srv/other/repo.git"}, "git_url", "must lie under RAG_ROOT_BASE_DIRS"),
     ],
 )
@@ -47,7 +55,7 @@ def test_a_bad_git_section_is_refused_with_the_reason(admin_client, var, changes
     form = root_form(var, path="", **{"git_url": "https://github.com/org/repo.git", "git_branch": "main", **changes})
     response = admin_client.post("/admin/sources/workspaceroot/add/", form)
     assert response.status_code == 200
-    assert words in str(response.context["adminform"].form.errors[field])
+    assert words in " ".join(response.context["adminform"].form.errors[field])
     assert not WorkspaceRoot.objects.exists()
 
 

@@ -141,10 +141,13 @@ def test_switching_the_branch_rebuilds_the_root(origin, indexed):
     assert "RELEASE.md" in stored(indexed) and indexed.git_indexed_branch == "release"
 
 
-def test_an_unreachable_remote_fails_the_job_with_a_redacted_message(origin, settings, monkeypatch):
-    monkeypatch.setenv("RAG_TEST_GIT_TOKEN", "tok-very-secret-value")
-    root = git_root(origin, git_credential_env="RAG_TEST_GIT_TOKEN")
-    WorkspaceRoot.objects.filter(pk=root.pk).update(git_url="https://alice@127.0.0.1:1/org/repo.git")
+def test_an_unreachable_remote_fails_the_job_with_a_redacted_message(origin, settings, tmp_path):
+    credentials = tmp_path / "credentials"
+    credentials.mkdir()
+    (credentials / "local.toml").write_text('host = "127.0.0.1:1"\ntoken = "alice:tok-very-secret-value"\n')
+    settings.RAG_GIT_CREDENTIALS_DIR = str(credentials)
+    root = git_root(origin, git_credential="local")
+    WorkspaceRoot.objects.filter(pk=root.pk).update(git_url="https://127.0.0.1:1/org/repo.git")
     root.refresh_from_db()
     job = run(root, trigger="admin")
     assert job.status == JobStatus.FAILED and "git fetch failed" in job.message, job.message
@@ -152,11 +155,13 @@ def test_an_unreachable_remote_fails_the_job_with_a_redacted_message(origin, set
     assert root.git_error and "tok-very-secret-value" not in root.git_error
 
 
-def test_a_missing_credential_variable_is_named_in_the_error(origin):
-    root = git_root(origin, git_credential_env="RAG_TEST_NOT_SET")
+def test_a_credential_that_is_not_bound_is_named_in_the_error(origin, settings, tmp_path):
+    settings.RAG_GIT_CREDENTIALS_DIR = str(tmp_path)
+    root = git_root(origin, git_credential="not-bound")
+    WorkspaceRoot.objects.filter(pk=root.pk).update(git_url="https://127.0.0.1:1/org/repo.git")
     job = run(root, trigger="admin")
     assert job.status == JobStatus.FAILED
-    assert "environment variable RAG_TEST_NOT_SET is not set" in job.message
+    assert "no credential 'not-bound' is bound" in job.message
 
 
 def test_submodules_and_lfs_pointers_are_skipped_with_their_reason(origin, indexed):
