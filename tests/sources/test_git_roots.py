@@ -188,6 +188,48 @@ def test_a_file_url_outside_the_base_directories_is_refused(origin, settings, tm
     assert not Chunk.objects.exists()
 
 
+@pytest.fixture
+def outside(tmp_path) -> Origin:
+    """A repository outside RAG_ROOT_BASE_DIRS (the origin fixture's base is tmp_path/remote)."""
+    repo = Origin(tmp_path / "outside")
+    repo.commit("secret", {"notes/private.md": "# Private\n\nThe vault opens with the heron code.\n"})
+    repo.push()
+    return repo
+
+
+def test_a_gitfile_inside_the_base_directories_cannot_lead_git_outside_them(origin, outside, tmp_path):
+    worktree = tmp_path / "remote" / "innocent"
+    worktree.mkdir()
+    (worktree / ".git").write_text(f"gitdir: {outside.bare}\n")
+    root = git_root(origin)
+    WorkspaceRoot.objects.filter(pk=root.pk).update(git_url=f"file://{worktree}")
+    job = run(root, trigger="admin")
+    assert job.status == JobStatus.FAILED and "must lie under RAG_ROOT_BASE_DIRS" in job.message, job.message
+    assert str(outside.bare) in job.message
+    assert not Chunk.objects.filter(path="notes/private.md").exists()
+
+
+def test_alternates_inside_the_base_directories_cannot_lead_git_outside_them(origin, outside, tmp_path):
+    borrowed = tmp_path / "remote" / "borrowed.git"
+    Origin._git(tmp_path, "init", "--quiet", "--bare", "-b", "main", str(borrowed))
+    (borrowed / "objects" / "info" / "alternates").write_text(f"{outside.bare / 'objects'}\n")
+    Origin._git(borrowed, "update-ref", "refs/heads/main", outside.git("rev-parse", "HEAD"))
+    root = git_root(origin)
+    WorkspaceRoot.objects.filter(pk=root.pk).update(git_url=f"file://{borrowed}")
+    job = run(root, trigger="admin")
+    assert job.status == JobStatus.FAILED and "must lie under RAG_ROOT_BASE_DIRS" in job.message, job.message
+    assert not Chunk.objects.filter(path="notes/private.md").exists()
+
+
+def test_a_percent_encoded_parent_in_a_file_url_cannot_leave_the_base_directories(origin, outside, tmp_path):
+    root = git_root(origin)
+    escape = f"file://{tmp_path}/remote/%2e%2e/outside/origin.git"
+    WorkspaceRoot.objects.filter(pk=root.pk).update(git_url=escape)
+    job = run(root, trigger="admin")
+    assert job.status == JobStatus.FAILED and "must lie under RAG_ROOT_BASE_DIRS" in job.message, job.message
+    assert not Chunk.objects.filter(path="notes/private.md").exists()
+
+
 PERMALINK = "https://git.example.org/org/repo/blob/{commit}/{path}#L{start}-L{end}"
 
 
