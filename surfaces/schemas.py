@@ -160,7 +160,9 @@ class ReindexOut(Schema):
 
 
 class HookOut(Schema):
-    job_id: int = Field(..., description="The fetch job queued (or the one already queued or running).")
+    job_id: int | None = Field(
+        ..., description="The fetch job queued (or the one already queued or running); null for a replay."
+    )
     status: str
 
 

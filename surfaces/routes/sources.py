@@ -9,7 +9,7 @@ from kernel.errors import Unauthenticated
 from retrieval.schemas import API_ERRORS, ErrorOut
 from sources import tasks
 from sources.config import embedding_config, webhook_key
-from sources.git_hooks import webhook_verified
+from sources.git_hooks import webhook_delivery_first, webhook_verified
 from sources.health import health_check
 from sources.models import WorkspaceRoot
 from surfaces.schemas import (
@@ -70,7 +70,7 @@ def root_reindex(request, root_id: int, payload: ReindexIn = Body(NO_REINDEX_BOD
 
 @router.post(
     "/roots/{root_id}/hook",
-    response={202: HookOut, 409: ErrorOut, **API_ERRORS},
+    response={202: HookOut, 200: HookOut, 409: ErrorOut, **API_ERRORS},
     auth=None,
     tags=["sources"],
 )
@@ -80,6 +80,7 @@ def root_hook(request, root_id: int):
     No API key: the request is verified with the root's webhook secret (set in the admin): GitHub's
     ``X-Hub-Signature-256: sha256=HMAC``, Gitea's ``X-Gitea-Signature: HMAC`` (hex HMAC-SHA256 of the body) or
     GitLab's ``X-Gitlab-Token: SECRET``. Unsigned, wrongly signed, or not a git root: 401, nothing queued.
+    A replay of a delivery (the same body, or the same delivery id, within a week): 200, status "replay", no job.
     Rate-limited per address like anonymous callers."""
     caller = identity_anonymous(address=request.META.get("REMOTE_ADDR", ""))
     rate_limit_check(bucket=f"hook:{caller.rate_bucket}", limit=caller.rate_limit)
@@ -89,6 +90,8 @@ def root_hook(request, root_id: int):
         root=root, headers=request.headers, body=request.body, secret_key=webhook_key()
     ):
         raise Unauthenticated("the webhook's signature or token is missing or does not match the root's secret")
+    if not webhook_delivery_first(root=root, headers=request.headers, body=request.body):
+        return Status(200, HookOut(job_id=None, status="replay"))
     job = tasks.root_push_request(root_id=root.pk)
     return Status(202, HookOut(job_id=job.pk, status=job.status))
 
