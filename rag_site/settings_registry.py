@@ -1502,6 +1502,13 @@ DECLARED: tuple[Setting, ...] = (
         ),
     ),
     StrSetting(
+        name="RAG_GIT_CREDENTIALS_HOST_DIR",
+        topic=COMPOSE,
+        default="./git-credentials",
+        doc="The host directory mounted read-only at `/data/git-credentials` (`RAG_GIT_CREDENTIALS_DIR` inside) in "
+        "web, worker and beat: the git credentials the operator binds, one `NAME.toml` each.",
+    ),
+    StrSetting(
         name="RAG_BACKUP_HOST_DIR",
         topic=COMPOSE,
         default="./backups",
