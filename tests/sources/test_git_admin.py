@@ -70,3 +70,19 @@ def test_the_root_list_shows_the_last_commit_and_the_last_fetch_error(admin_clie
     )
     listing = admin_client.get("/admin/sources/workspaceroot/").content.decode()
     assert "0123456789ab" in listing and "Last fetch failed: git fetch failed: could not resolve host" in listing
+
+
+def test_a_migrated_root_says_how_to_bind_its_credential_until_it_is_saved_with_a_bound_one(admin_client, var):
+    root = WorkspaceRoot.objects.create(
+        name="repo",
+        path=str(var / "git" / "repo"),
+        git_url="https://github.com/org/repo.git",
+        git_credential_legacy="the environment variable GITHUB_TOKEN",
+    )
+    page = admin_client.get(f"/admin/sources/workspaceroot/{root.pk}/change/").content.decode()
+    assert "The environment variable GITHUB_TOKEN is no longer accepted as a git credential" in page
+    form = root_form(var, path="", git_url=root.git_url, git_branch="main", git_credential="github-org")
+    response = admin_client.post(f"/admin/sources/workspaceroot/{root.pk}/change/", form)
+    assert response.status_code == 302, response.context["adminform"].form.errors
+    root.refresh_from_db()
+    assert root.git_credential == "github-org" and not root.git_credential_legacy
