@@ -24,7 +24,7 @@ from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 from kernel.errors import ApplicationError
-from sources import git
+from sources import git, git_local
 from sources.config import GitConfig
 
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
@@ -182,7 +182,7 @@ def git_remote_problems(*, url: str, credential: str, config: GitConfig) -> dict
     problems: dict[str, str] = {}
     if problem := git.url_problem(url, allow_http=config.allow_http):
         problems["git_url"] = problem
-    elif problem := git.local_url_problem(url, config.local_bases):
+    elif problem := git_local.local_url_problem(url, config.local_bases):
         problems["git_url"] = problem
     if not credential:
         return problems
