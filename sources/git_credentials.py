@@ -93,14 +93,14 @@ def url_endpoint(url: str) -> Endpoint | None:
 
 def credential_binding(*, name: str, directory: str) -> Binding:
     """The credential ``name`` bound in ``directory`` (RAG_GIT_CREDENTIALS_DIR), or an error saying what is wrong."""
-    if not directory:
-        raise ApplicationError(
-            f"no credential is bound on this server (RAG_GIT_CREDENTIALS_DIR is not set), so {name!r} is not one"
-        )
     if not NAME.fullmatch(name):
         raise ApplicationError(
             "a credential is named by its name in RAG_GIT_CREDENTIALS_DIR (letters, digits, . _ -), never a path, "
             "a variable or a token"
+        )
+    if not directory:
+        raise ApplicationError(
+            f"no credential is bound on this server (RAG_GIT_CREDENTIALS_DIR is not set), so {name!r} is not one"
         )
     path = Path(directory) / f"{name}.toml"
     try:
@@ -164,6 +164,8 @@ def binding_allows(binding: Binding, endpoint: Endpoint) -> bool:
     if (binding.hostname, port) != (endpoint.hostname, endpoint.port):
         return False
     prefix, segments = binding.path_prefix, endpoint.segments
+    if any(segment in (".", "..") for segment in segments):  # the server may resolve them out of the prefix
+        return False
     if not prefix:
         return True
     if len(segments) < len(prefix) or segments[: len(prefix) - 1] != prefix[:-1]:

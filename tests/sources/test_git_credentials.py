@@ -41,6 +41,7 @@ def bound(tmp_path) -> GitConfig:
         ("acme", "https://GitHub.com:443/acme/sub/repo.git", True),
         ("acme", "https://github.com/other/repo.git", False),
         ("acme", "https://github.com/acme-evil/repo.git", False),
+        ("acme", "https://github.com/acme/%2e%2e/other/repo.git", False),
         ("acme", "https://github.com:8443/acme/repo.git", False),
         ("acme", "https://github.com.evil.org/acme/repo.git", False),
         ("acme", "ssh://git@github.com/acme/repo.git", False),
