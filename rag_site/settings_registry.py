@@ -1142,8 +1142,9 @@ DECLARED: tuple[Setting, ...] = (
         default=60,
         minimum=0,
         doc=(
-            "Answers 401 or 403 per client address per minute under `/api/` and on `/mcp`; past it the "
-            "address gets 429 with `Retry-After` until the minute ends (0 = no limit)."
+            "Answers 401 or 403 per client address per minute under `/api/`, on `/mcp` and `/metrics`; past it "
+            "the address gets 429 with `Retry-After` until the minute ends, except on `/api/v1/health` (0 = no "
+            "limit)."
         ),
     ),
     IntSetting(
