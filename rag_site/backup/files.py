@@ -77,7 +77,7 @@ def tree_copy(source: Path, target: Path) -> list[str]:
     return sorted(copied)
 
 
-def private(directory: Path) -> None:
+def tree_private(directory: Path) -> None:
     """Owner only: directories 0700, files 0600 (pg_dump and the copies were written under the umask)."""
     directory.chmod(PRIVATE_DIR)
     for parent, dirnames, filenames in os.walk(directory):

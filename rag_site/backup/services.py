@@ -22,7 +22,7 @@ from pathlib import Path
 import psycopg
 
 from rag_site.backup.errors import BackupError
-from rag_site.backup.files import PRIVATE_DIR, documents_check, private, tree_copy
+from rag_site.backup.files import PRIVATE_DIR, documents_check, tree_copy, tree_private
 from rag_site.backup.manifest import (
     DUMP_NAME,
     Manifest,
@@ -62,7 +62,7 @@ def backup_create(
         if documents_dir and documents_dir.is_dir() and any(documents_dir.iterdir()):
             manifest.documents = tree_copy(documents_dir, partial / DOCUMENTS_NAME)
         manifest.write(partial)
-        private(partial)
+        tree_private(partial)
         if target.exists():
             target.rmdir()
         partial.rename(target)
