@@ -33,4 +33,4 @@ RUN DATABASE_URL=postgres://build@localhost/build SECRET_KEY=build-only python m
 USER app
 EXPOSE 8000
 # gthread: a slow client holds one of a worker's threads, not the whole worker.
-CMD ["gunicorn", "rag_site.wsgi", "--bind=0.0.0.0:8000", "--workers=3", "--worker-class=gthread", "--threads=4", "--timeout=120"]
+CMD ["gunicorn", "rag_site.wsgi", "--bind=0.0.0.0:8000", "--workers=3", "--worker-class=gthread", "--threads=4", "--timeout=120", "--config=python:rag_site.gunicorn_hooks"]

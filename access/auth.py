@@ -18,9 +18,10 @@ from kernel import logs
 from kernel.errors import Forbidden, Unauthenticated
 
 
-def _admitted(identity: Identity) -> Identity:
+def _admitted(identity: Identity, *, rate_limited: bool = True) -> Identity:
     logs.context_update(identity=identity.name)  # the request's later log records say who asked
-    rate_limit_check(bucket=identity.rate_bucket, limit=identity.rate_limit)
+    if rate_limited:
+        rate_limit_check(bucket=identity.rate_bucket, limit=identity.rate_limit)
     return identity
 
 
@@ -29,11 +30,13 @@ class ApiKeyAuth(HttpBearer):
 
     ``anyone_when_database_down``: a key that cannot be checked (the database
     is down) makes the caller anonymous instead of failing the request.
+    ``rate_limited``: False counts nothing against the key's rate limit (health).
     """
 
-    def __init__(self, *, anyone_when_database_down: bool = False) -> None:
+    def __init__(self, *, anyone_when_database_down: bool = False, rate_limited: bool = True) -> None:
         super().__init__()
         self.anyone_when_database_down = anyone_when_database_down
+        self.rate_limited = rate_limited
 
     def __call__(self, request: HttpRequest) -> Identity | None:
         header = request.headers.get("Authorization", "")
@@ -51,7 +54,7 @@ class ApiKeyAuth(HttpBearer):
             if not self.anyone_when_database_down:
                 raise
             return identity_anonymous()
-        return _admitted(identity_for_key(key))
+        return _admitted(identity_for_key(key), rate_limited=self.rate_limited)
 
 
 class SessionAuth(APIKeyCookie):
@@ -59,11 +62,12 @@ class SessionAuth(APIKeyCookie):
 
     param_name = settings.SESSION_COOKIE_NAME
 
-    def __init__(self, *, anyone_when_database_down: bool = False) -> None:
+    def __init__(self, *, anyone_when_database_down: bool = False, rate_limited: bool = True) -> None:
         # CSRF is checked below, and only for signed-in users: an anonymous
         # request must fall through to the next auth, not fail here.
         super().__init__(csrf=False)
         self.anyone_when_database_down = anyone_when_database_down
+        self.rate_limited = rate_limited
 
     def authenticate(self, request: HttpRequest, key: str | None) -> Identity | None:
         user = getattr(request, "user", None)
@@ -77,7 +81,7 @@ class SessionAuth(APIKeyCookie):
             return None
         if check_csrf(request) is not None:
             raise Forbidden("CSRF check failed: a signed-in request that changes state needs the X-CSRFToken header")
-        return _admitted(identity_for_user(user))
+        return _admitted(identity_for_user(user), rate_limited=self.rate_limited)
 
 
 class AnonymousAuth:
@@ -103,8 +107,13 @@ class AnyoneAuth:
 # Reading endpoints: any caller the settings admit. Managing endpoints: a key or a session, then `manage_required`.
 READ_AUTH = [ApiKeyAuth(), SessionAuth(), AnonymousAuth()]
 MANAGE_AUTH = [ApiKeyAuth(), SessionAuth()]
-# Health: every caller gets an answer; a bad key still gets 401; the manage permission adds the details.
-HEALTH_AUTH = [ApiKeyAuth(anyone_when_database_down=True), SessionAuth(anyone_when_database_down=True), AnyoneAuth()]
+# Health: every caller gets an answer, never a 429 (a load balancer would take the node out of rotation); a bad key
+# still gets 401 (access/refusals.py counts it); the manage permission adds the details.
+HEALTH_AUTH = [
+    ApiKeyAuth(anyone_when_database_down=True, rate_limited=False),
+    SessionAuth(anyone_when_database_down=True, rate_limited=False),
+    AnyoneAuth(),
+]
 
 
 def manage_required(request: HttpRequest) -> Identity:

@@ -1,4 +1,4 @@
-"""Refused callers are rate-limited by address: 401s and 403s under /api/ and on /mcp.
+"""Refused callers are rate-limited by address: 401s and 403s under /api/, on /mcp and on /metrics.
 
 Every 401 (no key, a bad, unknown, revoked or expired key) and 403 (a
 forbidden widening of the scope, a missing permission, a foreign Origin)
@@ -12,6 +12,11 @@ Counted here, by the answer's status, so a refusal counts whichever layer
 made it (ninja's auth classes, the scope rule, /mcp's own checks). A tool
 call refused inside a JSON-RPC result (HTTP 200) is an answer, not a
 refusal of the caller, and does not count.
+
+``/metrics`` counts too: its token is the operator's choice, not 192 random
+bits, so guesses must not go on without limit. ``/api/v1/health`` is never
+answered 429 (a load balancer would take the node out of rotation for what
+one address did); a bad key sent to it still counts against the address.
 
 With Redis down the limit is not applied, as the request rate limit is not
 (access/ratelimit.py): a key has 192 random bits, so this limit is about
@@ -35,6 +40,9 @@ log = logging.getLogger(__name__)
 
 REFUSED = frozenset({401, 403})
 MCP_PATHS = frozenset({"/mcp", "/mcp/"})
+METRICS_PATH = "/metrics"
+# Load balancers' probe (surfaces/routes/sources.py): answered whatever the address did.
+HEALTH_PATH = "/api/v1/health"
 # JSON-RPC leaves -32000..-32099 to the server; this one reads as "429".
 JSONRPC_TOO_MANY = -32029
 
@@ -47,17 +55,18 @@ class RefusalLimitMiddleware:
         path = request.path_info
         on_mcp = path in MCP_PATHS
         limit = settings.RAG_AUTH_FAILURES_PER_MINUTE
-        if limit <= 0 or not (on_mcp or path.startswith("/api/")):
+        if limit <= 0 or not (on_mcp or path.startswith("/api/") or path == METRICS_PATH):
             return self.get_response(request)
         bucket = f"refused:{request.META.get('REMOTE_ADDR', '')}"
-        try:
-            rate_limit_peek(
-                bucket=bucket,
-                limit=limit,
-                message=f"too many refused requests from your address ({limit} answers 401 or 403 per minute)",
-            )
-        except Cooldown as exc:
-            return _jsonrpc_too_many(request, exc) if on_mcp else _too_many(exc)
+        if path.rstrip("/") != HEALTH_PATH:
+            try:
+                rate_limit_peek(
+                    bucket=bucket,
+                    limit=limit,
+                    message=f"too many refused requests from your address ({limit} answers 401 or 403 per minute)",
+                )
+            except Cooldown as exc:
+                return _jsonrpc_too_many(request, exc) if on_mcp else _too_many(exc)
         response = self.get_response(request)
         if response.status_code in REFUSED:
             try:

@@ -1,17 +1,22 @@
 """Which Celery queue each piece of work goes to: the one table, and the one rule for index jobs.
 
 Two queues, each with its own worker process (`make run` and compose start
-both): ``interactive`` for what a person waits for (a skill, tool, document
-or memory saved, a job that touches a few given paths, the recovery sweep) and
-``bulk`` for what takes minutes (a root's full walk, forced rebuilds, model
-swaps, the periodic re-verify of every skill). A save never waits behind a
-big job, and a big job never starves for a stream of saves.
+both): ``interactive`` for what a person waits for (a skill, tool or memory
+saved, a job that touches a few given text files, the recovery sweep) and
+``bulk`` for what takes long (a root's full walk, forced rebuilds, model
+swaps, the periodic re-verify of every skill, and anything that runs the
+extraction stage: an uploaded document, a job for a few paths among which a
+PDF or Office file). A save never waits behind a big job or behind one
+hostile PDF (up to RAG_EXTRACT_TIMEOUT_SECONDS of extraction), and a big job
+never starves for a stream of saves.
 
 Nothing here imports Django or Celery: the settings build CELERY_TASK_ROUTES
 from ``TASK_QUEUES`` before the apps load (rag_site/settings/runtime.py).
 """
 
 from typing import TYPE_CHECKING
+
+from sources.extract import extractor_for
 
 if TYPE_CHECKING:
     from sources.models import IndexJob
@@ -25,7 +30,9 @@ QUEUES = (INTERACTIVE, BULK)
 TASK_QUEUES: dict[str, str] = {
     "sources.tasks.skill_index_task": INTERACTIVE,
     "sources.tasks.tool_index_task": INTERACTIVE,
-    "sources.tasks.document_index_task": INTERACTIVE,
+    # An upload is extracted in a sandbox for up to RAG_EXTRACT_TIMEOUT_SECONDS: one hostile PDF held the single
+    # interactive worker for the full 60 s, and a memory written a second later waited as long.
+    "sources.tasks.document_index_task": BULK,
     # A bot that remembers something recalls it in its next turn: seconds, never behind a bulk job.
     "sources.tasks.memory_index_task": INTERACTIVE,
     # The sweep and the scheduled re-verify only look at rows and queue work: quick, and the sweep must run
@@ -57,6 +64,14 @@ def job_targeted(job: "IndexJob") -> bool:
     return bool(job.paths)
 
 
+def job_extracts(job: "IndexJob") -> bool:
+    """Whether a targeted job names a document the extraction stage reads (PDF, Office, CSV, HTML)."""
+    return any(extractor_for(path) for path in job.paths or ())
+
+
 def job_queue(job: "IndexJob") -> str:
-    """The queue of an index job: a targeted job or a git fetch is interactive; a full walk (forced or not) is bulk."""
-    return INTERACTIVE if job_targeted(job) or job.trigger in GIT_FETCH_TRIGGERS else BULK
+    """The queue of an index job: a targeted job or a git fetch is interactive; a full walk (forced or not), or a
+    targeted job with a document to extract, is bulk."""
+    if job_targeted(job):
+        return BULK if job_extracts(job) else INTERACTIVE
+    return INTERACTIVE if job.trigger in GIT_FETCH_TRIGGERS else BULK

@@ -103,8 +103,8 @@ def root_index_task(self, job_id: int) -> str | None:
     arrived_on = (self.request.delivery_info or {}).get("routing_key")
     job = IndexJob.objects.filter(pk=job_id, status=JobStatus.QUEUED).first()
     if job is not None and arrived_on and arrived_on != job_queue(job):
-        # Sent as a targeted job, then widened to the whole root while it waited (jobs.root_job_request): a full
-        # walk belongs on the bulk worker, where it cannot hold up saves.
+        # Sent as a targeted job, then widened to the whole root (or given a document to extract) while it waited
+        # (jobs.root_job_request): that belongs on the bulk worker, where it cannot hold up saves.
         if reason := _send("indexjob", job_id):
             queueing.queued_note(IndexJob, job_id, reason)
         return None

@@ -85,6 +85,25 @@ def broker_outage():
         testing.BROKER.start()
 
 
+@contextlib.contextmanager
+def broker_frozen():
+    """Freeze the suite's real Valkey (SIGSTOP) and thaw it (SIGCONT) on leaving.
+
+    Unlike an outage, connections are still accepted (the kernel answers the
+    handshake) but no command is ever answered: a hung broker, not a gone one.
+    """
+    import signal
+
+    from rag_site import testing
+
+    pid = testing.BROKER.server._process.pid
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        os.kill(pid, signal.SIGCONT)
+
+
 @pytest.fixture(scope="module")
 def celery_worker(django_db_setup, django_db_blocker):
     with running_worker() as process:

@@ -1,10 +1,13 @@
 """Back up a database into a directory (dump + manifest), restore one, keep the newest few.
 
 A backup is written under a temporary name and renamed when whole, so a
-half-written one never looks like a backup. A restore runs in one
-transaction (pg_restore's script relayed into psql, committed only when it
-was read whole): the old contents are dropped and the dump loaded together,
-so a restore that fails leaves the database as it was.
+half-written one never looks like a backup. It is readable by its owner
+alone (directories 0700, files 0600, whatever the umask): the dump holds
+every key's hash, every account's password hash and every source. Sessions
+are left out of it, so a copy of a backup signs nobody in. A restore runs in
+one transaction (pg_restore's script relayed into psql, committed only when
+it was read whole): the old contents are dropped and the dump loaded
+together, so a restore that fails leaves the database as it was.
 """
 
 import logging
@@ -19,6 +22,7 @@ from pathlib import Path
 import psycopg
 
 from rag_site.backup.errors import BackupError
+from rag_site.backup.files import PRIVATE_DIR, documents_check, tree_copy, tree_private
 from rag_site.backup.manifest import (
     DUMP_NAME,
     Manifest,
@@ -37,6 +41,9 @@ DOCUMENTS_NAME = "documents"
 # A restore drops the schema: with the web or a worker still connected it would wait behind their locks
 # forever; after this long it gives up and says why instead.
 LOCK_TIMEOUT = "10s"
+# django.contrib.sessions' table: a session key is as good as its owner's password until it expires. Its rows are
+# left out of every dump (the table itself is kept, empty), and emptied by a restore, for backups made before.
+SESSIONS_TABLE = "django_session"
 
 
 def backup_create(
@@ -50,13 +57,12 @@ def backup_create(
     shutil.rmtree(partial, ignore_errors=True)
     partial.mkdir(parents=True)
     try:
+        partial.chmod(PRIVATE_DIR)  # first: nothing written inside is reachable by others, whatever its own mode
         manifest = _dump(partial, database=database, pg_dump=pg_dump)
         if documents_dir and documents_dir.is_dir() and any(documents_dir.iterdir()):
-            shutil.copytree(documents_dir, partial / DOCUMENTS_NAME)
-            manifest.documents = sorted(
-                str(p.relative_to(documents_dir)) for p in documents_dir.rglob("*") if p.is_file()
-            )
+            manifest.documents = tree_copy(documents_dir, partial / DOCUMENTS_NAME)
         manifest.write(partial)
+        tree_private(partial)
         if target.exists():
             target.rmdir()
         partial.rename(target)
@@ -84,7 +90,16 @@ def _dump(directory: Path, *, database: Database, pg_dump: str) -> Manifest:
                 counts=table_counts(cursor),
             )
             dump = directory / DUMP_NAME
-            _run([pg_dump, "--format=custom", f"--snapshot={snapshot}", f"--file={dump}"], database=database)
+            _run(
+                [
+                    pg_dump,
+                    "--format=custom",
+                    f"--snapshot={snapshot}",
+                    f"--exclude-table-data={SESSIONS_TABLE}",
+                    f"--file={dump}",
+                ],
+                database=database,
+            )
     manifest.dump_sha256 = file_sha256(dump)
     manifest.dump_bytes = dump.stat().st_size
     return manifest
@@ -127,7 +142,7 @@ def backup_restore(
             f"the backup was restored, but its counts {counts} differ from the manifest's {manifest.counts}"
         )
     if documents_dir and (source / DOCUMENTS_NAME).is_dir():
-        shutil.copytree(source / DOCUMENTS_NAME, documents_dir, dirs_exist_ok=True)
+        tree_copy(source / DOCUMENTS_NAME, documents_dir)
     applied = {(app, name) for app, names in manifest.migrations.items() for name in names}
     pending = sorted(
         f"{app}.{name}" for app, names in known_migrations.items() for name in names if (app, name) not in applied
@@ -141,6 +156,7 @@ def backup_verify(*, source: Path, known_migrations: dict[str, set[str]]) -> Man
     dump = source / DUMP_NAME
     if not dump.is_file():
         raise BackupError(f"{source} has a manifest but no {DUMP_NAME}")
+    documents_check(source / DOCUMENTS_NAME)
     if file_sha256(dump) != manifest.dump_sha256:
         raise BackupError(
             f"{dump} does not match the checksum in its manifest: the file is damaged or was changed; nothing was "
@@ -194,7 +210,11 @@ def _load(dump: Path, *, database: Database, pg_restore: str, psql: str, lock_ti
             while block := restore.stdout.read(1 << 20):
                 load.stdin.write(block)
             if restore.wait() == 0:
-                load.stdin.write(b"COMMIT;\n")
+                # A backup made before sessions were left out still carries them: nobody is signed in by one.
+                load.stdin.write(
+                    f"DO $$ BEGIN IF to_regclass('public.{SESSIONS_TABLE}') IS NOT NULL THEN "
+                    f"TRUNCATE public.{SESSIONS_TABLE}; END IF; END $$;\nCOMMIT;\n".encode()
+                )
             load.stdin.close()
         except BrokenPipeError:
             psql_stopped = True  # at an error: its log says which
@@ -231,7 +251,7 @@ def backup_scheduled(
     *, directory: Path, keep: int, database: Database, bin_dir: str = "", documents_dir: Path | None = None
 ) -> Path:
     """One scheduled backup, named by its UTC time so names sort by age; then the oldest beyond ``keep`` go."""
-    directory.mkdir(parents=True, exist_ok=True)
+    directory.mkdir(mode=PRIVATE_DIR, parents=True, exist_ok=True)
     target = directory / f"{SCHEDULED_PREFIX}{datetime.now(UTC):%Y%m%dT%H%M%SZ}"
     backup_create(target=target, database=database, bin_dir=bin_dir, documents_dir=documents_dir)
     backups_prune(directory=directory, keep=keep)

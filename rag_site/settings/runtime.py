@@ -18,7 +18,23 @@ CELERY_TASK_SOFT_TIME_LIMIT = CELERY_TASK_TIME_LIMIT - 5
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
-CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": CELERY_TASK_TIME_LIMIT * 2}
+# A request that queues work (a save, a memory) publishes to the broker on its own thread: a broker that accepts
+# connections but never answers (frozen, a half-open link) held a memory write for as long as it stayed so (30 s
+# with Valkey stopped by SIGSTOP, and searches waited for the threads). kombu's default is no socket timeout at all.
+# A local broker answers a publish in well under a millisecond; after BROKER_TIMEOUT_SECONDS it is taken as away,
+# and the send is recorded as waiting for the broker (sources/queueing.py) instead. Workers consume through the
+# event loop, where this timeout does not apply to BRPOP (kombu's health check drops a stale one).
+BROKER_TIMEOUT_SECONDS = 1.0
+CELERY_BROKER_TRANSPORT_OPTIONS = {
+    "visibility_timeout": CELERY_TASK_TIME_LIMIT * 2,
+    "socket_timeout": BROKER_TIMEOUT_SECONDS,
+    "socket_connect_timeout": BROKER_TIMEOUT_SECONDS,
+    "socket_keepalive": True,
+}
+# One retry, at once (a connection gone stale across a broker restart reconnects), not Celery's default three:
+# each attempt against a frozen broker costs a timeout or more (a new connection's handshake waits too), so a
+# failing publish gives up after about three timeouts, and the recovery sweep sends it again later.
+CELERY_TASK_PUBLISH_RETRY_POLICY = {"max_retries": 1, "interval_start": 0, "interval_step": 0.2, "interval_max": 0.2}
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_TASK_IGNORE_RESULT = True
 # Two queues, each with its own worker, so a save never waits behind a full index job (sources/queues.py

@@ -1,6 +1,10 @@
 """Backup and restore (rag_site/backup/): a restored database answers searches exactly like the one backed up."""
 
 import json
+import os
+import shutil
+import stat
+import subprocess
 from pathlib import Path
 
 import psycopg
@@ -12,7 +16,7 @@ from django.test import Client
 from access.keys import api_key_create
 from rag_site.backup.config import code_migrations
 from rag_site.backup.errors import BackupError
-from rag_site.backup.manifest import DUMP_NAME, MANIFEST_NAME, Manifest
+from rag_site.backup.manifest import DUMP_NAME, MANIFEST_NAME, Manifest, file_sha256
 from rag_site.backup.pgtools import Database, tool_path
 from rag_site.backup.services import backup_create, backup_restore
 from retrieval.search import Mode, chunks_search
@@ -200,3 +204,105 @@ def test_the_scheduled_backup_does_nothing_when_off(tmp_path, settings):
 
     settings.RAG_BACKUP_DIR, settings.RAG_BACKUP_HOURS = tmp_path, 0
     assert backup_scheduled_task() is None and not any(tmp_path.iterdir())
+
+
+def documents_make(directory: Path) -> Path:
+    (directory / "ab").mkdir(parents=True)
+    (directory / "ab" / "report.pdf").write_bytes(b"%PDF-1.4 not really")
+    return directory
+
+
+def session_rows(database: Database) -> int:
+    with psycopg.connect(database.conninfo()) as conn:
+        row = conn.execute("SELECT count(*) FROM django_session").fetchone()
+    assert row is not None
+    return row[0]
+
+
+def signed_in_admin() -> Client:
+    from django.contrib.auth import get_user_model
+
+    admin = Client()
+    admin.force_login(get_user_model().objects.create_superuser("backup-admin", password="not-used-elsewhere-7"))
+    assert admin.get("/admin/").status_code == 200
+    return admin
+
+
+def test_a_backup_is_readable_by_its_owner_only_whatever_the_umask(tmp_path):
+    documents = documents_make(tmp_path / "documents")
+    previous = os.umask(0o022)
+    try:
+        backup_create(target=tmp_path / "backup", database=this_database(), documents_dir=documents)
+    finally:
+        os.umask(previous)
+    entries = [tmp_path / "backup", *(tmp_path / "backup").rglob("*")]
+    assert {p.name for p in entries} >= {"backup", DUMP_NAME, MANIFEST_NAME, "documents", "ab", "report.pdf"}
+    modes = {str(p.relative_to(tmp_path)): stat.S_IMODE(p.lstat().st_mode) for p in entries}
+    assert modes == {name: 0o700 if (tmp_path / name).is_dir() else 0o600 for name in modes}
+
+
+def test_the_scheduled_backups_directory_is_created_owner_only(tmp_path, settings):
+    from rag_site.tasks import backup_scheduled_task
+
+    settings.RAG_BACKUP_DIR, settings.RAG_BACKUP_HOURS, settings.RAG_BACKUP_KEEP = tmp_path / "backups", 1, 2
+    written = Path(backup_scheduled_task())
+    assert stat.S_IMODE((tmp_path / "backups").stat().st_mode) == 0o700
+    assert stat.S_IMODE(written.stat().st_mode) == 0o700
+
+
+def test_a_backup_carries_no_session_that_could_sign_anyone_in(tmp_path, other_database):
+    admin = signed_in_admin()
+    assert session_rows(this_database()) >= 1
+    backup_create(target=tmp_path / "backup", database=this_database())
+    backup_restore(source=tmp_path / "backup", database=other_database, known_migrations=code_migrations())
+    assert session_rows(other_database) == 0
+    previous = pointed_at(other_database.name)
+    try:
+        # The cookie of a session that existed when the backup was made opens nothing in the restored database.
+        assert admin.get("/admin/").status_code == 302
+    finally:
+        pointed_at(previous)
+
+
+def test_a_restore_empties_the_sessions_an_older_backup_carries(tmp_path, other_database):
+    signed_in_admin()
+    backup_create(target=tmp_path / "backup", database=this_database())
+    # What rag_backup wrote before sessions were left out: the whole database, sessions included.
+    dump = tmp_path / "backup" / DUMP_NAME
+    dump.unlink()
+    pg_dump = tool_path("pg_dump", bin_dir="")
+    subprocess.run(
+        [pg_dump, "--format=custom", f"--file={dump}"], env={**os.environ, **this_database().env()}, check=True
+    )
+    manifest = json.loads((tmp_path / "backup" / MANIFEST_NAME).read_text())
+    manifest["dump_sha256"] = file_sha256(dump)
+    (tmp_path / "backup" / MANIFEST_NAME).write_text(json.dumps(manifest))
+
+    backup_restore(source=tmp_path / "backup", database=other_database, known_migrations=code_migrations())
+    assert session_rows(other_database) == 0
+
+
+@pytest.mark.parametrize("link", ["documents/ab/passwd", "documents/etc", "documents"])
+def test_a_restore_refuses_a_backup_with_a_symbolic_link_among_its_documents(tmp_path, other_database, link):
+    backup_create(
+        target=tmp_path / "backup", database=this_database(), documents_dir=documents_make(tmp_path / "documents")
+    )
+    secrets_dir = tmp_path / "elsewhere"
+    secrets_dir.mkdir()
+    (secrets_dir / "passwd").write_text("root:x:0:0\n")
+    tampered = tmp_path / "backup" / link
+    if tampered.exists():
+        shutil.rmtree(tampered)
+    tampered.symlink_to(secrets_dir / "passwd" if link.endswith("passwd") else secrets_dir)
+    restored_documents = tmp_path / "restored-documents"
+
+    with pytest.raises(BackupError, match=r"is a symbolic link: .* altered; nothing was restored"):
+        backup_restore(
+            source=tmp_path / "backup",
+            database=other_database,
+            known_migrations=code_migrations(),
+            documents_dir=restored_documents,
+        )
+    assert not restored_documents.exists()
+    with psycopg.connect(other_database.conninfo()) as conn:
+        assert conn.execute("SELECT to_regclass('django_session')").fetchone() == (None,)  # no database restored

@@ -132,3 +132,53 @@ def test_bad_keys_still_get_401_while_redis_is_down(settings):
     with broker_outage():
         codes = {search(address=address, key=random_key()).status_code for _ in range(3)}
     assert codes == {401}
+
+
+def health(*, address: str, key: str | None = None):
+    headers = {"Authorization": f"Bearer {key}"} if key else {}
+    return Client().get("/api/v1/health", headers=headers, REMOTE_ADDR=address)
+
+
+def test_health_answers_an_address_that_is_locked_out(settings):
+    """A load balancer behind the same address as a guesser must not see the node as down (issue 39)."""
+    settings.RAG_AUTH_FAILURES_PER_MINUTE = 3
+    settings.RAG_RATE_LIMIT_PER_MINUTE = 0
+    _, raw = api_key_create(name="monitor", can_manage=True)
+    address = next(_addresses)
+    for _ in range(3):
+        search(address=address, key=random_key())
+    assert search(address=address, key=raw).status_code == 429  # locked out
+    assert health(address=address).status_code == 200
+    assert health(address=address, key=raw).status_code == 200
+    assert health(address=address, key=random_key()).status_code == 401  # still refused, not 429
+
+
+def test_a_bad_key_sent_to_health_counts_against_the_address(settings):
+    settings.RAG_AUTH_FAILURES_PER_MINUTE = 3
+    address = next(_addresses)
+    assert {health(address=address, key=random_key()).status_code for _ in range(3)} == {401}
+    assert search(address=address, key=random_key()).status_code == 429
+
+
+def test_health_is_not_counted_against_a_keys_rate_limit(settings):
+    _, raw = api_key_create(name="polled", can_manage=True, rate_limit_per_minute=1)
+    address = next(_addresses)
+    assert [health(address=address, key=raw).status_code for _ in range(3)] == [200] * 3
+    assert search(address=address, key=raw).status_code == 200
+    assert search(address=address, key=raw).status_code == 429  # the key's limit holds everywhere else
+
+
+def test_bad_metrics_tokens_from_one_address_get_429(settings):
+    """The metrics token is the operator's choice, not 192 random bits: guessing it is limited like a key."""
+    settings.RAG_METRICS_TOKEN = "metrics-token-of-the-test"
+    settings.RAG_AUTH_FAILURES_PER_MINUTE = 5
+    address, other = next(_addresses), next(_addresses)
+
+    def scrape(token: str, address: str):
+        return Client().get("/metrics", headers={"Authorization": f"Bearer {token}"}, REMOTE_ADDR=address)
+
+    codes = [scrape(f"guess-{n}", address).status_code for n in range(7)]
+    assert codes == [401] * 5 + [429] * 2, codes
+    refused = scrape(settings.RAG_METRICS_TOKEN, address)  # the right token waits too, or guessing goes on behind it
+    assert refused.status_code == 429 and int(refused["Retry-After"]) >= 1
+    assert scrape(settings.RAG_METRICS_TOKEN, other).status_code == 200

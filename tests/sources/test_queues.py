@@ -6,11 +6,13 @@ import json
 import psycopg
 import pytest
 from django.conf import settings
+from django.core.files.uploadedfile import SimpleUploadedFile
 from django.db import connection
 
 from kernel.heartbeats import queue_lengths
 from sources import jobs, queues, tasks
-from sources.models import IndexJob, JobStatus, Skill, WorkspaceRoot
+from sources.models import IndexJob, JobStatus, Memory, Skill, UploadedDocument, WorkspaceRoot
+from tests import documents
 from tests.conftest import api_client, running_worker, wait_for
 from tests.tree import tree_make
 
@@ -30,10 +32,21 @@ def test_every_task_has_its_queue_in_the_one_table_and_unknown_work_is_bulk():
 
 
 @pytest.mark.unit
+def test_an_upload_is_extracted_on_the_bulk_queue_and_a_memory_is_saved_on_the_interactive_one():
+    """One hostile PDF held the interactive worker for the whole extraction limit (issue 39, item 6)."""
+    assert settings.CELERY_TASK_ROUTES["sources.tasks.document_index_task"] == {"queue": queues.BULK}
+    assert settings.CELERY_TASK_ROUTES["sources.tasks.memory_index_task"] == {"queue": queues.INTERACTIVE}
+    assert settings.CELERY_TASK_ROUTES["sources.tasks.tool_index_task"] == {"queue": queues.INTERACTIVE}
+
+
+@pytest.mark.unit
 def test_a_full_walk_is_bulk_and_a_job_for_given_paths_is_interactive():
     assert queues.job_queue(IndexJob(force=False)) == queues.BULK
     assert queues.job_queue(IndexJob(force=True)) == queues.BULK
     assert queues.job_queue(IndexJob(paths=["docs/a.md"])) == queues.INTERACTIVE
+    # A watched PDF or Office file runs the extraction stage: bulk, like an upload.
+    assert queues.job_queue(IndexJob(paths=["docs/a.md", "docs/Report.PDF"])) == queues.BULK
+    assert queues.job_queue(IndexJob(paths=["sheet.xlsx"], trigger="push")) == queues.BULK
     # A git root's fetch (webhook push or schedule) starts interactive; a rebuild it finds is handed to bulk.
     assert queues.job_queue(IndexJob(trigger="push")) == queues.INTERACTIVE
     assert queues.job_queue(IndexJob(trigger="git-rebuild")) == queues.BULK
@@ -127,6 +140,21 @@ def test_messages_land_on_the_queue_the_table_names(tmp_path, settings):
     assert after["bulk"] - before["bulk"] == 2
 
 
+@pytest.mark.django_db(transaction=True)
+def test_an_uploads_message_lands_on_the_bulk_queue_and_a_memorys_on_the_interactive_one(manage_client):
+    before = broker_lengths()
+    uploaded = manage_client.post(
+        "/api/v1/documents", data={"file": [SimpleUploadedFile("report.pdf", documents.report_pdf())]}
+    )
+    assert uploaded.status_code == 201, uploaded.content
+    after_upload = broker_lengths()
+    assert (after_upload["bulk"] - before["bulk"], after_upload["interactive"] - before["interactive"]) == (1, 0)
+    remembered = manage_client.post("/api/v1/memories", {"text": "The kiln runs at night."}, "application/json")
+    assert remembered.status_code == 201, remembered.content
+    after = broker_lengths()
+    assert (after["bulk"] - after_upload["bulk"], after["interactive"] - after_upload["interactive"]) == (0, 1)
+
+
 @contextlib.contextmanager
 def row_held(job_id: int):
     """Hold the job's row locked from another session: its worker blocks at its next progress update.
@@ -181,3 +209,24 @@ def test_a_skill_saved_while_a_bulk_job_runs_is_searchable_before_that_job_ends(
         )
     assert done.status == JobStatus.SUCCEEDED, done.message
     assert done.files_total == 300
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.worker
+@pytest.mark.slow
+def test_a_memory_written_after_an_upload_is_indexed_without_waiting_for_its_extraction(manage_client):
+    """The interactive worker alone: the memory is its work, the upload's extraction is not (issue 39, item 6)."""
+    with running_worker("interactive-only", queues=queues.INTERACTIVE):
+        uploaded = manage_client.post(
+            "/api/v1/documents", data={"file": [SimpleUploadedFile("report.pdf", documents.report_pdf())]}
+        )
+        assert uploaded.status_code == 201, uploaded.content
+        remembered = manage_client.post("/api/v1/memories", {"text": "The kiln runs at night."}, "application/json")
+        memory_id = remembered.json()["id"]
+        wait_for(
+            lambda: Memory.objects.get(pk=memory_id).index_status in ("indexed", "failed"),
+            what="the memory to be indexed",
+        )
+        assert Memory.objects.get(pk=memory_id).index_status == "indexed"
+        # Still waiting for the bulk worker: it never held up the memory, whatever a hostile PDF would cost.
+        assert UploadedDocument.objects.get(name="report.pdf").index_status == "queued"
