@@ -26,7 +26,8 @@ class ApiKey(Scoped):
     can_manage = models.BooleanField(
         "manage permission",
         default=False,
-        help_text="May list roots and index jobs and start re-index jobs (sees server paths).",
+        help_text="May list roots and index jobs and start re-index jobs (sees server paths), upload, list and "
+        "delete documents of any scope, read health details, and write shared memories (no bot, client or channel).",
     )
     rate_limit_per_minute = models.PositiveIntegerField(
         null=True,
