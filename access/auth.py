@@ -14,6 +14,7 @@ from ninja.utils import check_csrf
 from access.identity import Identity, identity_anonymous, identity_for_key, identity_for_user
 from access.keys import api_key_authenticate
 from access.ratelimit import rate_limit_check
+from access.rights import Right
 from kernel import logs
 from kernel.errors import Forbidden, Unauthenticated
 
@@ -104,11 +105,11 @@ class AnyoneAuth:
         return identity_anonymous(address=request.META.get("REMOTE_ADDR", ""))
 
 
-# Reading endpoints: any caller the settings admit. Managing endpoints: a key or a session, then `manage_required`.
+# Reading endpoints: any caller the settings admit. Managing endpoints: a key or a session, then the right they need.
 READ_AUTH = [ApiKeyAuth(), SessionAuth(), AnonymousAuth()]
 MANAGE_AUTH = [ApiKeyAuth(), SessionAuth()]
 # Health: every caller gets an answer, never a 429 (a load balancer would take the node out of rotation); a bad key
-# still gets 401 (access/refusals.py counts it); the manage permission adds the details.
+# still gets 401 (access/refusals.py counts it); Right.VIEW_HEALTH_DETAILS adds the details.
 HEALTH_AUTH = [
     ApiKeyAuth(anyone_when_database_down=True, rate_limited=False),
     SessionAuth(anyone_when_database_down=True, rate_limited=False),
@@ -116,10 +117,8 @@ HEALTH_AUTH = [
 ]
 
 
-def manage_required(request: HttpRequest) -> Identity:
+def manage_required(request: HttpRequest, right: Right) -> Identity:
+    """The caller, if it holds ``right`` (access.rights); else 403 naming the missing permission."""
     identity: Identity = request.auth  # type: ignore[attr-defined]  # set by ninja's auth classes above
-    if not identity.can_manage:
-        raise Forbidden(
-            f"{identity.name} lacks the manage permission (an API key created with --manage, or a staff account)"
-        )
+    identity.require(right)
     return identity

@@ -9,11 +9,13 @@ gets its SQL filter from ``scope_for``.
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from django.conf import settings
 from django.db.models import Q
 
 from access.models import AccessGrant, ApiKey
+from access.rights import Right, right_refused, rights_for_key, rights_for_user
 from access.scope import Scope
 from kernel.errors import Forbidden
 from sources.models import words
@@ -28,7 +30,7 @@ class Identity:
     bot_ids: frozenset[str] | None = frozenset()
     client_ids: frozenset[str] | None = frozenset()
     channels: frozenset[str] | None = frozenset()
-    can_manage: bool = False
+    rights: frozenset[Right] = frozenset()  # what it may manage (access.rights), within its scope
     rate_bucket: str = ""  # the rate limit's counter
     rate_limit: int = 0  # requests per minute; 0 = none
     key_id: int | None = None  # the API key's row: what a memory it writes records as its author
@@ -36,6 +38,14 @@ class Identity:
     @property
     def is_anonymous(self) -> bool:
         return self.kind == "anonymous"
+
+    def may(self, right: Right) -> bool:
+        return right in self.rights
+
+    def require(self, right: Right) -> None:
+        """Forbidden, naming the missing permission, unless the identity holds ``right``."""
+        if right not in self.rights:
+            raise right_refused(name=self.name, kind=self.kind, right=right)
 
 
 def identity_anonymous(*, address: str = "") -> Identity:
@@ -55,7 +65,7 @@ def identity_for_key(key: ApiKey) -> Identity:
         bot_ids=frozenset([key.bot_id] if key.bot_id else []),
         client_ids=frozenset([key.client_id] if key.client_id else []),
         channels=frozenset(words(key.channels)),
-        can_manage=key.can_manage,
+        rights=rights_for_key(can_manage=key.can_manage),
         rate_bucket=f"key:{key.pk}",
         rate_limit=limit,
         key_id=key.pk,
@@ -65,13 +75,14 @@ def identity_for_key(key: ApiKey) -> Identity:
 def identity_for_user(user) -> Identity:
     """A signed-in person: shared sources plus what their account and groups are granted.
 
-    Superusers see everything; staff may manage (re-index, jobs, roots).
+    Superusers see everything. What a person may manage is what the admin lets them do (``access.rights``):
+    staff status alone gives nothing.
     """
     name = f"user {user.get_username()}"
-    common = {
+    common: dict[str, Any] = {
         "kind": "user",
         "name": name,
-        "can_manage": user.is_staff or user.is_superuser,
+        "rights": rights_for_user(user),
         "rate_bucket": f"user:{user.pk}",
         "rate_limit": settings.RAG_RATE_LIMIT_PER_MINUTE,
     }

@@ -4,9 +4,12 @@ Reading a memory is reading any source (``scope_for``). Writing is
 narrower: a memory must be invisible to anyone the caller could not reach
 itself, so a key for bot alpha never writes a shared memory (every bot would
 read it) nor one for bot beta, and a key limited to channel ops never writes
-an ungated one. The same rule decides which existing memories a caller may
-change or forget: those it could have written. Anonymous callers write
-nothing.
+an ungated one. A shared memory (no bot, client or channel: every caller
+reads it) takes the right to write the shared scope (``Right.WRITE_SHARED``:
+a manage key, a superuser, or a person given ``access.write_shared``),
+never just the absence of a bot. The same rule decides which existing
+memories a caller may change, supersede or forget: those it could have
+written. Anonymous callers write nothing.
 """
 
 from collections.abc import Iterable
@@ -14,6 +17,8 @@ from collections.abc import Iterable
 from django.db.models import QuerySet
 
 from access.identity import Identity, scope_for
+from access.managing import shared_writable
+from access.rights import Right, is_shared, right_refused
 from kernel.errors import Forbidden, InvalidInput, NotFound
 from sources.memories import MemoryScope
 from sources.models import Memory, Source, words
@@ -34,11 +39,13 @@ def memory_write_scope(
     if identity.is_anonymous:
         raise Forbidden("an anonymous caller cannot write memories: send an API key")
     asked_channels = None if channels is None else sorted(set(channels))
-    return MemoryScope(
+    scope = MemoryScope(
         bot_id=_one(identity, identity.bot_ids, bot_id, what="bot", field="bot_id"),
         client_id=_one(identity, identity.client_ids, client_id, what="client", field="client_id"),
         channels=_channels(identity, asked_channels),
     )
+    shared_writable(identity, bot_id=scope.bot_id, client_id=scope.client_id, channels=scope.channels)
+    return scope
 
 
 def _one(identity: Identity, allowed: frozenset[str] | None, asked: str | None, *, what: str, field: str) -> str:
@@ -85,6 +92,8 @@ def memory_writable(identity: Identity, memory: Memory) -> bool:
     """Whether ``identity`` could have written ``memory`` as it is scoped: then it may change or forget it."""
     if identity.is_anonymous:
         return False
+    if _shared(memory) and not identity.may(Right.WRITE_SHARED):
+        return False
 
     def fits(allowed: frozenset[str] | None, value: str) -> bool:
         if allowed is None:
@@ -96,6 +105,10 @@ def memory_writable(identity: Identity, memory: Memory) -> bool:
         channels <= identity.channels and (bool(channels) or not identity.channels)
     )
     return fits(identity.bot_ids, memory.bot_id) and fits(identity.client_ids, memory.client_id) and channels_fit
+
+
+def _shared(memory: Memory) -> bool:
+    return is_shared(bot_id=memory.bot_id, client_id=memory.client_id, channels=memory.channels)
 
 
 def memories_visible(identity: Identity) -> QuerySet[Memory]:
@@ -114,8 +127,15 @@ def memory_readable(identity: Identity, memory_id: int) -> Memory:
 
 def memory_changeable(identity: Identity, memory_id: int) -> Memory:
     """One memory ``identity`` may change or forget: NotFound when it may not read it, Forbidden when it may only
-    read it (a shared memory, for a key of one bot)."""
+    read it (a shared memory, for a key of one bot or a person without ``access.write_shared``)."""
     memory = memory_readable(identity, memory_id)
+    if _shared(memory) and not identity.may(Right.WRITE_SHARED):
+        raise right_refused(
+            name=identity.name,
+            kind=identity.kind,
+            right=Right.WRITE_SHARED,
+            hint=f"; it may read memory {memory_id}, which is shared, but not change it",
+        )
     if not memory_writable(identity, memory):
         raise Forbidden(
             f"{identity.name} may read memory {memory_id} but not change it: it is scoped to "

@@ -26,7 +26,8 @@ class ApiKey(Scoped):
     can_manage = models.BooleanField(
         "manage permission",
         default=False,
-        help_text="May list roots and index jobs and start re-index jobs (sees server paths).",
+        help_text="May list roots and index jobs and start re-index jobs (sees server paths), upload, list and "
+        "delete documents of any scope, read health details, and write shared memories (no bot, client or channel).",
     )
     rate_limit_per_minute = models.PositiveIntegerField(
         null=True,
@@ -67,9 +68,13 @@ class AccessGrant(Scoped):
         db_table = "retrieval_accessgrant"  # created by the retrieval app; the model moved, the table did not
         # The admin console's two cross-source views are named permissions, not
         # just is_staff: a staff account sees only what someone granted it.
+        # The same for the API (access.rights): staff status alone grants nothing.
         permissions = [
             ("view_index_overview", "Can view the index overview in the admin console"),
             ("use_try_search", "Can use the admin console's try-search"),
+            # Rights of access.rights that no model's permission names.
+            ("view_health_details", "Can read the health checks' details (ages, latencies, errors) in the API"),
+            ("write_shared", "Can write to the shared scope (no bot, client or channel: every caller reads it)"),
         ]
         constraints = [
             models.CheckConstraint(

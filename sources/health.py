@@ -27,7 +27,7 @@ from sources.models import EmbeddingModel
 @dataclass(slots=True)
 class Check:
     ok: bool
-    details: dict[str, Any] = field(default_factory=dict)  # for callers with the manage permission only
+    details: dict[str, Any] = field(default_factory=dict)  # for callers with Right.VIEW_HEALTH_DETAILS only
 
 
 @dataclass(slots=True)

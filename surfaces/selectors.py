@@ -64,20 +64,23 @@ def skill_detail_answer(identity: Identity, slug: str) -> SkillDetailOut:
     return SkillDetailOut.from_orm(skill_readable(identity, slug))
 
 
-def roots_with_latest_job() -> list[WorkspaceRoot]:
-    """Every root, each with ``latest_job`` (None before its first): two queries, not one per root."""
+def roots_with_latest_job(*, roots: QuerySet[WorkspaceRoot]) -> list[WorkspaceRoot]:
+    """``roots``, each with ``latest_job`` (None before its first): two queries, not one per root."""
     # DISTINCT ON: the newest job of every root in one query.
     latest = {
         job.root_id: job
-        for job in IndexJob.objects.select_related("root").order_by("root_id", "-created_at").distinct("root_id")
+        for job in IndexJob.objects.filter(root__in=roots)
+        .select_related("root")
+        .order_by("root_id", "-created_at")
+        .distinct("root_id")
     }
     ahead = jobs_ahead(latest.values())  # one more query, and only when one of them is queued
     for job in latest.values():
         job.queued_behind = ahead.get(job.pk)  # type: ignore[attr-defined]  # for JobOut, like an annotation
-    roots = list(WorkspaceRoot.objects.all())
-    for root in roots:
+    listed = list(roots)
+    for root in listed:
         root.latest_job = latest.get(root.pk)  # type: ignore[attr-defined]  # for RootOut, like an annotation
-    return roots
+    return listed
 
 
 def file_commit(*, root_id: int, path: str) -> tuple[str, str]:

@@ -4,7 +4,10 @@ A staff account's Django permissions say which kinds of things it may
 open; its grants (``access.identity.identity_for_user``) say whose. Both
 apply: rows outside the person's scope are left out of every list, and
 their pages answer 404, the same as a row that does not exist (as the
-page and the API answer). Superusers see everything.
+page and the API answer). Shared rows (no bot, client or channel: every
+caller reads them) are shown to everyone but written, added, changed or
+deleted, only with ``access.write_shared`` (``access.rights``), as over the
+API. Superusers see and write everything.
 """
 
 from django import forms
@@ -13,19 +16,36 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.db.models import QuerySet
 from django.http import Http404
 
-from access.identity import identity_for_user, scope_for
+from access.identity import Identity, identity_for_user, scope_for
+from access.rights import Right, is_shared
 from access.scope import Scope
 from kernel.errors import Forbidden
-from sources.models import words
+from sources.models import Scoped, words
 from surfaces.admin.common import ModelAdminBase
+
+
+def admin_identity(request) -> Identity:
+    """The signed-in person's identity (grants and rights); worked out once per request."""
+    identity = getattr(request, "_admin_identity", None)
+    if identity is None:
+        identity = request._admin_identity = identity_for_user(request.user)
+    return identity
 
 
 def admin_scope(request) -> Scope:
     """The signed-in person's scope, as the search page builds it; worked out once per request."""
     scope = getattr(request, "_admin_scope", None)
     if scope is None:
-        scope = request._admin_scope = scope_for(identity_for_user(request.user))
+        scope = request._admin_scope = scope_for(admin_identity(request))
     return scope
+
+
+def shared_row_writable(request, row) -> bool:
+    """False for a shared row (no bot, client or channel) when the person may not write the shared scope."""
+    if row is None or not isinstance(row, Scoped):
+        return True
+    shared = is_shared(bot_id=row.bot_id, client_id=row.client_id, channels=row.channels)
+    return not shared or admin_identity(request).may(Right.WRITE_SHARED)
 
 
 def visible_source_ids(request) -> QuerySet:
@@ -79,6 +99,13 @@ class ScopedAdminMixin(ModelAdminBase):
             row.admin_scope = admin_scope(request)
         return row
 
+    def has_change_permission(self, request, obj=None) -> bool:
+        # A shared row stays readable (its page opens read only) to those who may not write the shared scope.
+        return super().has_change_permission(request, obj) and shared_row_writable(request, obj)
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return super().has_delete_permission(request, obj) and shared_row_writable(request, obj)
+
     def get_form(self, request, obj=None, change=False, **kwargs):
         form = super().get_form(request, obj, change, **kwargs)
         if request.user.is_superuser or "bot_id" not in form.base_fields:
@@ -104,7 +131,7 @@ def scope_checked(form: type[forms.ModelForm], request) -> type[forms.ModelForm]
     Otherwise a person granted bot alpha could give a skill to bot beta: put
     words into another tenant's answers, then lose sight of the row.
     """
-    identity = identity_for_user(request.user)
+    identity = admin_identity(request)
 
     class ScopeChecked(form):  # type: ignore[valid-type,misc]  # a class known only at run time
         def clean(self):
@@ -123,6 +150,15 @@ def scope_checked(form: type[forms.ModelForm], request) -> type[forms.ModelForm]
                     field if field in self.fields else None,
                     f"Your access grants do not cover {what} {', '.join(exc.details.get('refused', []))}: "
                     "you may only give it to bots, clients and channels you may see yourself.",
+                )
+                return cleaned
+            scope = {name: cleaned.get(name) or "" for name in ("bot_id", "client_id", "channels")}
+            if is_shared(**scope) and not identity.may(Right.WRITE_SHARED):
+                self.add_error(
+                    "bot_id" if "bot_id" in self.fields else None,
+                    "Without a bot, client or channel it would be shared: every caller would read it. Writing the "
+                    f"shared scope needs the permission {Right.WRITE_SHARED.value} (an admin gives it on your user or "
+                    "group page); give it to a bot, client or channel your grants cover.",
                 )
             return cleaned
 

@@ -1,11 +1,12 @@
-"""The managed document library over the API: upload, list, delete (the manage permission)."""
+"""The managed document library over the API: upload, list, delete (the documents' permissions, within grants)."""
 
 from ninja import File, Form, Router
 from ninja.files import UploadedFile
 from ninja.responses import Status
 
 from access.auth import MANAGE_AUTH, manage_required
-from kernel.errors import NotFound
+from access.managing import row_managed, rows_managed, scope_writable, shared_writable
+from access.rights import Right
 from retrieval.schemas import API_ERRORS, ErrorOut
 from sources import uploads
 from sources.config import document_max_bytes
@@ -27,10 +28,14 @@ def documents_upload(
     """Upload one or more files (multipart, each as ``file``) into the library with one scope; each is indexed by
     the worker. 201 when any file is new, 200 when every one is a duplicate (``duplicate_of`` names the document
     with the same bytes). A file over RAG_EXTRACT_MAX_FILE_MB is refused (413), an unsupported type (415), and then
-    none of the files is stored. A file the extractor refuses is stored and shows ``failed`` with its reason."""
-    manage_required(request)
+    none of the files is stored. A file the extractor refuses is stored and shows ``failed`` with its reason.
+
+    Needs sources.add_uploadeddocument (a person: for bots, clients and channels their grants cover) or a manage
+    key; a shared document (no bot, client or channel) needs access.write_shared or a manage key besides."""
+    identity = manage_required(request, Right.ADD_DOCUMENTS)
     max_bytes = document_max_bytes()
     uploads.scope_check(bot_id=bot_id, client_id=client_id, channels=channels)
+    scope_writable(identity, bot_id=bot_id, client_id=client_id, channels=channels)
     for part in file:  # every file checked before any is stored: a refusal loses nothing and keeps nothing
         uploads.upload_check(part.name or "", part.size or 0, max_bytes=max_bytes)
     results = []
@@ -51,17 +56,24 @@ def documents_upload(
 
 @router.get("/documents", response={200: list[DocumentOut], **ERRORS}, auth=MANAGE_AUTH)
 def documents_list(request):
-    """Every uploaded document with its scope and indexing status. Needs the manage permission."""
-    manage_required(request)
-    return list(UploadedDocument.objects.order_by("name", "pk"))
+    """The uploaded documents with their scope and indexing status. Needs sources.view_uploadeddocument (a person:
+    the documents their grants cover) or a manage key (every document)."""
+    documents = UploadedDocument.objects.order_by("name", "pk")
+    return list(rows_managed(request.auth, documents, right=Right.VIEW_DOCUMENTS, source_path="source"))
 
 
 @router.delete("/documents/{document_id}", response={204: None, **ERRORS}, auth=MANAGE_AUTH)
 def document_delete(request, document_id: int):
-    """Delete the document, its chunks and its stored file. Needs the manage permission."""
-    manage_required(request)
-    document = UploadedDocument.objects.filter(pk=document_id).first()
-    if document is None:
-        raise NotFound(f"no uploaded document {document_id}")
+    """Delete the document, its chunks and its stored file. Needs sources.delete_uploadeddocument (a person: a
+    document their grants cover, others 404; a shared one needs access.write_shared besides) or a manage key."""
+    document = row_managed(
+        request.auth,
+        UploadedDocument.objects.all(),
+        document_id,
+        right=Right.DELETE_DOCUMENTS,
+        source_path="source",
+        what="uploaded document",
+    )
+    shared_writable(request.auth, bot_id=document.bot_id, client_id=document.client_id, channels=document.channels)
     document.delete()
     return Status(204, None)

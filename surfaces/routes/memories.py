@@ -32,7 +32,8 @@ from retrieval.schemas import API_ERRORS, ErrorOut
 from sources.config import memory_approval_required
 from surfaces.middleware import read_only
 
-# Keys and sessions, as for managing endpoints, but without the manage permission: a bot writes its own memories.
+# Keys and sessions, as for managing endpoints, but without a right: a bot writes its own memories (a shared one
+# takes Right.WRITE_SHARED: access.memories).
 router = Router(tags=["memories"], auth=MANAGE_AUTH)
 ERRORS = {**API_ERRORS, 404: ErrorOut, 409: ErrorOut}
 

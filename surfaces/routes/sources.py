@@ -1,9 +1,11 @@
 from ninja import Body, Router
 from ninja.responses import Status
 
-from access.auth import HEALTH_AUTH, MANAGE_AUTH, READ_AUTH, manage_required
+from access.auth import HEALTH_AUTH, MANAGE_AUTH, READ_AUTH
 from access.identity import identity_anonymous
+from access.managing import row_managed, rows_managed
 from access.ratelimit import rate_limit_check
+from access.rights import Right
 from kernel.config import llm_config
 from kernel.errors import Unauthenticated
 from retrieval.schemas import API_ERRORS, ErrorOut
@@ -11,7 +13,7 @@ from sources import tasks
 from sources.config import embedding_config, webhook_key
 from sources.git_hooks import webhook_delivery_first, webhook_verified
 from sources.health import health_check
-from sources.models import WorkspaceRoot
+from sources.models import IndexJob, WorkspaceRoot
 from surfaces.schemas import (
     CheckOut,
     HealthOut,
@@ -48,9 +50,10 @@ def skill_detail(request, slug: str):
 
 @router.get("/roots", response={200: list[RootOut], **ERRORS}, auth=MANAGE_AUTH)
 def roots_list(request):
-    """Workspace roots with their latest index job. Needs the manage permission (roots show server paths)."""
-    manage_required(request)
-    return roots_with_latest_job()
+    """Workspace roots with their latest index job (they show server paths). Needs sources.view_workspaceroot (a
+    person: the roots their grants cover) or a manage key (every root)."""
+    roots = rows_managed(request.auth, WorkspaceRoot.objects.all(), right=Right.VIEW_ROOTS, source_path="source")
+    return roots_with_latest_job(roots=roots)
 
 
 @router.post(
@@ -59,11 +62,19 @@ def roots_list(request):
 def root_reindex(request, root_id: int, payload: ReindexIn = Body(NO_REINDEX_BODY)):
     """Queue a re-index (202). If one is already queued or running, that job is returned (200, created=false).
 
-    Needs the manage permission. Without ``force`` a root verified within its cooldown is refused (429), and
+    Needs sources.change_workspaceroot (a person: a root their grants cover, others 404) or a manage key. Without
+    ``force`` a root verified within its cooldown is refused (429), and
     unchanged files are not embedded again; ``force`` re-embeds every file. The body is empty, ``{}`` or
     ``{"force": true}``: any other value or field is refused (422) and queues nothing."""
-    manage_required(request)
-    job, created = tasks.root_reindex_request(root_id=root_id, force=payload.force, trigger="api")
+    root = row_managed(
+        request.auth,
+        WorkspaceRoot.objects.all(),
+        root_id,
+        right=Right.REINDEX_ROOTS,
+        source_path="source",
+        what="workspace root",
+    )
+    job, created = tasks.root_reindex_request(root_id=root.pk, force=payload.force, trigger="api")
     # The job as a model: the response schema reads it (JobOut's resolvers need the row, not a copy).
     return Status(202 if created else 200, {"created": created, "job": job_get(job.pk)})
 
@@ -98,9 +109,17 @@ def root_hook(request, root_id: int):
 
 @router.get("/index-jobs/{job_id}", response={200: JobOut, **ERRORS}, auth=MANAGE_AUTH)
 def index_job(request, job_id: int):
-    """Status, counters, progress and the first errors of one index job. Needs the manage permission."""
-    manage_required(request)
-    return job_get(job_id)
+    """Status, counters, progress and the first errors of one index job. Needs sources.view_indexjob (a person: a
+    job of a root their grants cover, others 404) or a manage key."""
+    job = row_managed(
+        request.auth,
+        IndexJob.objects.all(),
+        job_id,
+        right=Right.VIEW_JOBS,
+        source_path="root__source",
+        what="index job",
+    )
+    return job_get(job.pk)
 
 
 @router.get(
@@ -118,11 +137,11 @@ def health(request):
     ``status`` is "ok" when every check passes, else "degraded"; ``llm`` fails
     only when every model of its chain is cooling down in the circuit breaker.
     Answers without credentials (load balancers): then only ``ok`` per check.
-    With the manage permission each check has ``details`` (ages, latencies,
+    With access.view_health_details (or a manage key) each check has ``details`` (ages, latencies,
     errors; for ``llm`` each model's breaker state, opened-until, recent errors
     by class, last error and latency)."""
     report = health_check(embedding=embedding_config(), llm=llm_config())
-    detailed = request.auth.can_manage
+    detailed = request.auth.may(Right.VIEW_HEALTH_DETAILS)
     checks = {
         name: CheckOut(ok=check.ok, details=check.details if detailed else None)
         for name, check in report.checks.items()

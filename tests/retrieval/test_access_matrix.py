@@ -10,9 +10,11 @@ the substring fallback, MMR, rerank, grouping).
 import json
 
 import pytest
-from django.contrib.auth.models import Group
+from django.contrib.auth.models import Group, Permission
 from django.test import Client
 
+from access.identity import identity_for_key
+from access.keys import api_key_create
 from access.models import AccessGrant
 from sources import services, tools
 from sources.models import Segment, Skill, Tool, WorkspaceRoot
@@ -44,12 +46,25 @@ VISIBLE = {
     "key_client_x": SHARED | {"zebraclientx"},
     "key_ops": SHARED | OPS,
     "key_manage": SHARED,
-    "staff_session": SHARED,
+    "key_plain": SHARED,  # no bot, client or channel, no manage permission
+    "staff_bare": SHARED,  # is_staff, no permission, no grant: the admin refuses it everything, and so does the API
+    "staff_alpha": SHARED | {"zebraalpha", "zebrarootalpha"},  # is_staff, granted bot alpha, managing permissions
     "person_session": SHARED | {"zebraalpha", "zebrarootalpha"} | OPS,  # granted bot alpha, and ops through a group
+    "person_bare": SHARED,  # no grant: what every first single sign-on gets
     "superuser_session": ALL,
 }
-MANAGERS = {"key_manage", "staff_session", "superuser_session"}
-SESSIONS = {"staff_session", "person_session", "superuser_session"}
+# Who may list roots, read their jobs and re-index them (issue 39: staff status alone is none of these).
+MANAGERS = {"key_manage", "staff_alpha", "superuser_session"}
+SESSIONS = {"staff_bare", "staff_alpha", "person_session", "person_bare", "superuser_session"}
+# staff_alpha's Django permissions: what the admin lets it manage, and so the API (within its grant, bot alpha).
+STAFF_ALPHA_PERMISSIONS = [
+    ("sources", "view_workspaceroot"),
+    ("sources", "change_workspaceroot"),
+    ("sources", "view_indexjob"),
+    ("sources", "view_uploadeddocument"),
+    ("sources", "add_uploadeddocument"),
+    ("sources", "delete_uploadeddocument"),
+]
 KEYS = {identity for identity in VISIBLE if identity.startswith("key_")}  # MCP takes API keys only
 QUERY = " ".join(sorted(ALL))
 
@@ -90,12 +105,22 @@ def caller(name: str, django_user_model) -> Client:
         "key_client_x": {"client_id": "client-x"},
         "key_ops": {"channels": "ops"},
         "key_manage": {"can_manage": True},
+        "key_plain": {},
     }
     if name in keys:
         return api_client(name=name, **keys[name])
     client = Client()
-    if name == "staff_session":
+    if name == "staff_bare":
         client.force_login(django_user_model.objects.create_user("staff", password="x-long-password-1", is_staff=True))
+    elif name == "staff_alpha":
+        staff = django_user_model.objects.create_user("staff-alpha", password="x-long-password-4", is_staff=True)
+        AccessGrant.objects.create(user=staff, bot_id="alpha")
+        staff.user_permissions.set(
+            [Permission.objects.get(content_type__app_label=a, codename=c) for a, c in STAFF_ALPHA_PERMISSIONS]
+        )
+        client.force_login(staff)
+    elif name == "person_bare":
+        client.force_login(django_user_model.objects.create_user("newcomer", password="x-long-password-5"))
     elif name == "superuser_session":
         client.force_login(django_user_model.objects.create_superuser("boss", password="x-long-password-2"))
     elif name == "person_session":
@@ -272,3 +297,176 @@ def test_a_request_that_asks_for_more_than_its_credentials_allow_gets_403(
         refused = tool_call(client, "search", {"query": QUERY, **widening})
         assert refused["isError"] and refused["structuredContent"]["status"] == 403, refused
         assert refused["structuredContent"]["detail"]["field"] == field
+
+
+# --- managing: what each identity may change, and that a refusal changes nothing (issue 39) --------------------------
+
+EVERY_SCOPE = {"shared", "alpha", "beta"}
+# identity -> the scopes (a root's, a document's) it may manage with each action; absent: refused every one.
+MANAGED = {
+    "key_manage": dict.fromkeys(("roots", "reindex", "documents", "upload", "delete"), EVERY_SCOPE),
+    "superuser_session": dict.fromkeys(("roots", "reindex", "documents", "upload", "delete"), EVERY_SCOPE),
+    # Within its grant: it sees and re-indexes shared roots, but writes the shared scope only with access.write_shared.
+    "staff_alpha": {
+        "roots": {"shared", "alpha"},
+        "reindex": {"shared", "alpha"},
+        "documents": {"shared", "alpha"},
+        "upload": {"alpha"},
+        "delete": {"alpha"},
+    },
+}
+HEALTH_DETAILS = {"key_manage", "superuser_session"}
+SCOPES = {"shared": {}, "alpha": {"bot_id": "alpha"}, "beta": {"bot_id": "beta"}}
+
+
+def _documents() -> dict[str, int]:
+    from sources import uploads
+
+    return {
+        name: uploads.document_upload(
+            uploads.Upload(f"{name}.csv", f"zebradoc,{name}\n1,2\n".encode()), max_bytes=1 << 20, **scope
+        ).document.pk
+        for name, scope in SCOPES.items()
+    }
+
+
+def _upload(client: Client, name: str, scope: dict):
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    data = {"file": [SimpleUploadedFile(f"new-{name}.csv", f"zebranew,{name}\n3,4\n".encode())], **scope}
+    return client.post("/api/v1/documents", data=data)
+
+
+@pytest.mark.parametrize("identity", list(VISIBLE))
+def test_every_managing_endpoint_does_only_what_the_identity_may(identity, sources, tmp_path, django_user_model):
+    from sources.models import IndexJob, UploadedDocument
+
+    (tmp_path / "beta").mkdir()
+    (tmp_path / "beta" / "notes.md").write_text("# Beta\n\nThe zebrarootbeta procedure.\n")
+    roots = {**sources, "beta": WorkspaceRoot.objects.create(name="beta", path=str(tmp_path / "beta"), bot_id="beta")}
+    index_root(roots["beta"])
+    jobs = {name: root.jobs.first().pk for name, root in roots.items()}
+    documents = _documents()
+    job_counts = {name: root.jobs.count() for name, root in roots.items()}
+    client = caller(identity, django_user_model)
+    may = MANAGED.get(identity, {})
+    refused = 401 if identity == "anonymous" else 403
+
+    listed = client.get("/api/v1/roots")
+    if "roots" in may:
+        assert listed.status_code == 200 and {root["name"] for root in listed.json()} == may["roots"]
+        for name, job_id in jobs.items():
+            assert client.get(f"/api/v1/index-jobs/{job_id}").status_code == (200 if name in may["roots"] else 404)
+    else:
+        assert listed.status_code == refused and str(tmp_path) not in listed.content.decode()
+        for job_id in jobs.values():
+            answer = client.get(f"/api/v1/index-jobs/{job_id}")
+            assert answer.status_code == refused and str(tmp_path) not in answer.content.decode()
+        if identity != "anonymous":
+            assert "sources.view_workspaceroot" in listed.json()["error"]  # the refusal names what is missing
+
+    for name, root in roots.items():
+        answer = post(client, f"/api/v1/roots/{root.pk}/reindex", {"force": True})
+        allowed = name in may.get("reindex", ())
+        expected = 202 if allowed else (404 if "reindex" in may else refused)
+        assert answer.status_code == expected, (name, answer.content)
+        assert root.jobs.count() == job_counts[name] + allowed, name
+
+    listed = client.get("/api/v1/documents")
+    if "documents" in may:
+        assert {d["name"] for d in listed.json()} == {f"{name}.csv" for name in may["documents"]}
+    else:
+        assert listed.status_code == refused and "zebradoc" not in listed.content.decode()
+
+    for name, scope in SCOPES.items():
+        answer = _upload(client, name, scope)
+        allowed = name in may.get("upload", ())
+        assert answer.status_code == (201 if allowed else refused), (name, answer.content)
+        assert UploadedDocument.objects.filter(name=f"new-{name}.csv").exists() == allowed, name
+
+    for name, document_id in documents.items():
+        answer = client.delete(f"/api/v1/documents/{document_id}")
+        allowed = name in may.get("delete", ())
+        unseen = "delete" in may and name not in may["documents"]
+        assert answer.status_code == (204 if allowed else 404 if unseen else refused), (name, answer.content)
+        assert UploadedDocument.objects.filter(pk=document_id).exists() != allowed, name
+    assert IndexJob.objects.filter(root__in=roots.values()).count() == sum(job_counts.values()) + len(
+        may.get("reindex", ())
+    )
+
+    checks = client.get("/api/v1/health").json()["checks"]
+    assert any("details" in check for check in checks.values()) == (identity in HEALTH_DETAILS)
+
+
+# identity -> who may write the shared scope: create a shared memory, change, supersede or forget one.
+SHARED_WRITERS = {"key_manage", "superuser_session"}
+# identity -> the scope its memory gets when it names none (None: refused, 401 or 403).
+OWN_MEMORY = {
+    "anonymous": None,
+    "key_alpha": ("alpha", "", []),
+    "key_beta": ("beta", "", []),
+    "key_client_x": ("", "client-x", []),
+    "key_ops": ("", "", ["ops"]),
+    "key_manage": ("", "", []),
+    "key_plain": None,  # no bot is no right to write the shared scope
+    "staff_bare": None,
+    "staff_alpha": ("alpha", "", []),
+    "person_session": ("alpha", "", ["ops"]),
+    "person_bare": None,
+    "superuser_session": ("", "", []),
+}
+
+
+def _shared_memory(text: str) -> int:
+    from retrieval.memories import memory_remember
+    from retrieval.memory_schemas import MemoryIn
+
+    writer = identity_for_key(api_key_create(name="writer", can_manage=True)[0])
+    return memory_remember(writer, MemoryIn(text=text), approval_required=False).id
+
+
+@pytest.mark.parametrize("identity", list(VISIBLE))
+def test_memory_writes_stay_in_the_scope_the_identity_may_write(identity, sources, django_user_model):
+    from sources.models import Memory
+
+    shared = {action: _shared_memory(f"Zebrashared fact for {action}.") for action in ("patch", "supersede", "forget")}
+    before = {memory.pk: (memory.text, memory.superseded_at) for memory in Memory.objects.all()}
+    client = caller(identity, django_user_model)
+    refused = 401 if identity == "anonymous" else 403
+    writes_shared = identity in SHARED_WRITERS
+
+    created = post(client, "/api/v1/memories", {"text": "Zebranew fact."})
+    if OWN_MEMORY[identity] is None:
+        assert created.status_code == refused, created.content
+        assert not Memory.objects.filter(text="Zebranew fact.").exists()
+        if identity != "anonymous":
+            assert "access.write_shared" in created.json()["error"]
+    else:
+        assert created.status_code == 201, created.content
+        body = created.json()
+        assert (body["bot_id"], body["client_id"], body["channels"]) == OWN_MEMORY[identity]
+
+    patched = client.patch(
+        f"/api/v1/memories/{shared['patch']}",
+        data=json.dumps({"text": "Overwritten."}),
+        content_type="application/json",
+    )
+    superseding = post(client, "/api/v1/memories", {"text": "Replaced.", "supersedes": shared["supersede"]})
+    forgotten = client.delete(f"/api/v1/memories/{shared['forget']}")
+    statuses = [patched.status_code, superseding.status_code, forgotten.status_code]
+    assert statuses == ([201, 201, 204] if writes_shared else [refused] * 3), [patched, superseding, forgotten]
+    if not writes_shared:
+        after = {memory.pk: (memory.text, memory.superseded_at) for memory in Memory.objects.all()}
+        assert {pk: after[pk] for pk in before} == before  # nothing changed, superseded or forgotten
+        assert not Memory.objects.filter(text__in=["Overwritten.", "Replaced."]).exists()
+
+    # MCP's remember and forget: the same rule, for keys (a session is no credential there).
+    if identity in KEYS:
+        other = _shared_memory("Zebrashared fact for MCP.")
+        remembered = tool_call(client, "remember", {"text": "Zebramcp fact."})
+        forgot = tool_call(client, "forget", {"id": other})
+        assert remembered["isError"] == (OWN_MEMORY[identity] is None), remembered
+        assert forgot["isError"] != writes_shared, forgot
+        assert Memory.objects.filter(pk=other).exists() != writes_shared
+        if not writes_shared:
+            assert forgot["structuredContent"]["status"] == 403

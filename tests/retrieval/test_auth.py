@@ -188,7 +188,7 @@ def test_grants_are_edited_on_the_user_and_group_pages(client, django_user_model
     }
     assert client.post(f"/admin/auth/group/{team.pk}/change/", form).status_code == 302
     identity = identity_for_user(person)
-    assert (identity.client_ids, identity.channels, identity.can_manage) == ({"client-x"}, {"support", "ops"}, False)
+    assert (identity.client_ids, identity.channels, identity.rights) == ({"client-x"}, {"support", "ops"}, frozenset())
 
 
 def test_grant_and_key_forms_suggest_the_names_in_use_and_warn_about_a_new_one(client, django_user_model):

@@ -85,7 +85,7 @@ def bots():
     return {
         "alpha": api_client(name="alpha", bot_id="alpha"),
         "beta": api_client(name="beta", bot_id="beta"),
-        "shared": api_client(name="shared"),
+        "shared": api_client(name="shared", can_manage=True),  # writing shared takes a manage key (issue 39)
         "client_x": api_client(name="client x", client_id="client-x"),
         "ops": api_client(name="ops", channels="ops"),
     }

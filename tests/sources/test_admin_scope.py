@@ -331,3 +331,45 @@ def test_a_person_may_give_a_skill_only_to_a_bot_their_grants_cover(django_user_
     assert client.post("/admin/sources/skill/add/", {**form, "bot_id": "alpha"}).status_code == 302
     skill = Skill.objects.get(slug="deploy")
     assert client.get(f"/admin/sources/skill/{skill.pk}/change/").status_code == 200  # visible to its author at once
+
+
+def test_a_person_granted_one_bot_writes_a_shared_root_only_with_the_write_shared_permission(
+    tmp_path, settings, django_user_model
+):
+    """Issue 39 item 4: a root without bot, client or channel is read by every caller; no bot is no right to it."""
+    from tests.sources.test_admin_console import root_form
+
+    settings.RAG_ROOT_BASE_DIRS = [str(tmp_path)]
+    for name in ("mine", "everyone", "existing"):
+        (tmp_path / name).mkdir()
+    existing = WorkspaceRoot.objects.create(name="existing", path=str(tmp_path / "existing"))
+    user = django_user_model.objects.create_user("rooter", password="x-long-password-7", is_staff=True)
+    user.user_permissions.set(
+        Permission.objects.filter(
+            content_type__app_label="sources",
+            codename__in=["add_workspaceroot", "change_workspaceroot", "delete_workspaceroot", "view_workspaceroot"],
+        )
+    )
+    AccessGrant.objects.create(user=user, bot_id="alpha")
+    client = Client()
+    client.force_login(user)
+    add = "/admin/sources/workspaceroot/add/"
+
+    refused = client.post(add, root_form(tmp_path / "everyone", name="everyone"))
+    assert refused.status_code == 200 and "access.write_shared" in refused.content.decode()
+    assert not WorkspaceRoot.objects.filter(name="everyone").exists()
+    assert client.post(add, root_form(tmp_path / "mine", name="mine", bot_id="alpha")).status_code == 302
+    assert WorkspaceRoot.objects.get(name="mine").bot_id == "alpha"
+
+    # An existing shared root: its page opens (read only), a change or a delete is refused and changes nothing.
+    change = f"/admin/sources/workspaceroot/{existing.pk}/change/"
+    assert client.get(change).status_code == 200
+    edit = root_form(tmp_path / "existing", name="existing", include_globs="*")
+    assert client.post(change, edit).status_code == 403
+    assert client.post(f"/admin/sources/workspaceroot/{existing.pk}/delete/", {"post": "yes"}).status_code == 403
+    existing.refresh_from_db()
+    assert existing.include_globs != "*"
+
+    user.user_permissions.add(Permission.objects.get(content_type__app_label="access", codename="write_shared"))
+    assert client.post(add, root_form(tmp_path / "everyone", name="everyone")).status_code == 302
+    assert client.post(change, edit).status_code == 302

@@ -23,7 +23,12 @@ class Command(BaseCommand):
         create.add_argument(
             "--channel", action="append", default=[], dest="channels", help="A channel it sees (repeatable)."
         )
-        create.add_argument("--manage", action="store_true", help="May list roots and jobs and start re-index jobs.")
+        create.add_argument(
+            "--manage",
+            action="store_true",
+            help="May list roots and jobs, start re-index jobs, manage documents, read health details and write shared "
+            "memories.",
+        )
         create.add_argument("--expires-days", type=int, help="Expires after this many days (default: never).")
         create.add_argument(
             "--rate-limit", type=int, help="Requests per minute (default RAG_RATE_LIMIT_PER_MINUTE; 0 = none)."

@@ -7,6 +7,7 @@ from pydantic import ValidationError
 
 from access.identity import Identity, identity_for_key
 from access.models import ApiKey
+from access.rights import ALL_RIGHTS
 from kernel.errors import ApplicationError
 from retrieval.answers import search_answer
 from retrieval.config import AnswerConfig
@@ -14,7 +15,12 @@ from retrieval.schemas import SearchIn, SearchOut
 
 # Without --as: everything, as a superuser signed in to the page sees it.
 SUPERUSER = Identity(
-    kind="user", name="the command line (superuser view)", bot_ids=None, client_ids=None, channels=None, can_manage=True
+    kind="user",
+    name="the command line (superuser view)",
+    bot_ids=None,
+    client_ids=None,
+    channels=None,
+    rights=ALL_RIGHTS,
 )
 
 
