@@ -122,7 +122,8 @@ def document_upload(
     """Store one file and its scope, or recognise it as a duplicate; the caller queues indexing (a saved row does).
 
     ``replace``: the id of a document whose file this one replaces (same row, same scope unless given; its chunks
-    are replaced at the next indexing). A duplicate (same bytes) of another document is not stored again.
+    are replaced at the next indexing). A duplicate (same bytes, same scope) of another document is not stored
+    again; the same bytes in another scope make a document of their own.
     Outside an ``upload_batch`` it opens its own, so a row that is not written leaves no file either.
     """
     if _written.get() is None:
@@ -138,10 +139,9 @@ def document_upload(
     name = upload_check(upload.name, len(upload.data), max_bytes=max_bytes)
     scope_check(bot_id=bot_id, client_id=client_id, channels=channels)
     digest = hashlib.sha256(upload.data).hexdigest()
-    same = UploadedDocument.objects.filter(file_sha256=digest)
-    if replace is not None:
-        same = same.exclude(pk=replace)  # the document's own file again is a replacement, not a duplicate
-    duplicate = same.order_by("pk").first()
+    duplicate = duplicate_in_scope(
+        digest=digest, bot_id=bot_id, client_id=client_id, channels=channels, exclude_pk=replace
+    )
     if duplicate is not None:
         return UploadResult(document=duplicate, created=False)
     if replace is not None:
@@ -162,6 +162,21 @@ def document_upload(
         storage = document.file.storage
         transaction.on_commit(lambda: storage.delete(old_file))
     return UploadResult(document=document, created=replace is None, replaced=replace is not None)
+
+
+def duplicate_in_scope(
+    *, digest: str, bot_id: str, client_id: str, channels: str, exclude_pk: int | None = None
+) -> UploadedDocument | None:
+    """The first document with these bytes and exactly this scope (channels in any order), or None.
+
+    Only the same scope counts: a copy another bot, client or channel set holds is not the uploader's to be told
+    about (its id would reveal that the bytes exist there), and a shared copy is not the bot's own to edit.
+    """
+    wanted = UploadedDocument(bot_id=bot_id, client_id=client_id, channels=channels).scope_fields
+    same = UploadedDocument.objects.filter(file_sha256=digest, bot_id=bot_id, client_id=client_id).order_by("pk")
+    if exclude_pk is not None:
+        same = same.exclude(pk=exclude_pk)  # the document's own file again is a replacement, not a duplicate
+    return next((document for document in same if document.scope_fields == wanted), None)
 
 
 def document_source_sync(document: UploadedDocument, *, title: str | None = None) -> Source:

@@ -205,7 +205,7 @@ class DocumentOut(Schema):
     last_error: str
     created_at: datetime
     duplicate_of: int | None = Field(
-        None, description="On upload: the existing document with the same bytes (nothing new was stored)."
+        None, description="On upload: the existing document with the same bytes and scope (nothing new was stored)."
     )
 
     @staticmethod

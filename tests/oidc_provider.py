@@ -4,7 +4,10 @@
 form) and redirects back with a code; ``token`` refuses a code whose PKCE
 verifier does not match its challenge, and returns an RS256 ID token signed
 with ``signing_key`` (the published key unless a test swaps it) that expires
-``lifetime`` seconds from now (negative: already expired).
+``lifetime`` seconds from now (negative: already expired). ``token_kid`` and
+``jwks_kid`` (None: left out, as OpenID Connect Core allows while the JWKS
+holds one key) and ``other_keys`` (published beside the first) shape the
+token's header and the JWKS.
 """
 
 import base64
@@ -36,13 +39,20 @@ class Provider:
     lifetime: int = 300
     published_key: rsa.RSAPrivateKey = field(default_factory=rsa_key)
     signing_key: rsa.RSAPrivateKey | None = None
+    token_kid: str | None = KID
+    jwks_kid: str | None = KID
+    other_keys: list[rsa.RSAPrivateKey] = field(default_factory=list)
     codes: dict[str, dict[str, Any]] = field(default_factory=dict)
     token_requests: list[dict[str, str]] = field(default_factory=list)
     issuer: str = ""
 
     def jwks(self) -> dict:
-        jwk = json.loads(jwt.algorithms.RSAAlgorithm.to_jwk(self.published_key.public_key()))
-        return {"keys": [jwk | {"kid": KID, "alg": "RS256", "use": "sig"}]}
+        keys = []
+        for n, key in enumerate([self.published_key, *self.other_keys]):
+            jwk = json.loads(jwt.algorithms.RSAAlgorithm.to_jwk(key.public_key())) | {"alg": "RS256", "use": "sig"}
+            kid = self.jwks_kid if n == 0 else f"other-key-{n}"
+            keys.append(jwk if kid is None else jwk | {"kid": kid})
+        return {"keys": keys}
 
     def discovery(self) -> dict:
         return {
@@ -80,7 +90,8 @@ class Provider:
             "exp": now + self.lifetime,
             "nonce": grant["query"]["nonce"],
         }
-        id_token = jwt.encode(claims, self.signing_key or self.published_key, algorithm="RS256", headers={"kid": KID})
+        headers = {} if self.token_kid is None else {"kid": self.token_kid}
+        id_token = jwt.encode(claims, self.signing_key or self.published_key, algorithm="RS256", headers=headers)
         return 200, {"access_token": secrets.token_urlsafe(16), "token_type": "Bearer", "id_token": id_token}
 
 

@@ -114,6 +114,43 @@ class OidcBackend(OIDCAuthenticationBackend):
             raise SuspiciousOperation("ID token refused: its nonce is not this sign-in's")
         return payload
 
+    def retrieve_matching_jwk(self, token: str) -> jwt.PyJWK:
+        """The provider's key that signed the token: the one its ``kid`` names, or without a ``kid`` the only one.
+
+        The library's version reads ``kid`` from the token and from every key unconditionally (a KeyError, a 500,
+        for a token without one), though OpenID Connect Core 10.1 lets a provider leave it out while its JWKS holds
+        a single signing key. With several keys and no ``kid``, no key is guessed: the sign-in is refused.
+        """
+        response = requests.get(
+            self.OIDC_OP_JWKS_ENDPOINT,
+            verify=self.get_settings("OIDC_VERIFY_SSL", True),
+            timeout=HTTP_TIMEOUT_SECONDS,
+            proxies=self.get_settings("OIDC_PROXY", None),
+        )
+        response.raise_for_status()
+        try:
+            keys = response.json()["keys"]
+        except (ValueError, KeyError, TypeError) as exc:
+            raise SuspiciousOperation("the provider's JWKS is not a JSON object with keys") from exc
+        header = jwt.get_unverified_header(token)
+        algorithm = header.get("alg")
+        signing = [
+            key
+            for key in keys
+            if isinstance(key, dict) and key.get("use", "sig") == "sig" and key.get("alg", algorithm) == algorithm
+        ]
+        if "kid" in header:
+            matching = [key for key in signing if key.get("kid") == header["kid"]]
+            if not matching:
+                raise SuspiciousOperation(f"ID token refused: the provider publishes no key {header['kid']!r}")
+        else:
+            matching = signing
+            if len(matching) != 1:
+                raise SuspiciousOperation(
+                    f"ID token refused: it names no key (kid) and the provider publishes {len(matching)} signing keys"
+                )
+        return jwt.PyJWK(matching[-1])
+
     def get_userinfo(self, access_token: str, id_token: str, payload: dict) -> dict:
         """The ID token's claims, with the userinfo endpoint's (when there is one) for what the token left out."""
         claims = dict(payload)

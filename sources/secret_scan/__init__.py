@@ -15,9 +15,11 @@ from sources.secret_scan.assignments import (
     url_credentials_found,
 )
 from sources.secret_scan.shapes import SHAPES
+from sources.secret_scan.unnamed import LABEL as BARE_KEY
+from sources.secret_scan.unnamed import bare_key_found
 
 # Every reason the scan can give: detector names only, never a matched value.
-DETECTOR_LABELS = frozenset({shape.label for shape in SHAPES} | {URL, PASSWORD, *HIGH_ENTROPY.values()})
+DETECTOR_LABELS = frozenset({shape.label for shape in SHAPES} | {URL, PASSWORD, BARE_KEY, *HIGH_ENTROPY.values()})
 
 
 def secret_found(text: str) -> str | None:
@@ -29,6 +31,7 @@ def secret_found(text: str) -> str | None:
             return shape.label
     if any(literal in text for literal in URL_LITERALS) and url_credentials_found(text):
         return URL
-    if any(literal in lowered for literal in LITERALS):
-        return assignment_found(text, lowered)
-    return None
+    if any(literal in lowered for literal in LITERALS) and (found := assignment_found(text, lowered)):
+        return found
+    # Last: a key with no name around it, found by its shape alone.
+    return BARE_KEY if bare_key_found(text) else None

@@ -10,6 +10,7 @@ tokens and secrets are named everywhere in code.
 
 import re
 import string
+from urllib.parse import unquote
 
 from sources.secret_scan import values
 
@@ -161,7 +162,7 @@ _XML = re.compile(r"(?P<key>[A-Za-z_][\w.-]*)>(?P<value>[^<\s]{1,300})</(?P=key)
 # scheme://user:password@host; the pattern starts with its literal, so the
 # engine jumps from one "://" to the next.
 _URL = re.compile(
-    r"://(?P<user>[^\s:/?#@'\"<>\[\]{}]{1,128}):"
+    r"://(?P<user>[^\s:/?#@'\"<>\[\]{}]{0,128}):"
     r"(?P<password>[^\s:/?#@'\"<>]{1,128})@[A-Za-z0-9\[]"
 )
 URL_LITERALS = ("://",)
@@ -289,13 +290,14 @@ def _name_start(text: str, at: int) -> int:
 
 def url_credentials_found(text: str) -> bool:
     for match in _URL.finditer(text):
-        user, password = match["user"], match["password"]
+        user, password = match["user"], unquote(match["password"])
         if (
             password == user
+            or any(c.isspace() for c in password)  # a phrase ("a%20secret"), as in an assignment
             or values.placeholder(password)
             or values.reference(password)
             or values.demo_password(password)
-            or values.names_a_secret(password)
+            or values.spelled_as_a_name(password)
             or password.strip("*x") == ""
         ):
             continue

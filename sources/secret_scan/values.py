@@ -31,12 +31,13 @@ _PLACEHOLDER_WORDS = (
     "not-a-",
 )
 # Whole values that docs, defaults and examples use for a password: RabbitMQ's
-# guest/guest, SQLAlchemy's scott:tiger, foo:bar, a schema's "string", and the
+# guest/guest, SQLAlchemy's scott:tiger, Firebird's masterkey, foo:bar, a schema's "string", and the
 # input types a password field toggles between ({type: shown ? "text" : "password"}).
 _DEMO_PASSWORDS = frozenset(
     (
         "guest",
         "tiger",
+        "masterkey",
         "foo",
         "bar",
         "baz",
@@ -67,9 +68,36 @@ _REFERENCE = re.compile(
     r"^(?:\$|%\(|%s$|\{\{|\{%|<|#\{|@\w+@$|!vault|vault:|op://|ref\+|arn:aws:secretsmanager)"
     r"|os\.environ|getenv|process\.env|env\(|ENV\[|\bsecrets\.",
 )
-# Words that say the value names a secret rather than being one
-# ("password_reset_token", "SecretStr", "password123"-style stand-ins).
-_KEYWORD_IN_VALUE = re.compile(r"(?i)pass|pwd|secret|token|key|credential")
+# Words that say the value names a secret rather than being one: an
+# identifier made of words one of which is a secret's ("password_reset_token",
+# "SecretStr", "hashedPassword", "DB_PASSWORD"), or a secret's word and a
+# number alone ("password123", "key_1234": stand-ins). A keyword inside a
+# longer word, or beside other words and digits, is part of a value
+# ("supersecretpassword1", "MySecretPassword1" are passwords, not names).
+_SECRET_NAME_WORDS = frozenset(
+    (
+        "pass",
+        "passwd",
+        "password",
+        "passwords",
+        "passphrase",
+        "passwort",
+        "pwd",
+        "secret",
+        "secrets",
+        "token",
+        "tokens",
+        "key",
+        "keys",
+        "apikey",
+        "authtoken",
+        "accesskey",
+        "credential",
+        "credentials",
+    )
+)
+_IDENTIFIER = re.compile(r"[A-Za-z_][\w.-]*")
+_WORDS = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
 _CODE_MARKERS = frozenset("()[]{}")
 _LITERALS = frozenset(("none", "null", "nil", "true", "false", "~", "undefined", "yes", "no", "on", "off", "empty"))
 _TYPE_NAMES = frozenset(
@@ -110,7 +138,27 @@ def reference(value: str) -> bool:
 
 
 def names_a_secret(value: str) -> bool:
-    return bool(_KEYWORD_IN_VALUE.search(value))
+    """The name of a secret (an identifier with a secret's word in it) or a stand-in for one ("password123")."""
+    if not _IDENTIFIER.fullmatch(value):
+        return False
+    words = [word.lower() for word in _WORDS.findall(value)]
+    if not _SECRET_NAME_WORDS.intersection(words):
+        return False
+    return not any(c.isdigit() for c in value) or _only_secret_words_and_numbers(words)
+
+
+def spelled_as_a_name(value: str) -> bool:
+    """Where only a value can stand (a URL's password), a name is still spelled as one: a secret's word alone or
+    with a number ("password", "key_1234") or a constant's name (DB_PASSWORD); "my-secret-password" is a value."""
+    words = [word.lower() for word in _WORDS.findall(value)]
+    return bool(_IDENTIFIER.fullmatch(value)) and (
+        (bool(_SECRET_NAME_WORDS.intersection(words)) and _only_secret_words_and_numbers(words))
+        or (value.isupper() and names_a_secret(value))
+    )
+
+
+def _only_secret_words_and_numbers(words: list[str]) -> bool:
+    return all(word in _SECRET_NAME_WORDS or word.isdigit() for word in words)
 
 
 def code_like(value: str) -> bool:

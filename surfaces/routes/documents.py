@@ -27,8 +27,9 @@ def documents_upload(
 ):
     """Upload one or more files (multipart, each as ``file``) into the library with one scope; each is indexed by
     the worker. 201 when any file is new, 200 when every one is a duplicate (``duplicate_of`` names the document
-    with the same bytes). A file over RAG_EXTRACT_MAX_FILE_MB is refused (413), an unsupported type (415), and then
-    none of the files is stored. A file the extractor refuses is stored and shows ``failed`` with its reason.
+    with the same bytes in the same scope; another scope's copy is never named). A file over
+    RAG_EXTRACT_MAX_FILE_MB is refused (413), an unsupported type (415), and then none of the files is stored. A
+    file the extractor refuses is stored and shows ``failed`` with its reason.
 
     Needs sources.add_uploadeddocument (a person: for bots, clients and channels their grants cover) or a manage
     key; a shared document (no bot, client or channel) needs access.write_shared or a manage key besides."""

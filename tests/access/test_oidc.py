@@ -173,3 +173,32 @@ def test_the_admin_shows_who_signs_in_as_an_account(client, provider, admin_clie
     user = User.objects.get(username="alice")
     page = admin_client.get(f"/admin/auth/user/{user.pk}/change/").content.decode()
     assert "user-1" in page and provider.issuer in page
+
+
+@pytest.mark.parametrize("jwks_kid", [None, "test-key-1"], ids=["jwks-without-kid", "jwks-with-kid"])
+def test_an_id_token_without_kid_is_checked_against_the_only_key(client, provider, jwks_kid):
+    """OpenID Connect Core 10.1: a token may leave out "kid" while the JWKS holds one key (the crash of issue 39)."""
+    provider.token_kid, provider.jwks_kid = None, jwks_kid
+    response = sign_in(client)
+    assert response.status_code == 302 and response["Location"] == "/"
+    assert signed_in(client)
+
+
+def test_an_id_token_without_kid_signed_by_another_key_is_refused(client, provider):
+    provider.token_kid, provider.jwks_kid = None, None
+    provider.signing_key = rsa_key()  # the only published key is not the one that signed
+    assert refused(sign_in(client), client)
+    assert not User.objects.exists()
+
+
+def test_an_id_token_without_kid_is_refused_when_the_provider_publishes_two_keys(client, provider):
+    provider.token_kid = None
+    provider.other_keys = [rsa_key()]  # which one signed is not said: no key is guessed
+    assert refused(sign_in(client), client)
+    assert not User.objects.exists()
+
+
+def test_an_id_token_naming_a_key_the_provider_does_not_publish_is_refused(client, provider):
+    provider.token_kid = "rotated-away"
+    assert refused(sign_in(client), client)
+    assert not User.objects.exists()

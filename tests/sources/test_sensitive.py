@@ -61,6 +61,19 @@ FOUND_BY_THE_ATTACK_RUN = [
     ("Stripe test key", "stripe.api_key = 'sk" + "_test_" + fake(24) + "'\n"),
     ("npm auth token", "//registry.npmjs.org/:_auth" + "Token=" + fake(36, HEX + "-") + "\n"),
 ]
+# Missed by the scan until issue 39: passwords that hold the words "secret" or
+# "password" themselves, and an AWS secret access key with no name beside it.
+AWS_SECRET = fake(40, BASE64, seed=39)
+MISSED_UNTIL_ISSUE_39 = [
+    ("credentials in a URL", "DATABASE_URL=postgres://app:my-" + "secret-password@db/x\n"),
+    ("credentials in a URL", "CACHE=redis://:mysecret" + "password@cache:6379/0\n"),
+    ("password assignment", "database:\n  user: app\n  password: super" + "secretpassword1\n"),
+    ("password assignment", "[db]\nuser = app\npassword = super" + "secretpassword1\n"),
+    ("password assignment", "DB_PASSWORD=my" + "secretpassword\n"),
+    ("AWS secret access key", AWS_SECRET + "\n"),
+    ("AWS secret access key", "Access key ID,Secret access key\nAKIA...,\n" + AWS_SECRET + "\n"),
+    ("AWS secret access key", 'keys = ["' + AWS_SECRET + '"]\n'),
+]
 DETECTORS = [
     ("private key header", "-----BEGIN RSA " + "PRIVATE KEY-----\nMIIEow\n"),
     ("private key header", "-----BEGIN OPENSSH " + "PRIVATE KEY-----\n"),
@@ -120,12 +133,12 @@ DETECTORS = [
 ]
 
 
-@pytest.mark.parametrize(("kind", "text"), FOUND_BY_THE_ATTACK_RUN + DETECTORS)
+@pytest.mark.parametrize(("kind", "text"), FOUND_BY_THE_ATTACK_RUN + MISSED_UNTIL_ISSUE_39 + DETECTORS)
 def test_a_text_holding_a_credential_is_reported_by_its_detector(kind, text):
     assert secret_found("# Deploy notes\n\n" + text) == kind
 
 
-@pytest.mark.parametrize(("kind", "text"), FOUND_BY_THE_ATTACK_RUN + DETECTORS)
+@pytest.mark.parametrize(("kind", "text"), FOUND_BY_THE_ATTACK_RUN + MISSED_UNTIL_ISSUE_39 + DETECTORS)
 def test_the_reason_names_the_detector_never_the_secret(kind, text):
     """The reason comes from a fixed list of detector names, so no part of the value can reach it."""
     assert secret_found(text) in DETECTOR_LABELS
@@ -135,12 +148,17 @@ def test_the_reason_names_the_detector_never_the_secret(kind, text):
 PLACEHOLDERS = [
     "Use AKIAIOSFODNN7EXAMPLE as in the AWS docs\n",
     "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCY" + "EXAMPLEKEY\n",
+    "wJalrXUtnFEMI/K7MDENG/bPxRfiCY" + "EXAMPLEKEY\n",  # AWS's documented key, on its own too
     "password: changeme\n",
     "password: ''\npassword:\nPASSWORD=\n",
     "DB_PASSWORD=${DB_PASSWORD}\napi_key: $API_KEY\ntoken: {{ vault_token }}\n",
     'password = os.environ["DB_PASSWORD"]\nsecret = os.getenv("SECRET")\n',
     "password: <your-password>\nsecret_key: your-secret-key-here\ntoken: xxxxxxxxxxxxxxxxxxxxxxxx\n",
     "DATABASE_URL=postgres://user:password@localhost/app\n",
+    # A URL's password spelled as a name (the bare word, a constant), a phrase, a vendor's default.
+    "postgres://app:secret@db/x and postgres://app:DB_PASSWORD@db/x and postgres://app:TOKEN@db/x\n",
+    "https://jo%40email.com:a%20secret@example.org and firebird://sysdba:masterkey@localhost/db\n",
+    "dotenv://:key_1234@dotenvx.com/vault/.env.vault\npassword: password123\n",  # a secret's word and a number
     "redis://:${REDIS_PASSWORD}@cache:6379/0 and postgres://rag:rag@localhost/rag\n",
     "sqla+postgresql://scott:tiger@localhost/db, amqp://guest:guest@broker//, https://foo:bar@example.org\n",
     "def __init__(self, host='localhost:5672', userid='guest', password='guest'):\n",
@@ -206,6 +224,20 @@ ORDINARY = [
     'createElement("label",{htmlFor:"auth_password"},"Password:"),$?createElement("code")\n',
     "self.password = hashed\nuser.password = raw_password\nAuthentication uses a bearer token in the header.\n",
     "commit " + fake(40, HEX) + "\nsha256 " + fake(64, HEX) + "\n",
+    # 40 characters that are not an AWS secret key: an upper-case SHA-1, CamelCase names, a path, a key-shaped
+    # string inside a dotted, dashed or longer token, the last line of a wrapped certificate.
+    "SHA1: " + fake(40, HEX.upper()) + "\n",
+    '("cudaResViewFormatUnsignedBlockCompressed1", "hipResViewFormatUnsignedBlockCompressed1"),\n',
+    'a("JSONSchema202012KeywordPatternProperties")\n',
+    "see Users/JohnSmith/Documents/Projects2024/x\n",
+    "pkg." + AWS_SECRET + " x-" + AWS_SECRET + " " + AWS_SECRET + "== " + AWS_SECRET + "/more\n",
+    "-----BEGIN CERTIFICATE-----\n"
+    + "\n".join(fake(64, BASE64, seed=n) for n in range(3))
+    + "\n"
+    + AWS_SECRET
+    + "\n-----END CERTIFICATE-----\n",
+    # Names of secrets after a password's name, not passwords.
+    "password: hashedPassword\npassword: SecretStr\npassword: DB_PASSWORD\n",
 ]
 
 

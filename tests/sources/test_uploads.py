@@ -62,6 +62,21 @@ def test_the_same_bytes_uploaded_again_are_recognised_as_a_duplicate_and_stored_
     assert [p.name for p in stored_files(documents.spec_docx())] == ["spec.docx"]
 
 
+def test_the_same_bytes_in_another_scope_are_a_separate_document():
+    """Issue 39: a duplicate is one the uploader's scope holds; another scope's copy is neither reused nor named."""
+    first = upload("spec.docx", documents.spec_docx(), bot_id="alpha", channels="ops dev")
+    for scope in ({"bot_id": "beta"}, {}, {"bot_id": "alpha"}, {"bot_id": "alpha", "client_id": "c1"}):
+        result = upload("spec.docx", documents.spec_docx(), **scope)
+        assert result.created and result.document.pk != first.document.pk
+        assert (result.document.bot_id, result.document.client_id) == (
+            scope.get("bot_id", ""),
+            scope.get("client_id", ""),
+        )
+    again = upload("spec-copy.docx", documents.spec_docx(), bot_id="alpha", channels="dev ops")  # the same channels
+    assert not again.created and again.document.pk == first.document.pk
+    assert UploadedDocument.objects.count() == 5
+
+
 def test_a_replaced_file_replaces_the_chunks_of_the_same_document():
     document = upload("notes.md", b"# Notes\n\nThe otter colony moved north.\n").document
     index(document)
@@ -140,7 +155,7 @@ def test_the_api_uploads_several_files_lists_them_and_deletes_one(manage_client,
         ("cities.csv", None, "b1"),
         ("wiki.html", None, "b1"),
     ]
-    again = post_files(manage_client, ("cities-again.csv", documents.CSV.encode()))
+    again = post_files(manage_client, ("cities-again.csv", documents.CSV.encode()), bot_id="b1")
     assert again.status_code == 200 and again.json()[0]["duplicate_of"] == body[0]["id"]
 
     listed = manage_client.get("/api/v1/documents").json()
@@ -151,6 +166,22 @@ def test_the_api_uploads_several_files_lists_them_and_deletes_one(manage_client,
         assert manage_client.delete(f"/api/v1/documents/{body[0]['id']}").status_code == 204
     assert manage_client.delete(f"/api/v1/documents/{body[0]['id']}").status_code == 404
     assert [d["name"] for d in manage_client.get("/api/v1/documents").json()] == ["wiki.html"]
+
+
+def test_keys_of_two_bots_uploading_the_same_bytes_each_get_their_own_document():
+    """The answer to bot beta's upload says nothing about bot alpha's document with the same bytes (issue 39)."""
+    alpha = api_client(name="alpha operator", bot_id="alpha", can_manage=True)
+    beta = api_client(name="beta operator", bot_id="beta", can_manage=True)
+    first = post_files(alpha, ("cities.csv", documents.CSV.encode()), bot_id="alpha")
+    assert first.status_code == 201
+    alpha_id = first.json()[0]["id"]
+
+    second = post_files(beta, ("cities.csv", documents.CSV.encode()), bot_id="beta")
+    assert second.status_code == 201, second.content
+    [answer] = second.json()
+    assert answer["duplicate_of"] is None and answer["id"] != alpha_id and answer["bot_id"] == "beta"
+    assert str(alpha_id) not in json.dumps({k: v for k, v in answer.items() if k != "id"})
+    assert sorted(UploadedDocument.objects.values_list("bot_id", flat=True)) == ["alpha", "beta"]
 
 
 def test_the_api_refuses_an_unsupported_type_with_415_and_an_oversized_file_with_413(manage_client, settings):
