@@ -639,7 +639,7 @@ class _Run:
                 path=entry.path,
                 chunks=chunks,
                 model=plan.model,
-                chunker=chunker_identity(entry.path, document=extractor is not None),
+                chunker=chunker_identity(entry.path, document=document),
                 content_hash=digest,
                 fingerprint=self._fingerprint(digest, plan, entry.path),
                 size=entry.size,

@@ -96,7 +96,7 @@ def test_the_frozen_copies_in_0007_are_the_old_formula_0021_renews():
     )
 
 
-def test_the_frozen_copies_in_0021_compute_what_the_live_chunkers_and_ingest_code_compute():
+def test_the_frozen_copies_in_0021_compute_what_the_live_chunkers_and_ingest_code_compute(settings):
     import importlib
 
     from sources.chunking import STRATEGIES, chunker_identity, strategy_identity
@@ -121,7 +121,13 @@ def test_the_frozen_copies_in_0021_compute_what_the_live_chunkers_and_ingest_cod
         if frozen.EXTRACTORS[suffix] == (extractor.kind, extractor.library, extractor.revision, extractor.also):
             assert frozen.extractor_identity(f"a{suffix}") == extractor.identity
     spec = ModelSpec("local", "some/model", 384, True)
+    settings.RAG_LLM_BASE_URL, settings.RAG_CONTEXTUAL_RETRIEVAL, settings.RAG_CONTEXTUAL_MODEL = (
+        "http://x/v1",
+        True,
+        "m",
+    )
     config = ingest_settings()
+    assert config.contextual and frozen._contextual() == config.contextual
     for chunker, extractor in [
         (chunker_identity("a.md"), ""),
         (chunker_identity("a.pdf", document=True), EXTRACTORS[".pdf"].identity),

@@ -16,6 +16,7 @@ rows write theirs; rows written before keep "2").
 """
 
 import hashlib
+from functools import cache
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import PurePosixPath
 
@@ -78,6 +79,7 @@ EXTRACTORS = {
 PROMPT_VERSION = "1"  # sources.contextual.PROMPT_VERSION
 
 
+@cache  # read once per distribution, not once per document
 def _library_version(distribution: str) -> str:
     try:
         return version(distribution)
@@ -185,12 +187,18 @@ def _files(apps) -> None:
 def _items(apps, name: str, chunker_of) -> None:
     """Skills, tools, memories, uploads: ``chunker_of(item)`` gives (content, chunker, extractor)."""
     Item = apps.get_model("sources", name)
+    rows = []
     for item in Item.objects.exclude(fingerprint="").select_related("source__embedding_model").iterator():
         content, chunker, extractor = chunker_of(item)
         model = item.source.embedding_model if item.source else None
         renewed = _renewed(item.fingerprint, content=content, model=model, chunker=chunker, extractor=extractor)
         if renewed is not None:
-            Item.objects.filter(pk=item.pk).update(fingerprint=renewed)
+            item.fingerprint = renewed
+            rows.append(item)
+        if len(rows) >= 1000:
+            Item.objects.bulk_update(rows, ["fingerprint"])
+            rows = []
+    Item.objects.bulk_update(rows, ["fingerprint"])
 
 
 def _upload(document) -> tuple[str, str, str]:
