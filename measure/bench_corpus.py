@@ -35,7 +35,7 @@ from django.db import DatabaseError, connection, transaction
 from django.utils import timezone
 
 from measure import bench_bulk
-from sources.chunking import CHUNKING_VERSION, ChunkResult, chunk_text
+from sources.chunking import ChunkResult, chunk_text, chunker_identity
 from sources.config import embedding_config
 from sources.embedding import embedder_for
 from sources.ingest import embed_text, embedding_model_for, embedding_model_index_ensure
@@ -412,7 +412,7 @@ def _copy(
                         hashlib.sha256(chunk.content.encode()).hexdigest(),
                         row_format % tuple(vector.tolist()),
                         model.pk,
-                        CHUNKING_VERSION,
+                        chunker_identity(text.path),
                         "{}",
                         now,
                     )

@@ -20,7 +20,7 @@ from retrieval.config import ContextConfig, SearchConfig
 from retrieval.context import context_pieces, context_search
 from retrieval.search import Mode, chunks_search
 from retrieval.tokens import ENCODINGS, token_count
-from sources.chunking import chunk_text
+from sources.chunking import chunk_text, chunker_identity
 from sources.config import indexing_config
 from sources.ingest import Batch, Document, content_hash, embedding_model_for, fingerprint
 from sources.models import IndexedFile, Source
@@ -97,7 +97,8 @@ def dataset_index(dataset: Dataset) -> tuple[Source, int]:
     batch = Batch(track_files=True, config=indexing, flush_chunks=_FLUSH)
     for doc_id, text in dataset.corpus.items():
         digest = content_hash(text)
-        stored = fingerprint(content=digest, model=model.spec.identity, config=config)
+        chunker = chunker_identity(f"{doc_id}.txt")  # a passage is plain text, whatever its id looks like
+        stored = fingerprint(content=digest, model=model.spec.identity, config=config, chunker=chunker)
         if known.get(doc_id) == stored:
             continue
         chunks = chunk_text(text, f"{doc_id}.txt", max_chars=config.max_chars, overlap=config.overlap)
@@ -108,6 +109,7 @@ def dataset_index(dataset: Dataset) -> tuple[Source, int]:
                 path=doc_id,
                 chunks=chunks,
                 model=model,
+                chunker=chunker,
                 content_hash=digest,
                 fingerprint=stored,
                 size=len(text),

@@ -547,8 +547,9 @@ DECLARED: tuple[Setting, ...] = (
         default=1500,
         minimum=200,
         doc=(
-            "Largest chunk; longer sections split at paragraph boundaries. Part of the fingerprint: a change "
-            "re-chunks and re-embeds at the next index run."
+            "Largest chunk; longer sections split at paragraph boundaries. Part of the fingerprint of files, "
+            "documents and skills: a change re-chunks and re-embeds them at the next index run (tools and "
+            "memories are one chunk each: not theirs)."
         ),
     ),
     IntSetting(
@@ -558,7 +559,8 @@ DECLARED: tuple[Setting, ...] = (
         minimum=0,
         doc=(
             "Characters shared by consecutive windows when a text has no structure to split on. Part of the "
-            "fingerprint, like `RAG_CHUNK_MAX_CHARS`."
+            "fingerprint of files and documents, like `RAG_CHUNK_MAX_CHARS`; skills are chunked without it, so "
+            "a change re-embeds none."
         ),
     ),
     IntSetting(

@@ -5,7 +5,9 @@ tool's schema, a file of a root, a dataset's passage. Each kind turns its
 item into documents; everything after that is here:
 
 - ``fingerprint`` is the one definition of "unchanged": the content's hash,
-  the chunker's version and settings, how long texts are embedded, the
+  the identity of the chunking strategy that chunks it (its own version and
+  those of the strategies it uses) and the chunk settings it reads, how long
+  texts are embedded, the
   embedding model's identity and the contextual-description setting. Equal
   fingerprints mean the stored chunks are exactly what indexing would write
   now; anything else re-chunks and re-embeds.
@@ -34,7 +36,8 @@ from django.utils import timezone
 
 from kernel import metrics
 from kernel.errors import ApplicationError
-from sources.chunking import CHUNKING_VERSION, ChunkResult
+from sources.chunking import ChunkResult, chunker_reads, strategy_identity
+from sources.chunking.strategies import MAX_CHARS, OVERLAP
 from sources.config import EmbeddingConfig, IndexingConfig, IngestSettings
 from sources.contextual import ContextualConfig, DescriptionRequest, descriptions_get
 from sources.embedding import EmbeddingError, embedder_for, model_reference
@@ -65,19 +68,25 @@ def content_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
-def fingerprint(*, content: str, model: str, config: IngestSettings, extractor: str = "") -> str:
+def fingerprint(*, content: str, model: str, config: IngestSettings, chunker: str, extractor: str = "") -> str:
     """The one fingerprint of stored chunks: ``content``, the document's content hash; ``model``, the model's;
-    ``extractor``, the identity of the extractor a document's suffix calls for (sources/extract/), "" for text."""
+    ``chunker``, the identity of the strategy that chunks it (sources.chunking.chunker_identity, or
+    strategy_identity for skills and one-chunk items); ``extractor``, the identity of the extractor a document's
+    suffix calls for (sources/extract/), "" for text.
+
+    Of the chunk settings only those the strategy reads join it: a skill ignores RAG_CHUNK_OVERLAP, a tool or a
+    memory both, so changing them re-embeds nothing that would come out the same."""
+    reads = chunker_reads(chunker)
     parts = [
         content,
-        CHUNKING_VERSION,
-        str(config.max_chars),
-        str(config.overlap),
+        chunker,
+        str(config.max_chars) if MAX_CHARS in reads else "",
+        str(config.overlap) if OVERLAP in reads else "",
         config.long_texts,
         config.contextual,
         model,
     ]
-    if extractor:  # only then: a text file's fingerprint stays what it was before documents existed
+    if extractor:  # only then: a text file's fingerprint has no empty part for it
         parts.append(extractor)
     return hashlib.sha256("\x1f".join(parts).encode()).hexdigest()
 
@@ -98,6 +107,7 @@ class Document:
     path: str  # "" for a skill or tool
     chunks: list[ChunkResult]
     model: EmbeddingModel
+    chunker: str  # the identity of the strategy that made ``chunks`` (in the fingerprint; stored on each row)
     content_hash: str = ""
     fingerprint: str = ""
     # Files: the stat that lets the next pass skip them unread.
@@ -324,7 +334,7 @@ def documents_replace(documents: Sequence[Document], *, track_files: bool) -> in
                 content_hash=content_hash(chunk.content),
                 embedding=vector,
                 embedding_model=d.model,
-                chunking_version=CHUNKING_VERSION,
+                chunking_version=d.chunker,
                 metadata=chunk.metadata,
             )
             for d in documents
@@ -343,7 +353,7 @@ def documents_replace(documents: Sequence[Document], *, track_files: bool) -> in
                     mtime_ns=d.mtime_ns,
                     content_hash=d.content_hash,
                     fingerprint=d.fingerprint,
-                    chunking_version=CHUNKING_VERSION,
+                    chunking_version=d.chunker,
                     embedding_model=d.model,
                     chunk_count=len(d.chunks),
                 )
@@ -472,6 +482,7 @@ def item_index_whole(item, *, source: Source, text: str, labels: dict, config: I
     symbol, metadata) unless its fingerprint is unchanged; None if it was deleted meanwhile."""
     model = embedding_model_for(config=config.embedding)
     digest = content_hash(text)
+    chunker = strategy_identity("whole")
     chunk = ChunkResult(content=text, context_prefix="", start_line=1, end_line=text.count("\n") + 1, **labels)
     document = Document(
         source=source,
@@ -479,8 +490,9 @@ def item_index_whole(item, *, source: Source, text: str, labels: dict, config: I
         path="",
         chunks=[chunk],
         model=model,
+        chunker=chunker,
         content_hash=digest,
-        fingerprint=fingerprint(content=digest, model=model.spec.identity, config=config.ingest),
+        fingerprint=fingerprint(content=digest, model=model.spec.identity, config=config.ingest, chunker=chunker),
         text=text,
     )
     item_model = type(item)

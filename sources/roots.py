@@ -23,7 +23,7 @@ from django.utils import timezone
 
 from kernel.errors import ApplicationError, Conflict
 from sources import git_roots, jobs, locks
-from sources.chunking import chunk_text
+from sources.chunking import chunk_text, chunker_identity
 from sources.config import EmbeddingConfig, IndexingConfig, indexing_config, root_base_dirs
 from sources.extract import Extracted, ExtractionRefused, extractor_for
 from sources.extract.chunks import document_chunks
@@ -570,6 +570,7 @@ class _Run:
             content=digest,
             model=plan.model.spec.identity,
             config=self.config,
+            chunker=chunker_identity(path, document=extractor is not None),
             extractor=extractor.identity if extractor else "",
         )
 
@@ -638,6 +639,7 @@ class _Run:
                 path=entry.path,
                 chunks=chunks,
                 model=plan.model,
+                chunker=chunker_identity(entry.path, document=document),
                 content_hash=digest,
                 fingerprint=self._fingerprint(digest, plan, entry.path),
                 size=entry.size,

@@ -3,7 +3,7 @@
 import logging
 
 from sources import ingest
-from sources.chunking import ChunkResult, markdown_chunk
+from sources.chunking import ChunkResult, markdown_chunk, strategy_identity
 from sources.config import IndexingConfig, indexing_config
 from sources.ingest import IndexingError, IndexOutcome, content_hash, embedding_model_for, fingerprint
 from sources.models import Skill, Source, source_key
@@ -41,14 +41,16 @@ def skill_index(*, skill_id: int, force: bool = False, config: IndexingConfig | 
     source = skill_source_sync(skill, title=_skill_title(skill, metadata, parsed.chunks))
     model = embedding_model_for(config=config.embedding)
     digest = content_hash(skill.body)
+    chunker = strategy_identity("skill")  # markdown at its own overlap: RAG_CHUNK_OVERLAP is not in the fingerprint
     document = ingest.Document(
         source=source,
         generation=source.active_generation,
         path="",
         chunks=parsed.chunks,
         model=model,
+        chunker=chunker,
         content_hash=digest,
-        fingerprint=fingerprint(content=digest, model=model.spec.identity, config=config.ingest),
+        fingerprint=fingerprint(content=digest, model=model.spec.identity, config=config.ingest, chunker=chunker),
         text=skill.body,
     )
     # The fingerprint is written only on success: equality means the stored

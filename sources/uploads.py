@@ -28,7 +28,7 @@ from django.db import transaction
 
 from kernel.errors import InvalidInput, NotFound, TooLarge, UnsupportedType
 from sources import ingest
-from sources.chunking import chunk_text
+from sources.chunking import chunk_text, chunker_identity
 from sources.config import IndexingConfig, indexing_config
 from sources.extract import EXTRACTORS, ExtractionRefused, extractor_for
 from sources.extract.chunks import document_chunks
@@ -210,10 +210,12 @@ def document_index(
     extractor = extractor_for(document.name)
     model = embedding_model_for(config=config.embedding)
     digest = document.file_sha256
+    chunker = chunker_identity(document.name, document=extractor is not None)
     print_ = fingerprint(
         content=digest,
         model=model.spec.identity,
         config=config.ingest,
+        chunker=chunker,
         extractor=extractor.identity if extractor else "",
     )
     if not force and print_ == document.fingerprint:
@@ -250,6 +252,7 @@ def document_index(
         path=document.name,
         chunks=chunks,
         model=model,
+        chunker=chunker,
         content_hash=digest,
         fingerprint=print_,
         text=text if config.ingest.contextual else "",

@@ -78,20 +78,62 @@ def test_no_migration_imports_live_application_code():
     assert [finding for path in files for finding in forbidden_imports(path)] == []
 
 
-def test_the_frozen_copies_in_0007_compute_what_the_live_ingest_code_computes_without_descriptions():
+def test_the_frozen_copies_in_0007_are_the_old_formula_0021_renews():
+    """0021 recognises what 0007 (and the code until 0021) stored: both copies of the global-version formula agree."""
     import importlib
 
-    from sources.chunking import CHUNKING_VERSION
     from sources.embedding import ModelSpec
-    from sources.ingest import IngestSettings, content_hash, fingerprint
+    from sources.ingest import content_hash
 
     frozen = importlib.import_module("sources.migrations.0007_fingerprints")
-    if frozen.CHUNKING_VERSION != CHUNKING_VERSION:
-        pytest.skip("the chunker has moved on since 0007: the copy stays as it was, the live code does not")
+    renewing = importlib.import_module("sources.migrations.0021_chunker_versions")
     spec = ModelSpec("local", "some/model", 384, True)
-    config = IngestSettings.current()
-    assert frozen._identity(spec) == spec.identity
+    assert frozen._identity(spec) == renewing._identity(spec) == spec.identity
     assert frozen.content_hash("x\udcff") == content_hash("x\udcff")
-    assert frozen.fingerprint(content="abc", model=spec.identity) == fingerprint(
-        content="abc", model=spec.identity, config=IngestSettings(config.max_chars, config.overlap, config.long_texts)
+    assert frozen.CHUNKING_VERSION == renewing.OLD_CHUNKING_VERSION
+    assert frozen.fingerprint(content="abc", model=spec.identity) == renewing.old_fingerprint(
+        content="abc", model=spec.identity
     )
+
+
+def test_the_frozen_copies_in_0021_compute_what_the_live_chunkers_and_ingest_code_compute(settings):
+    import importlib
+
+    from sources.chunking import STRATEGIES, chunker_identity, strategy_identity
+    from sources.chunking.treesitter import LANGUAGES
+    from sources.config import ingest_settings
+    from sources.embedding import ModelSpec
+    from sources.extract import EXTRACTORS
+    from sources.ingest import fingerprint
+
+    frozen = importlib.import_module("sources.migrations.0021_chunker_versions")
+    names = {"window", "markdown", "code-python", "code", "structured", "notebook", "document", "skill", "whole"}
+    names |= {f"code-{grammar}" for grammar in frozen.GRAMMARS.values()}
+    if {name: s.version for name, s in STRATEGIES.items()} != dict.fromkeys(names, 1):
+        pytest.skip("the chunkers have moved on since 0021: the copy stays as it was, the live code does not")
+    assert frozen.GRAMMARS == LANGUAGES
+    paths = ["a.md", "a.MDX", "a.py", "a.pyi", "a.ipynb", "a.json", "a.yml", "a.toml", "a.txt", "Makefile", "a.rst"]
+    paths += [f"a{suffix}" for suffix in LANGUAGES]
+    assert {path: frozen.chunker_identity(path) for path in paths} == {path: chunker_identity(path) for path in paths}
+    assert frozen.chunker_identity("a.pdf", document=True) == chunker_identity("a.pdf", document=True)
+    assert (frozen.SKILL, frozen.WHOLE) == (strategy_identity("skill"), strategy_identity("whole"))
+    for suffix, extractor in EXTRACTORS.items():
+        if frozen.EXTRACTORS[suffix] == (extractor.kind, extractor.library, extractor.revision, extractor.also):
+            assert frozen.extractor_identity(f"a{suffix}") == extractor.identity
+    spec = ModelSpec("local", "some/model", 384, True)
+    settings.RAG_LLM_BASE_URL, settings.RAG_CONTEXTUAL_RETRIEVAL, settings.RAG_CONTEXTUAL_MODEL = (
+        "http://x/v1",
+        True,
+        "m",
+    )
+    config = ingest_settings()
+    assert config.contextual and frozen._contextual() == config.contextual
+    for chunker, extractor in [
+        (chunker_identity("a.md"), ""),
+        (chunker_identity("a.pdf", document=True), EXTRACTORS[".pdf"].identity),
+        (strategy_identity("skill"), ""),
+        (strategy_identity("whole"), ""),
+    ]:
+        assert frozen.new_fingerprint(
+            content="abc", model=spec.identity, chunker=chunker, extractor=extractor
+        ) == fingerprint(content="abc", model=spec.identity, config=config, chunker=chunker, extractor=extractor)

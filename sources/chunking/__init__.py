@@ -11,6 +11,7 @@ from pathlib import PurePosixPath
 from sources.chunking.frontmatter import FrontMatter, front_matter_split
 from sources.chunking.markdown import MarkdownDocument, markdown_chunk
 from sources.chunking.python_code import python_chunks
+from sources.chunking.strategies import STRATEGIES, chunker_reads, strategy_for, strategy_identity
 from sources.chunking.structured import data_chunks, notebook_chunks
 from sources.chunking.treesitter import LANGUAGES, code_chunks
 from sources.chunking.types import ChunkResult
@@ -18,23 +19,22 @@ from sources.chunking.window import Lines, window_chunks
 
 log = logging.getLogger(__name__)
 
-# Stored with every chunk; any change to chunk output bumps it, which makes
-# indexing re-chunk and re-embed everything on its next pass.
-CHUNKING_VERSION = "2"
-
 MARKDOWN = {".md", ".markdown", ".mdx", ".mdown"}
 DATA = {".json": "json", ".yaml": "yaml", ".yml": "yaml", ".toml": "toml"}
 _LONE_CR = re.compile(r"\r(?!\n)")
 
 __all__ = [
-    "CHUNKING_VERSION",
+    "STRATEGIES",
     "ChunkResult",
     "FrontMatter",
     "MarkdownDocument",
     "chunk_text",
+    "chunker_identity",
+    "chunker_reads",
     "front_matter_split",
     "language_for",
     "markdown_chunk",
+    "strategy_identity",
 ]
 
 
@@ -47,6 +47,17 @@ def language_for(path: str) -> str:
     if suffix == ".ipynb":
         return "notebook"
     return DATA.get(suffix) or LANGUAGES.get(suffix) or "text"
+
+
+def chunker_identity(path: str, *, document: bool = False) -> str:
+    """The identity of the chunker ``path`` goes through (``markdown:1+window:1``; strategies.py), part of its
+    fingerprint, so a new version of one strategy re-embeds only the files it chunks.
+
+    ``document``: the file's text is extracted first (sources.extract.extractor_for names an extractor), so it is
+    chunked as a document whatever its suffix. A root's HTML fragment, read as text, goes through the window, which
+    the document's identity includes: a file's fingerprint is decided before its bytes say which it is.
+    """
+    return strategy_identity(strategy_for(language_for(path), document=document))
 
 
 def chunk_text(text: str, path: str, *, max_chars: int = 1500, overlap: int = 200) -> list[ChunkResult]:

@@ -73,7 +73,9 @@ class Chunk(models.Model):
     # embedding::halfvec(N), created when the model is first used.
     embedding = VectorField(null=True)
     embedding_model = models.ForeignKey(EmbeddingModel, null=True, on_delete=models.PROTECT, related_name="chunks")
-    chunking_version = models.CharField(max_length=32)
+    # The chunker identity that made it (sources.chunking.chunker_identity); "2" on rows from before per-strategy
+    # versions (migration 0021). Informational: the fingerprint decides what is current.
+    chunking_version = models.CharField(max_length=64)
     metadata = models.JSONField(default=dict, blank=True)
     # Weighted for the lexical channel: symbol and path (A) over headings (B)
     # over body (C); BM25 counts an A occurrence 4 times, B twice (lexical.py).

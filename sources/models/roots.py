@@ -188,7 +188,9 @@ class IndexedFile(models.Model):
     mtime_ns = models.BigIntegerField()
     content_hash = models.CharField(max_length=64)  # SHA-256 of the text read
     fingerprint = models.CharField(max_length=64, blank=True, default="")  # sources.ingest.fingerprint
-    chunking_version = models.CharField(max_length=32)
+    # The chunker identity that made it (sources.chunking.chunker_identity); "2" on rows from before per-strategy
+    # versions (migration 0021). Informational: the fingerprint decides what is current.
+    chunking_version = models.CharField(max_length=64)
     embedding_model = models.ForeignKey(EmbeddingModel, on_delete=models.PROTECT, related_name="+")
     chunk_count = models.PositiveIntegerField(default=0)
     indexed_at = models.DateTimeField(auto_now=True)

@@ -32,7 +32,9 @@ def test_long_texts_are_embedded_as_the_fingerprints_config_says_whatever_the_se
 
     def embedded(config) -> np.ndarray:
         chunk = ChunkResult(content=LONG, context_prefix="", language="text", symbol="", start_line=1, end_line=1)
-        document = ingest.Document(source=source, generation=0, path="long.txt", chunks=[chunk], model=model)
+        document = ingest.Document(
+            source=source, generation=0, path="long.txt", chunks=[chunk], model=model, chunker="window:1"
+        )
         ingest.documents_embed([document], config=config)
         assert document.vectors is not None
         return document.vectors[0]

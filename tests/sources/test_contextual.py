@@ -137,7 +137,9 @@ def test_turning_it_on_or_off_changes_every_fingerprint(settings):
     on = IngestSettings.current()
     settings.RAG_CONTEXTUAL_MODEL = "m2"
     other = IngestSettings.current()
-    prints = {fingerprint(content="c", model="local:x:384:norm", config=c) for c in (off, on, other)}
+    prints = {
+        fingerprint(content="c", model="local:x:384:norm", config=c, chunker="window:1") for c in (off, on, other)
+    }
     assert len(prints) == 3
 
 

@@ -118,7 +118,36 @@ def test_a_new_long_text_setting_re_embeds_unchanged_files_without_force(root, s
     assert index(root).chunks_embedded == 0
 
 
+def test_a_new_markdown_chunker_version_re_embeds_only_the_markdown_files(root, monkeypatch):
+    from dataclasses import replace
+
+    from sources.chunking import STRATEGIES
+
+    directory = Path(root.path)
+    (directory / "guide.md").write_text("# Guide\n\nHow to deploy.\n\n## Rollback\n\nUndo the last deploy.\n")
+    (directory / "notes.markdown").write_text("# Notes\n\nThe pager rota.\n")
+    (directory / "app.py").write_text("def handler():\n    return 'billing'\n\n\nclass Service:\n    pass\n")
+    (directory / "todo.txt").write_text("Renew the certificate before June.\n")
+    first = index(root)
+    assert (first.files_changed, first.status) == (4, JobStatus.SUCCEEDED)
+    before = vectors(root)
+
+    monkeypatch.setitem(
+        STRATEGIES, "markdown", replace(STRATEGIES["markdown"], version=STRATEGIES["markdown"].version + 1)
+    )
+    job = index(root)
+    markdown = {key for key in before if key[0].endswith((".md", ".markdown"))}
+    assert (job.files_changed, job.files_unchanged) == (2, 2)
+    assert job.chunks_embedded == job.chunks_deleted == len(markdown)
+    after = vectors(root)
+    assert after.keys() == before.keys()
+    re_created = {key for key in after if after[key][0] != before[key][0]}
+    assert re_created == markdown  # the Python and text files' chunks are the rows they were
+    assert index(root).chunks_embedded == 0
+
+
 def test_stored_files_keep_the_hash_of_their_text_and_a_fingerprint_of_how_they_were_indexed(root, settings):
+    from sources.chunking import chunker_identity
     from sources.ingest import IngestSettings, fingerprint
 
     text = "# Hash\n\nThe text a bot can check.\n"
@@ -127,8 +156,12 @@ def test_stored_files_keep_the_hash_of_their_text_and_a_fingerprint_of_how_they_
     state = IndexedFile.objects.get(path="hash.md")
     assert state.content_hash == hashlib.sha256(text.encode()).hexdigest()
     assert state.fingerprint == fingerprint(
-        content=state.content_hash, model=state.embedding_model.spec.identity, config=IngestSettings.current()
+        content=state.content_hash,
+        model=state.embedding_model.spec.identity,
+        config=IngestSettings.current(),
+        chunker=chunker_identity("hash.md"),
     )
+    assert state.chunking_version == chunker_identity("hash.md")  # the strategy that made its chunks
     settings.RAG_CHUNK_MAX_CHARS = 900  # a chunker setting: the stored chunks are no longer what it would write
     job = index(root)
     assert (job.files_changed, job.chunks_embedded) == (1, 1)

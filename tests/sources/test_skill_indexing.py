@@ -64,10 +64,22 @@ def test_a_title_edit_renames_the_source_without_re_embedding_and_a_chunker_sett
     assert services.skill_index(skill_id=skill.pk).skipped
 
 
-def test_skills_tools_files_and_datasets_share_one_fingerprint(tmp_path, settings):
-    """Same text, same settings, same model: every kind of document records the same fingerprint."""
+def test_a_new_chunk_overlap_re_embeds_no_skill(settings):
+    """A skill is chunked at the markdown chunker's own overlap: RAG_CHUNK_OVERLAP changes none of its chunks."""
+    skill = SkillFactory(body=BODY)
+    services.skill_index(skill_id=skill.pk)
+    ids = set(Chunk.objects.values_list("pk", flat=True))
+    settings.RAG_CHUNK_OVERLAP = settings.RAG_CHUNK_OVERLAP + 100
+    assert services.skill_index(skill_id=skill.pk).skipped
+    assert set(Chunk.objects.values_list("pk", flat=True)) == ids
+
+
+def test_skills_tools_files_and_datasets_share_one_fingerprint_told_apart_by_their_chunker(tmp_path, settings):
+    """Same text, same settings, same model: every kind of document records the one fingerprint of ingest, with the
+    identity of the strategy that chunks it (a skill, a markdown file and a plain-text passage are chunked apart)."""
     from measure.evaluation import Dataset, dataset_index
     from sources import tools
+    from sources.chunking import chunker_identity, strategy_identity
     from sources.models import IndexedFile, Tool, WorkspaceRoot
     from tests.conftest import index_root
 
@@ -81,13 +93,24 @@ def test_skills_tools_files_and_datasets_share_one_fingerprint(tmp_path, setting
     skill.refresh_from_db()
     file_state = IndexedFile.objects.get(path="same.md")
     passage = IndexedFile.objects.get(path="d1")
-    assert skill.fingerprint == file_state.fingerprint == passage.fingerprint
     assert skill.content_hash == file_state.content_hash == passage.content_hash
+    model = file_state.embedding_model.spec.identity
+    config = IngestSettings.current()
+
+    def expected(chunker: str) -> str:
+        return fingerprint(content=skill.content_hash, model=model, config=config, chunker=chunker)
+
+    assert skill.fingerprint == expected(strategy_identity("skill"))
+    assert file_state.fingerprint == expected(chunker_identity("same.md"))
+    assert passage.fingerprint == expected(chunker_identity("d1.txt"))
+    assert len({skill.fingerprint, file_state.fingerprint, passage.fingerprint}) == 3
     tool = Tool.objects.create(name="same")
     tools.tool_index(tool_id=tool.pk)
     tool.refresh_from_db()
     model = Source.objects.get(pk=tool.source_id).embedding_model.spec.identity
-    assert tool.fingerprint == fingerprint(content=tool.content_hash, model=model, config=IngestSettings.current())
+    assert tool.fingerprint == fingerprint(
+        content=tool.content_hash, model=model, config=IngestSettings.current(), chunker=strategy_identity("whole")
+    )
 
 
 def test_an_edit_replaces_all_chunks():

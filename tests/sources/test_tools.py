@@ -67,6 +67,14 @@ def test_an_unchanged_tool_is_not_embedded_again():
     assert tools.tool_index(tool_id=tool.pk).skipped is True
 
 
+def test_new_chunk_settings_re_embed_no_tool(settings):
+    """A tool is one chunk as written: no chunk setting is part of its fingerprint."""
+    tool = make("get_weather", "Current weather.", WEATHER)
+    settings.RAG_CHUNK_MAX_CHARS = settings.RAG_CHUNK_MAX_CHARS + 300
+    settings.RAG_CHUNK_OVERLAP = settings.RAG_CHUNK_OVERLAP + 100
+    assert tools.tool_index(tool_id=tool.pk).skipped is True
+
+
 @pytest.mark.parametrize(
     ("parameters", "message"),
     [
