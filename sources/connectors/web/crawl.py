@@ -148,12 +148,12 @@ class _Crawl:
                 if not self.queue:
                     return
             url = self.queue.popleft()
-            if not robots.allows(url):
-                yield Page(url=url, status=SKIPPED, reason=robots.reason)
-                continue
             if (limit := self._limit_reached()) is not None:
                 yield Page(url=url, status=SKIPPED, reason=limit)
                 return
+            if not robots.allows(url):
+                yield Page(url=url, status=SKIPPED, reason=robots.reason)
+                continue
             page = self._visit(url)
             if page is None:
                 continue
