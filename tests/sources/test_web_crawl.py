@@ -4,12 +4,14 @@ Every server here listens on 127.0.0.1, a loopback address, so every crawl passe
 test shows the same crawl refused without it.
 """
 
+import datetime
 import gzip
 import ipaddress
 import os
 import posixpath
 import re
 import socket
+import ssl
 import subprocess
 import sys
 import threading
@@ -23,6 +25,7 @@ from urllib.parse import unquote, urlsplit
 
 import pytest
 
+from sources.config import web_limits
 from sources.connectors.web import addresses, fetch
 from sources.connectors.web.addresses import AddressRefused, address_kind, checked_addresses
 from sources.connectors.web.crawl import CrawlLimits, CrawlRefused, Page, Validators, crawl, web_url_problem
@@ -46,6 +49,12 @@ class _Handler(SimpleHTTPRequestHandler):
     304; a few paths the tests need besides: redirects, an endless body and a page that hangs."""
 
     server: "_Server"
+    protocol_version = "HTTP/1.1"  # keeps connections open between requests, as real servers do
+
+    def setup(self) -> None:
+        self.server.connections += 1
+        self.timeout = self.server.idle_timeout  # how long an idle kept-alive connection stays open
+        super().setup()
 
     def send_head(self):  # type: ignore[no-untyped-def]
         path = urlsplit(self.path).path
@@ -101,6 +110,8 @@ class _Server(ThreadingHTTPServer):
         self.requests: list[tuple[str, str]] = []  # (path, Host header) of every request
         self.answers: list[tuple[str, int]] = []  # (path, status) of every answer
         self.redirects: dict[str, str] = {}
+        self.connections = 0
+        self.idle_timeout: float | None = None
 
         def handler(*args, **kwargs):  # type: ignore[no-untyped-def]
             return _Handler(*args, directory=str(directory), **kwargs)
@@ -307,6 +318,26 @@ def test_redirects_are_followed_within_scope_only(site: _Server) -> None:
     assert "/outside.html" not in {path for path, _host in site.requests}
 
 
+def test_one_connection_carries_many_requests(site: _Server) -> None:
+    pages = _crawl(f"{site.base}/docs/index.html")
+
+    assert len([page for page in pages if page.status == "fetched"]) == 8
+    # robots.txt, the sitemap and 9 pages; a second connection only after data.bin, whose body is left unread.
+    assert len(site.requests) == 11
+    assert site.connections == 2
+
+
+def test_a_kept_connection_the_server_closed_is_opened_again(site: _Server) -> None:
+    site.idle_timeout = 0.1
+    pages = []
+    for page in crawl(f"{site.base}/docs/index.html", known={}, limits=LIMITS):
+        pages.append(page)
+        time.sleep(0.3)  # the server has closed the idle connection by now
+
+    assert len([page for page in pages if page.status == "fetched"]) == 8
+    assert site.connections >= 8
+
+
 def test_the_page_limit_ends_the_crawl_with_a_note(site: _Server) -> None:
     pages = _crawl(f"{site.base}/docs/index.html", max_pages=3)
 
@@ -368,7 +399,7 @@ def test_a_server_that_never_answers_cannot_hold_the_crawl(monkeypatch: pytest.M
         # The read times out first: an unreachable robots.txt means crawl nothing (RFC 9309).
         monkeypatch.setattr(fetch, "SOCKET_TIMEOUT", 0.5)
         assert [(page.status, page.reason) for page in _crawl(url)] == [
-            ("skipped", "robots.txt unavailable (no answer): nothing fetched")
+            ("skipped", "robots.txt unavailable (timeout): nothing fetched")
         ]
 
 
@@ -421,6 +452,76 @@ def test_the_crawl_connects_to_the_address_it_checked(site: _Server, monkeypatch
     assert lookups == ["docs.test"]
     assert {host for _path, host in site.requests} == {f"docs.test:{port}"}
     assert pages[0].url == f"http://docs.test:{port}/docs/index.html"
+
+
+def _certificate(directory: Path, host: str) -> tuple[Path, Path]:
+    """A self-signed certificate for ``host`` and its key, as PEM files."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, host)])
+    now = datetime.datetime.now(datetime.UTC)
+    certificate = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(days=1))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(x509.SubjectAlternativeName([x509.DNSName(host)]), critical=False)
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(key, hashes.SHA256())
+    )
+    cert_file, key_file = directory / "cert.pem", directory / "key.pem"
+    cert_file.write_bytes(certificate.public_bytes(serialization.Encoding.PEM))
+    key_file.write_bytes(
+        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    )
+    return cert_file, key_file
+
+
+def test_https_reaches_the_checked_address_under_the_host_name(
+    site: _Server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """TLS to the pinned address: the certificate is checked against the host name the URL gives (SNI too)."""
+    cert_file, key_file = _certificate(tmp_path, "docs.test")
+    tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    tls.load_cert_chain(cert_file, key_file)
+    site.socket = tls.wrap_socket(site.socket, server_side=True)
+    monkeypatch.setenv("SSL_CERT_FILE", str(cert_file))  # the crawler's default context trusts it, and only it
+    real = socket.getaddrinfo
+
+    def getaddrinfo(host, *args, **kwargs):  # type: ignore[no-untyped-def]
+        return real("127.0.0.1" if host == "docs.test" else host, *args, **kwargs)
+
+    monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
+    port = site.server_address[1]
+
+    pages = _crawl(f"https://docs.test:{port}/docs/index.html")
+    assert len([page for page in pages if page.status == "fetched"]) == 7
+    assert {host for _path, host in site.requests} == {f"docs.test:{port}"}
+
+    # The same server under a name its certificate does not carry: nothing is read.
+    (refused,) = _crawl(f"https://127.0.0.1:{port}/docs/index.html")
+    assert refused.status == "skipped"
+    assert refused.reason.startswith("robots.txt unavailable (TLS failed: [SSL: CERTIFICATE_VERIFY_FAILED]")
+
+
+def test_the_limits_come_from_the_settings(settings) -> None:  # type: ignore[no-untyped-def]
+    settings.RAG_WEB_MAX_PAGES, settings.RAG_WEB_MAX_PAGE_MB, settings.RAG_WEB_MAX_CRAWL_MB = 7, 2, 30
+    settings.RAG_WEB_MAX_CRAWL_SECONDS, settings.RAG_WEB_ALLOW_PRIVATE = 60, True
+
+    assert web_limits() == CrawlLimits(
+        max_pages=7,
+        max_page_bytes=2 * 1024 * 1024,
+        max_total_bytes=30 * 1024 * 1024,
+        max_seconds=60.0,
+        allow_private=True,
+    )
 
 
 # --- Python's documentation, served by `python -m http.server` -------------------------------------------------
