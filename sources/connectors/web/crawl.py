@@ -11,7 +11,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
 from kernel.errors import ApplicationError
-from sources.connectors.web.addresses import AddressRefused
+from sources.connectors.web.addresses import AddressRefused, checked_addresses
 from sources.connectors.web.fetch import Fetcher, Response, Want
 from sources.connectors.web.links import HTML_TYPES, page_links
 from sources.connectors.web.robots import MAX_ROBOTS_BYTES, Robots, robots_from_response
@@ -74,7 +74,7 @@ def web_url_problem(url: str, *, allow_private: bool) -> str | None:
         return "not a URL that can be crawled"
     scope = Scope.of(start)
     try:
-        Fetcher(user_agent="", allow_private=allow_private).addresses(scope.host, scope.port)
+        checked_addresses(scope.host, scope.port, allow_private=allow_private)
     except AddressRefused as error:
         return str(error)
     return None
