@@ -12,6 +12,7 @@ from django.test import Client
 from django.urls import reverse
 
 from access.models import AccessGrant, ApiKey
+from kernel.errors import ApplicationError
 from sources import services, tasks
 from sources.memories import MemoryScope, Provenance, memory_write
 from sources.models import Chunk, Memory, Segment, Skill, Source, UploadedDocument, WorkspaceRoot
@@ -43,7 +44,7 @@ def queued(monkeypatch) -> list:
 
     def root_request(*, root_id, **_):
         calls.append(("root", root_id))
-        raise AssertionError("queued a root job")
+        raise ApplicationError("recorded, not queued")  # the admin shows it as a warning
 
     monkeypatch.setattr(tasks, "root_reindex_request", root_request)
     return calls
@@ -81,7 +82,7 @@ def test_a_viewer_runs_no_action_on_any_list(django_user_model, tmp_path, settin
     viewer = person(django_user_model, *views, "access.view_apikey", bot_id="alpha")
     queued.clear()  # writing the rows queued their first indexing
 
-    for model, action, row in (
+    actions = (
         ("memory", "approve", memory),
         ("memory", "reindex", memory),
         ("skill", "reindex", skill),
@@ -90,15 +91,17 @@ def test_a_viewer_runs_no_action_on_any_list(django_user_model, tmp_path, settin
         ("workspaceroot", "reindex_force", root),
         ("uploadeddocument", "reindex", document),
         ("apikey", "revoke", key),
-    ):
+    )
+    for model, action, row in actions:
         response = act(viewer, model, action, [row.pk])
         assert response.status_code in (200, 302), (model, action)
-        page = viewer.get(reverse(f"admin:{'access' if model == 'apikey' else 'sources'}_{model}_changelist"))
-        assert f'value="{action}"' not in page.content.decode(), (model, action)  # not offered either
     memory.refresh_from_db()
     key.refresh_from_db()
     assert memory.approved_at is None and key.revoked_at is None
     assert queued == []
+    for model, action, _ in actions:  # not offered either
+        page = viewer.get(reverse(f"admin:{'access' if model == 'apikey' else 'sources'}_{model}_changelist"))
+        assert f'value="{action}"' not in page.content.decode(), (model, action)
 
 
 def test_a_shared_row_is_approved_or_reindexed_only_with_write_shared(django_user_model, queued):
@@ -122,6 +125,13 @@ def test_a_shared_row_is_approved_or_reindexed_only_with_write_shared(django_use
     act(editor, "skill", "reindex_force", [skills["everyone"].pk, skills["mine"].pk])
     assert queued == [("memory", alpha.pk), ("skill", skills["mine"].pk)]
     assert "access.write_shared" in editor.get(reverse("admin:sources_skill_changelist")).content.decode()
+    # Django's own bulk delete asks about each selected row: a shared one stays.
+    deleter = person(django_user_model, "sources.view_skill", "sources.delete_skill", name="deleter", bot_id="alpha")
+    removed = deleter.post(
+        reverse("admin:sources_skill_changelist"),
+        {"action": "delete_selected", "_selected_action": [str(skills["everyone"].pk)], "post": "yes"},
+    )
+    assert removed.status_code == 403 and Skill.objects.filter(pk=skills["everyone"].pk).exists()
 
     writer = person(
         django_user_model, "sources.view_memory", "sources.change_memory", "access.write_shared", name="writer",
