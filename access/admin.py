@@ -4,12 +4,16 @@ from django import forms
 from django.contrib import admin, messages
 from django.contrib.auth.admin import GroupAdmin, UserAdmin
 from django.contrib.auth.models import Group, User
+from django.db.models import Q
 from django.template.response import TemplateResponse
 from django.utils import timezone
 
+from access.identity import Identity, identity_for_user, scope_for
 from access.keys import api_key_assign
 from access.models import AccessGrant, ApiKey, OidcIdentity
 from access.names import NamesInUse, names_in_use, suggest_names, unused_names
+from kernel.errors import Forbidden
+from sources.models import words
 
 # A key or grant widens what its holder sees: the source forms' wording ("shared with every bot") says the opposite.
 _GRANT_HELP = {
@@ -39,6 +43,42 @@ def warn_unused_names(request, form: ScopeNamesForm) -> None:
     values = {field: form.cleaned_data.get(field, "") for field in _GRANT_HELP}
     for sentence in unused_names(values, form.in_use or names_in_use()):
         messages.warning(request, sentence)
+
+
+def _identity(request) -> Identity:
+    identity = getattr(request, "_admin_identity", None)
+    if identity is None:
+        identity = request._admin_identity = identity_for_user(request.user)
+    return identity
+
+
+def _within_grants(form_class: type[ScopeNamesForm], identity: Identity) -> type[ScopeNamesForm]:
+    """The key form refusing a bot, client or channels beyond the person's grants (a key for bot beta, from a person
+    granted alpha, would read beta's sources). No bot, client or channel is fine: such a key sees shared sources
+    only, which everyone does."""
+
+    class WithinGrants(form_class):  # type: ignore[valid-type,misc]  # a class known only at run time
+        def clean(self):
+            cleaned = super().clean()
+            try:
+                scope_for(
+                    identity,
+                    bot_id=cleaned.get("bot_id") or None,
+                    client_id=cleaned.get("client_id") or None,
+                    channels=words(cleaned.get("channels") or "") or None,
+                )
+            except Forbidden as exc:
+                field = exc.details.get("field")
+                what = {"bot_id": "bot", "client_id": "client", "channels": "channel"}.get(field, "scope")
+                self.add_error(
+                    field if field in self.fields else None,
+                    f"Your access grants do not cover {what} {', '.join(exc.details.get('refused', []))}: a key "
+                    "may see only bots, clients and channels you may see yourself.",
+                )
+            return cleaned
+
+    WithinGrants.__name__ = form_class.__name__
+    return WithinGrants
 
 
 def _bound_to_names(form_class: type[ScopeNamesForm]) -> type[ScopeNamesForm]:
@@ -77,6 +117,25 @@ class ApiKeyAdmin(admin.ModelAdmin):
             return "revoked"
         return "active" if key.is_active else "expired"
 
+    def get_queryset(self, request):
+        keys = super().get_queryset(request)
+        if request.user.is_superuser:
+            return keys
+        # A key sees what its scope names: listed, changed and revoked only by those who see as much (their grants
+        # cover its bot, client and channels). A manage key holds every right over every row: superusers' alone.
+        identity = _identity(request)
+        within = keys.filter(can_manage=False)
+        within = within.filter(Q(bot_id="") | Q(bot_id__in=identity.bot_ids or ()))
+        within = within.filter(Q(client_id="") | Q(client_id__in=identity.client_ids or ()))
+        granted = identity.channels or frozenset()
+        ids = [pk for pk, channels in within.values_list("pk", "channels") if set(words(channels)) <= granted]
+        return keys.filter(pk__in=ids)
+
+    def get_readonly_fields(self, request, obj=None):
+        fields = list(super().get_readonly_fields(request, obj))
+        # Only a superuser gives a key every right over every row (a person's own rights stop at their grants).
+        return fields if request.user.is_superuser else [*fields, "can_manage"]
+
     def save_model(self, request, obj: ApiKey, form, change: bool) -> None:
         if not change:
             request._new_api_key = api_key_assign(obj)  # shown once by response_add, never stored
@@ -85,7 +144,8 @@ class ApiKeyAdmin(admin.ModelAdmin):
         warn_unused_names(request, form)
 
     def get_form(self, request, obj=None, change=False, **kwargs):
-        return _bound_to_names(super().get_form(request, obj, change, **kwargs))
+        form = _bound_to_names(super().get_form(request, obj, change, **kwargs))
+        return form if request.user.is_superuser else _within_grants(form, _identity(request))
 
     def response_add(self, request, obj: ApiKey, post_url_continue=None):
         # The key is on this page only: not in a message (messages live in a cookie), not in a log.
@@ -100,7 +160,7 @@ class ApiKeyAdmin(admin.ModelAdmin):
         response["Cache-Control"] = "no-store"
         return response
 
-    @admin.action(description="Revoke selected keys (requests with them get 401)")
+    @admin.action(description="Revoke selected keys (requests with them get 401)", permissions=["change"])
     def revoke(self, request, queryset) -> None:
         count = queryset.filter(revoked_at__isnull=True).update(revoked_at=timezone.now())
         self.message_user(request, f"Revoked {count} key(s).", messages.SUCCESS)

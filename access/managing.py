@@ -3,8 +3,9 @@
 People manage only inside their grants, as the admin console lets them:
 lists show the rows their scope shows, another's row answers 404 (as a
 missing one), and what they write goes only to bots, clients and channels
-they act for. API keys with the manage permission manage every row (their
-one switch, unchanged); superusers too. Writing the shared scope, a new row
+they act for, naming some of each their grants name (no channel is every
+channel: ``scope_not_wider``). API keys with the manage permission manage
+every row (their one switch, unchanged); superusers too. Writing the shared scope, a new row
 or a change to an existing one, takes ``Right.WRITE_SHARED`` besides.
 """
 
@@ -15,10 +16,15 @@ from django.db.models import Model, QuerySet
 
 from access.identity import Identity, scope_for
 from access.rights import Right, is_shared, right_refused
-from kernel.errors import NotFound
+from kernel.errors import Forbidden, NotFound
 from sources.models import words
 
 Row = TypeVar("Row", bound=Model)
+
+
+def manages_every_row(identity: Identity) -> bool:
+    """Whether ``identity`` manages every row whatever its scope: a manage key, or a superuser."""
+    return _every_row(identity)
 
 
 def _every_row(identity: Identity) -> bool:
@@ -57,7 +63,36 @@ def scope_writable(identity: Identity, *, bot_id: str, client_id: str, channels:
     if not _every_row(identity):
         # The same refusal as a search asking beyond its grants (403 naming the field).
         scope_for(identity, bot_id=bot_id or None, client_id=client_id or None, channels=named or None)
+        scope_not_wider(identity, bot_id=bot_id, client_id=client_id, channels=named)
     shared_writable(identity, bot_id=bot_id, client_id=client_id, channels=named)
+
+
+def scope_not_wider(identity: Identity, *, bot_id: str, client_id: str, channels: str | Iterable[str]) -> None:
+    """Forbidden when a row of this scope would be read beyond ``identity``'s grants: an empty bot, client or channel
+    list is "every one", so a person bound to some (granted bot alpha, channel ops) names some of them, as
+    ``access.memories`` makes a caller write a memory.
+
+    A person granted (alpha, ops) giving a document to bot alpha with no channel would have every channel of alpha
+    read it (finance too). The shared scope itself (all three empty) is ``shared_writable``'s; whoever holds
+    ``Right.WRITE_SHARED`` may give a row to everyone, so a narrower one too. Manage keys and superusers: any scope.
+    """
+    named = words(channels) if isinstance(channels, str) else list(channels)
+    if _every_row(identity) or identity.may(Right.WRITE_SHARED):
+        return
+    if is_shared(bot_id=bot_id, client_id=client_id, channels=named):
+        return  # refused by shared_writable, with the permission's name
+    bound = (
+        ("bot_id", "bot", bool(bot_id), identity.bot_ids),
+        ("client_id", "client", bool(client_id), identity.client_ids),
+        ("channels", "channel", bool(named), identity.channels),
+    )
+    for field, what, given, allowed in bound:
+        if not given and allowed:
+            raise Forbidden(
+                f"{identity.name} may not leave the {what} empty: every {what} would read it, beyond its grants; "
+                f"name {'some' if field == 'channels' else 'one'} of {', '.join(sorted(allowed))}",
+                details={"field": field, "refused": []},
+            )
 
 
 def shared_writable(identity: Identity, *, bot_id: str, client_id: str, channels: str | Iterable[str]) -> None:

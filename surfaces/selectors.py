@@ -129,6 +129,18 @@ def root_files_summary(*, root: WorkspaceRoot, scope: Scope) -> dict:
     }
 
 
+def job_errors_narrowed(*, job: IndexJob, scope: Scope | None) -> IndexJob:
+    """``job`` with only the errors (skipped and failed files) of segments ``scope`` sees; None: all of them.
+
+    For the API's answers, as the admin's job page shows them: a person granted bot alpha but not channel finance
+    learns no file name of alpha's finance-gated segment. Only the row in memory changes, never the stored one.
+    """
+    if scope is not None and job.errors:
+        seen = root_path_visible(root=job.root, scope=scope)
+        job.errors = [row for row in job.errors if seen(row.get("path", ""))]
+    return job
+
+
 def root_path_visible(*, root: WorkspaceRoot, scope: Scope) -> Callable[[str], bool]:
     """Whether ``scope`` sees the segment of ``root`` that owns a path.
 

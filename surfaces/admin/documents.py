@@ -141,9 +141,9 @@ class UploadedDocumentAdmin(ScopedAdminMixin, BrokerWarningMixin, admin.ModelAdm
     def size_label(self, document: UploadedDocument) -> str:
         return format_html("{} bytes", f"{document.size:,}")
 
-    @admin.action(description="Re-index selected documents")
+    @admin.action(description="Re-index selected documents", permissions=["change"])
     def reindex(self, request, queryset) -> None:
-        ids = list(queryset.values_list("pk", flat=True))
+        ids = [document.pk for document in self.rows_changeable(request, queryset)]
         for document_id in ids:
             tasks.document_enqueue(document_id=document_id)
         self.message_user(request, f"Queued {len(ids)} document(s) for indexing.", messages.SUCCESS)

@@ -116,14 +116,15 @@ class MemoryAdmin(ScopedAdminMixin, BrokerWarningMixin, admin.ModelAdmin):
         newer = getattr(memory, "superseded_by", None) if memory.superseded_at else None
         return str(newer.pk) if newer is not None else "-"
 
-    @admin.action(description="Approve selected memories (serve them)")
+    @admin.action(description="Approve selected memories (serve them)", permissions=["change"])
     def approve(self, request, queryset) -> None:
-        approved = memory_approve(memory_ids=list(queryset.values_list("pk", flat=True)), user=request.user)
+        rows = self.rows_changeable(request, queryset)
+        approved = memory_approve(memory_ids=[memory.pk for memory in rows], user=request.user)
         self.message_user(request, f"Approved {approved} memory(s); they are served now.", messages.SUCCESS)
 
-    @admin.action(description="Re-index selected memories")
+    @admin.action(description="Re-index selected memories", permissions=["change"])
     def reindex(self, request, queryset) -> None:
-        ids = list(queryset.values_list("pk", flat=True))
+        ids = [memory.pk for memory in self.rows_changeable(request, queryset)]
         for memory_id in ids:
             tasks.memory_enqueue(memory_id=memory_id)
         self.message_user(request, f"Queued {len(ids)} memory(s) for indexing.", messages.SUCCESS)

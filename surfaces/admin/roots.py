@@ -321,6 +321,8 @@ class WorkspaceRootAdmin(ScopedAdminMixin, BrokerWarningMixin, admin.ModelAdmin)
         root = self.get_queryset(request).filter(pk=root_id).first()
         if root is None:
             raise Http404(f"workspace root {root_id} does not exist")
+        if not self.has_change_permission(request, root):
+            raise PermissionDenied  # a shared root, to a person without access.write_shared (as its actions)
         self._request_job(request, root, force=request.POST.get("force") == "1", ignore_cooldown=True)
         return HttpResponseRedirect(request.POST.get("next") or reverse("admin:sources_workspaceroot_changelist"))
 
@@ -338,14 +340,17 @@ class WorkspaceRootAdmin(ScopedAdminMixin, BrokerWarningMixin, admin.ModelAdmin)
         link = format_html('<a href="{}">job {}</a>', reverse("admin:sources_indexjob_change", args=[job.pk]), job.pk)
         self.message_user(request, format_html("{}: index {}{} {}.", root.name, link, already, state), messages.SUCCESS)
 
-    @admin.action(description="Re-index selected roots (respects the cooldown)")
+    @admin.action(description="Re-index selected roots (respects the cooldown)", permissions=["change"])
     def reindex(self, request, queryset) -> None:
-        for root in queryset:
+        for root in self.rows_changeable(request, queryset):
             self._request_job(request, root, force=False)
 
-    @admin.action(description="Re-index selected roots now (force: re-embed even if unchanged, ignores the cooldown)")
+    @admin.action(
+        description="Re-index selected roots now (force: re-embed even if unchanged, ignores the cooldown)",
+        permissions=["change"],
+    )
     def reindex_force(self, request, queryset) -> None:
-        for root in queryset:
+        for root in self.rows_changeable(request, queryset):
             self._request_job(request, root, force=True)
 
 

@@ -11,16 +11,18 @@ API. Superusers see and write everything.
 """
 
 from django import forms
+from django.contrib import messages
 from django.contrib.admin.utils import unquote
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db.models import QuerySet
 from django.http import Http404
 
 from access.identity import Identity, identity_for_user, scope_for
+from access.managing import scope_not_wider
 from access.rights import Right, is_shared
 from access.scope import Scope
 from kernel.errors import Forbidden
-from sources.models import Scoped, words
+from sources.models import Chunk, Scoped, Source, words
 from surfaces.admin.common import ModelAdminBase
 
 
@@ -41,8 +43,16 @@ def admin_scope(request) -> Scope:
 
 
 def shared_row_writable(request, row) -> bool:
-    """False for a shared row (no bot, client or channel) when the person may not write the shared scope."""
-    if row is None or not isinstance(row, Scoped):
+    """False for a shared row (no bot, client or channel) when the person may not write the shared scope.
+
+    A skill, tool, root, document or memory has its own scope; a Source row has the one copied from its owner, and
+    a chunk its source's: deleting a shared skill's Source (and its chunks) is writing the shared scope too.
+    """
+    if row is None:
+        return True
+    if isinstance(row, Chunk):
+        row = row.source
+    if not isinstance(row, Scoped | Source):
         return True
     shared = is_shared(bot_id=row.bot_id, client_id=row.client_id, channels=row.channels)
     return not shared or admin_identity(request).may(Right.WRITE_SHARED)
@@ -106,6 +116,25 @@ class ScopedAdminMixin(ModelAdminBase):
     def has_delete_permission(self, request, obj=None) -> bool:
         return super().has_delete_permission(request, obj) and shared_row_writable(request, obj)
 
+    def rows_changeable(self, request, queryset: QuerySet) -> list:
+        """The rows of an action's ``queryset`` the person may change; a message names how many were left alone.
+
+        Django runs an action for whoever may view the list and never asks about each row: the actions carry
+        ``permissions=["change"]``, and this drops the shared rows a person without ``access.write_shared`` may
+        only read.
+        """
+        rows = list(queryset)
+        allowed = [row for row in rows if self.has_change_permission(request, row)]
+        if left := len(rows) - len(allowed):
+            self.message_user(
+                request,
+                f"{left} selected {self.opts.verbose_name_plural if left > 1 else self.opts.verbose_name} left alone: "
+                f"shared (every caller reads it), and changing the shared scope needs the permission "
+                f"{Right.WRITE_SHARED.value}.",
+                messages.WARNING,
+            )
+        return allowed
+
     def get_form(self, request, obj=None, change=False, **kwargs):
         form = super().get_form(request, obj, change, **kwargs)
         if request.user.is_superuser or "bot_id" not in form.base_fields:
@@ -143,13 +172,23 @@ def scope_checked(form: type[forms.ModelForm], request) -> type[forms.ModelForm]
                     client_id=cleaned.get("client_id") or None,
                     channels=words(cleaned.get("channels") or "") or None,
                 )
+                scope_not_wider(
+                    identity,
+                    bot_id=cleaned.get("bot_id") or "",
+                    client_id=cleaned.get("client_id") or "",
+                    channels=cleaned.get("channels") or "",
+                )
             except Forbidden as exc:
                 field = exc.details.get("field")
                 what = {"bot_id": "bot", "client_id": "client", "channels": "channel"}.get(field, "scope")
+                refused = exc.details.get("refused", [])
                 self.add_error(
                     field if field in self.fields else None,
-                    f"Your access grants do not cover {what} {', '.join(exc.details.get('refused', []))}: "
-                    "you may only give it to bots, clients and channels you may see yourself.",
+                    f"Your access grants do not cover {what} {', '.join(refused)}: "
+                    "you may only give it to bots, clients and channels you may see yourself."
+                    if refused
+                    else f"Left empty, every {what} would read it, beyond your access grants: "
+                    f"{exc.message.rsplit('; ', 1)[-1]}.",
                 )
                 return cleaned
             scope = {name: cleaned.get(name) or "" for name in ("bot_id", "client_id", "channels")}
@@ -167,9 +206,42 @@ def scope_checked(form: type[forms.ModelForm], request) -> type[forms.ModelForm]
 
 
 class ScopedInlineMixin:
-    """An inline list (segments of a root) showing only the rows whose source the person may see."""
+    """An inline list (segments of a root) showing only the rows whose source the person may see, and taking only
+    channels the person's grants cover."""
 
     source_path = "source"
 
     def get_queryset(self, request):
         return scoped(request, super().get_queryset(request), source_path=self.source_path)
+
+    def get_formset(self, request, obj=None, **kwargs):
+        formset = super().get_formset(request, obj, **kwargs)
+        if not request.user.is_superuser and "channels" in formset.form.base_fields:
+            formset.form = channels_checked(formset.form, request)
+        return formset
+
+
+def channels_checked(form: type[forms.ModelForm], request) -> type[forms.ModelForm]:
+    """``form`` (a segment's: no bot or client of its own) refusing channels beyond the person's grants.
+
+    A segment's channels replace its root's for the files it claims: a person granted (alpha, ops) could otherwise
+    gate a segment of alpha's root to finance, writing into a channel they may not read. Empty: the root's (checked
+    with the root).
+    """
+    identity = admin_identity(request)
+
+    class ChannelsChecked(form):  # type: ignore[valid-type,misc]  # a class known only at run time
+        def clean(self):
+            cleaned = super().clean()
+            try:
+                scope_for(identity, channels=words(cleaned.get("channels") or "") or None)
+            except Forbidden as exc:
+                self.add_error(
+                    "channels" if "channels" in self.fields else None,
+                    f"Your access grants do not cover channel {', '.join(exc.details.get('refused', []))}: "
+                    "you may only gate it to channels you may see yourself.",
+                )
+            return cleaned
+
+    ChannelsChecked.__name__ = form.__name__
+    return ChannelsChecked

@@ -122,17 +122,19 @@ class SkillAdmin(ScopedAdminMixin, BrokerWarningMixin, admin.ModelAdmin):
         return index_status_badge(skill)
 
     def _reindex(self, request, queryset, *, force: bool) -> None:
-        skill_ids = list(queryset.values_list("pk", flat=True))
+        skill_ids = [skill.pk for skill in self.rows_changeable(request, queryset)]
         for skill_id in skill_ids:
             tasks.skill_enqueue(skill_id=skill_id, force=force)
         what = "re-embedding" if force else "indexing"
         self.message_user(request, f"Queued {len(skill_ids)} skill(s) for {what}.", messages.SUCCESS)
 
-    @admin.action(description="Re-index selected skills")
+    @admin.action(description="Re-index selected skills", permissions=["change"])
     def reindex(self, request, queryset) -> None:
         self._reindex(request, queryset, force=False)
 
-    @admin.action(description="Re-index selected skills now (force: re-embed even if unchanged)")
+    @admin.action(
+        description="Re-index selected skills now (force: re-embed even if unchanged)", permissions=["change"]
+    )
     def reindex_force(self, request, queryset) -> None:
         self._reindex(request, queryset, force=True)
 

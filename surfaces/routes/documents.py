@@ -31,8 +31,9 @@ def documents_upload(
     RAG_EXTRACT_MAX_FILE_MB is refused (413), an unsupported type (415), and then none of the files is stored. A
     file the extractor refuses is stored and shows ``failed`` with its reason.
 
-    Needs sources.add_uploadeddocument (a person: for bots, clients and channels their grants cover) or a manage
-    key; a shared document (no bot, client or channel) needs access.write_shared or a manage key besides."""
+    Needs sources.add_uploadeddocument (a person: for bots, clients and channels their grants cover, naming some of
+    each their grants name: no channel is every channel) or a manage key; a shared document (no bot, client or
+    channel) needs access.write_shared or a manage key besides."""
     identity = manage_required(request, Right.ADD_DOCUMENTS)
     max_bytes = document_max_bytes()
     uploads.scope_check(bot_id=bot_id, client_id=client_id, channels=channels)

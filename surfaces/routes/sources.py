@@ -2,10 +2,11 @@ from ninja import Body, Router
 from ninja.responses import Status
 
 from access.auth import HEALTH_AUTH, MANAGE_AUTH, READ_AUTH
-from access.identity import identity_anonymous
-from access.managing import row_managed, rows_managed
+from access.identity import Identity, identity_anonymous, scope_for
+from access.managing import manages_every_row, row_managed, rows_managed
 from access.ratelimit import rate_limit_check
 from access.rights import Right
+from access.scope import Scope
 from kernel.config import llm_config
 from kernel.errors import Unauthenticated
 from retrieval.schemas import API_ERRORS, ErrorOut
@@ -25,7 +26,7 @@ from surfaces.schemas import (
     SkillDetailOut,
     SkillOut,
 )
-from surfaces.selectors import job_get, roots_with_latest_job, skill_detail_answer, skills_visible
+from surfaces.selectors import job_errors_narrowed, job_get, roots_with_latest_job, skill_detail_answer, skills_visible
 
 # No body: the defaults (one frozen instance, shared by every request).
 NO_REINDEX_BODY = ReindexIn()
@@ -53,7 +54,17 @@ def roots_list(request):
     """Workspace roots with their latest index job (they show server paths). Needs sources.view_workspaceroot (a
     person: the roots their grants cover) or a manage key (every root)."""
     roots = rows_managed(request.auth, WorkspaceRoot.objects.all(), right=Right.VIEW_ROOTS, source_path="source")
-    return roots_with_latest_job(roots=roots)
+    listed = roots_with_latest_job(roots=roots)
+    scope = _errors_scope(request.auth)
+    for root in listed:
+        if (job := getattr(root, "latest_job", None)) is not None:  # set by roots_with_latest_job
+            job_errors_narrowed(job=job, scope=scope)
+    return listed
+
+
+def _errors_scope(identity: Identity) -> Scope | None:
+    """Whose files a job's errors may name: every one for a manage key or a superuser, else the person's scope."""
+    return None if manages_every_row(identity) else scope_for(identity)
 
 
 @router.post(
@@ -76,7 +87,8 @@ def root_reindex(request, root_id: int, payload: ReindexIn = Body(NO_REINDEX_BOD
     )
     job, created = tasks.root_reindex_request(root_id=root.pk, force=payload.force, trigger="api")
     # The job as a model: the response schema reads it (JobOut's resolvers need the row, not a copy).
-    return Status(202 if created else 200, {"created": created, "job": job_get(job.pk)})
+    answer = job_errors_narrowed(job=job_get(job.pk), scope=_errors_scope(request.auth))
+    return Status(202 if created else 200, {"created": created, "job": answer})
 
 
 @router.post(
@@ -119,7 +131,7 @@ def index_job(request, job_id: int):
         source_path="root__source",
         what="index job",
     )
-    return job_get(job.pk)
+    return job_errors_narrowed(job=job_get(job.pk), scope=_errors_scope(request.auth))
 
 
 @router.get(

@@ -8,6 +8,7 @@ the substring fallback, MMR, rerank, grouping).
 """
 
 import json
+from pathlib import Path
 
 import pytest
 from django.contrib.auth.models import Group, Permission
@@ -470,3 +471,42 @@ def test_memory_writes_stay_in_the_scope_the_identity_may_write(identity, source
         assert Memory.objects.filter(pk=other).exists() != writes_shared
         if not writes_shared:
             assert forgot["structuredContent"]["status"] == 403
+
+
+def _staff(django_user_model, name: str, codenames: list[tuple[str, str]], **grant) -> Client:
+    user = django_user_model.objects.create_user(name, password="x-long-password-6", is_staff=True)
+    user.user_permissions.set([Permission.objects.get(content_type__app_label=a, codename=c) for a, c in codenames])
+    AccessGrant.objects.create(user=user, **grant)
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+def test_a_person_bound_to_a_channel_uploads_only_documents_gated_to_some_of_them(sources, django_user_model):
+    """Security review of issue 39, item 4: an empty channel list is every channel, not "not asked"."""
+    from sources.models import UploadedDocument
+
+    client = _staff(django_user_model, "staff-ops", STAFF_ALPHA_PERMISSIONS, bot_id="alpha", channels="ops")
+    ungated = _upload(client, "ungated", {"bot_id": "alpha"})
+    assert ungated.status_code == 403 and ungated.json()["detail"]["field"] == "channels", ungated.content
+    botless = _upload(client, "botless", {"channels": "ops"})
+    assert botless.status_code == 403 and botless.json()["detail"]["field"] == "bot_id", botless.content
+    assert not UploadedDocument.objects.exists()
+    assert _upload(client, "gated", {"bot_id": "alpha", "channels": "ops"}).status_code == 201
+    # A person granted a bot without channels reads alpha's ungated rows only, and writes them.
+    assert _upload(caller("staff_alpha", django_user_model), "alpha", {"bot_id": "alpha"}).status_code == 201
+
+
+def test_a_jobs_errors_name_only_files_of_segments_the_caller_sees(sources, django_user_model):
+    """Security review of issue 39, item 6: the API's job errors follow the admin's job page."""
+    root = sources["shared"]
+    (Path(root.path) / "docs" / "payroll-secret.md").write_bytes(b"\x7fELF\x00\x00")
+    job = index_root(root)
+    assert any("payroll-secret" in row.get("path", "") for row in job.errors)
+    for identity, sees in (("staff_alpha", False), ("key_manage", True), ("superuser_session", True)):
+        client = caller(identity, django_user_model)
+        answers = [client.get(f"/api/v1/index-jobs/{job.pk}"), client.get("/api/v1/roots")]
+        for answer in answers:
+            assert answer.status_code == 200, (identity, answer.content)
+        assert ("payroll-secret" in answers[0].content.decode()) == sees, identity
+        assert ("payroll-secret" in answers[1].content.decode()) == sees, identity
