@@ -3,7 +3,7 @@ from ninja.responses import Status
 
 from access.auth import HEALTH_AUTH, MANAGE_AUTH, READ_AUTH
 from access.identity import Identity, identity_anonymous, scope_for
-from access.managing import manages_every_row, row_managed, rows_managed
+from access.managing import manages_every_row, row_managed, rows_managed, shared_writable
 from access.ratelimit import rate_limit_check
 from access.rights import Right
 from access.scope import Scope
@@ -73,7 +73,8 @@ def _errors_scope(identity: Identity) -> Scope | None:
 def root_reindex(request, root_id: int, payload: ReindexIn = Body(NO_REINDEX_BODY)):
     """Queue a re-index (202). If one is already queued or running, that job is returned (200, created=false).
 
-    Needs sources.change_workspaceroot (a person: a root their grants cover, others 404) or a manage key. Without
+    Needs sources.change_workspaceroot (a person: a root their grants cover, others 404; a shared root also
+    access.write_shared, as the admin's re-index button does) or a manage key. Without
     ``force`` a root verified within its cooldown is refused (429), and
     unchanged files are not embedded again; ``force`` re-embeds every file. The body is empty, ``{}`` or
     ``{"force": true}``: any other value or field is refused (422) and queues nothing."""
@@ -85,6 +86,8 @@ def root_reindex(request, root_id: int, payload: ReindexIn = Body(NO_REINDEX_BOD
         source_path="source",
         what="workspace root",
     )
+    # The admin's re-index of a shared row needs the shared right too: the API lets a person do what the admin does.
+    shared_writable(request.auth, bot_id=root.bot_id, client_id=root.client_id, channels=root.channels)
     job, created = tasks.root_reindex_request(root_id=root.pk, force=payload.force, trigger="api")
     # The job as a model: the response schema reads it (JobOut's resolvers need the row, not a copy).
     answer = job_errors_narrowed(job=job_get(job.pk), scope=_errors_scope(request.auth))
