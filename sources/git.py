@@ -1,7 +1,8 @@
 """Git plumbing for git roots: the ``git`` CLI run with a timeout, no prompt, no hooks and no user config.
 
 Credentials reach git only through its environment (``GIT_SSH_COMMAND`` with
-a key file; an ``http.<origin>.extraHeader`` in ``GIT_CONFIG_*``), never its
+a key file, and never the worker account's ssh keys or config; an
+``http.<origin>.extraHeader`` in ``GIT_CONFIG_*``), never its
 command line, where ``ps`` would show them. Every message that leaves this module is
 redacted: URL user info and the secret itself become ``***``.
 
@@ -141,16 +142,30 @@ def _environment(remote: Remote | None) -> dict[str, str]:
         header = "Authorization: Basic " + base64.b64encode(basic.encode()).decode()
         config.append((f"http.{parts.scheme}://{parts.netloc}/.extraHeader", header))
         config.append(("http.followRedirects", "false"))
-    if remote is not None and remote.key_file:
-        env["GIT_SSH_COMMAND"] = (
-            "ssh -F /dev/null -o BatchMode=yes -o IdentitiesOnly=yes -o StrictHostKeyChecking=accept-new "
-            f"-o UserKnownHostsFile=/dev/null -i '{remote.key_file}'"
-        )
+    env["GIT_SSH_COMMAND"] = _ssh_command(remote.key_file if remote is not None else "")
     env["GIT_CONFIG_COUNT"] = str(len(config))
     for index, (key, value) in enumerate(config):
         env[f"GIT_CONFIG_KEY_{index}"] = key
         env[f"GIT_CONFIG_VALUE_{index}"] = value
     return env
+
+
+def _ssh_command(key_file: str) -> str:
+    """The ssh git runs, with or without a bound key: never the worker account's own ssh setup.
+
+    OpenSSH finds ``~/.ssh`` through the password database, not HOME: without
+    ``-F /dev/null`` it reads the account's ``~/.ssh/config`` (Host aliases,
+    ProxyCommand, its IdentityFile lines), and without ``IdentityFile=none`` it
+    offers ``~/.ssh/id_*``, so a root with no credential authenticated as the
+    worker to any ssh host, bypassing the credential bindings. ``-i`` adds the
+    bound key (``none`` is skipped by ssh). Host keys: accepted on first sight
+    and remembered nowhere (``/dev/null``), as before, for every ssh remote.
+    """
+    command = (
+        "ssh -F /dev/null -o BatchMode=yes -o IdentitiesOnly=yes -o IdentityFile=none -o IdentityAgent=none "
+        "-o StrictHostKeyChecking=accept-new -o UserKnownHostsFile=/dev/null"
+    )
+    return f"{command} -i '{key_file}'" if key_file else command
 
 
 def git(repo: Repo, *args: str, remote: Remote | None = None, check: bool = True) -> subprocess.CompletedProcess:
