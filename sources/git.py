@@ -94,6 +94,19 @@ def url_problem(url: str, *, allow_http: bool = False) -> str | None:
             "an http:// remote sends everything in the clear: use https:// "
             "(RAG_GIT_ALLOW_HTTP allows one without a credential)"
         )
+    if scheme != "file":
+        try:
+            # What git, the credential check and the header's scope all read: a URL whose host does not parse
+            # ("https://[github.com/x", a full-width slash) is refused here, never a crash further on.
+            parts = urlsplit(url)
+            _ = parts.hostname, parts.port
+        except ValueError:
+            return (
+                "the URL's host does not parse (an unclosed or misplaced [ ], a bad port, or a character that is "
+                "not allowed in a host name)"
+            )
+        if not parts.hostname:
+            return "the URL names no host"
     userinfo = rest.split("/", 1)[0].rpartition("@")[0]
     # A user name in an https URL is where tokens get pasted (https://ghp_...@github.com): the URL is stored and shown.
     if userinfo and (scheme in ("https", "http") or ":" in userinfo):

@@ -49,6 +49,11 @@ def test_a_git_root_saved_in_the_admin_gets_its_checkout_and_a_secret_shown_once
         ({"git_credential": "GITHUB_TOKEN"}, "git_credential", "No credential 'GITHUB_TOKEN' is bound"),
         ({"git_url": "https://gitlab.com/org/repo.git", "git_credential": "github-org"}, "git_credential", "bound to"),
         ({"git_url": "file:///srv/other/repo.git"}, "git_url", "must lie under RAG_ROOT_BASE_DIRS"),
+        # These crashed the form with a 500 (ValueError from urlsplit or realpath) until the issue 39 review.
+        ({"git_url": "https://[github.com/org/x", "git_credential": "github-org"}, "git_url", "does not parse"),
+        ({"git_url": "https://github.com\uff0fevil.com/org/x", "git_credential": "github-org"}, "git_url", "parse"),
+        ({"git_url": "ssh://git@[github.com]/org/x", "git_credential": "github-org"}, "git_url", "does not parse"),
+        ({"git_url": "file:///srv/x%00y"}, "git_url", "NUL"),
     ],
 )
 def test_a_bad_git_section_is_refused_with_the_reason(admin_client, var, changes, field, words):
