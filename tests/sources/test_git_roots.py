@@ -6,7 +6,7 @@ import os
 import pytest
 from django.db.models import Count
 
-from sources import git, git_roots, jobs, roots
+from sources import git, git_roots, jobs, queues, roots
 from sources.config import git_config
 from sources.models import COMMIT_KEY, Chunk, IndexJob, JobStatus, Source, WorkspaceRoot
 from tests.gitrepo import Origin
@@ -129,6 +129,47 @@ def test_a_force_push_hands_the_rebuild_to_the_bulk_queue_and_rebuilds_in_a_new_
         source.active_generation + 1
     }
     assert indexed.git_commit == tip
+
+
+@pytest.mark.parametrize(
+    ("files", "document"),
+    [
+        ({"manual/report.pdf": "%PDF-1.4\n% a hostile document\n", "pkg/alpha.py": "ALPHA = 1\n"}, "report.pdf"),
+        ({"docs/page.html": "<!DOCTYPE html>\n<html><body><p>Crane</p></body></html>\n"}, "page.html"),
+        ({"data/rows.csv": "a,b\n1,2\n"}, "rows.csv"),
+    ],
+)
+def test_a_push_with_a_document_to_extract_is_handed_to_the_bulk_queue(origin, indexed, files, document):
+    """Extraction runs for up to RAG_EXTRACT_TIMEOUT_SECONDS a file: a push of N hostile PDFs held the interactive
+    worker N times that while saves waited (issue 39 review, item 3)."""
+    origin.commit("documents", files)
+    origin.push()
+    job, created = jobs.root_job_request(root_id=indexed.pk, trigger="push", ignore_cooldown=True)
+    assert created and queues.job_queue(job) == queues.INTERACTIVE  # a push is sent to the interactive worker
+    roots.root_index(job=jobs.job_start(job_id=job.pk))
+    job.refresh_from_db()
+    assert job.status == JobStatus.QUEUED and job.trigger == git_roots.REBUILD_TRIGGER, job.message
+    assert document in job.message and "bulk queue" in job.message
+    assert queues.job_queue(job) == queues.BULK
+    assert not any(path.endswith(document) for path in stored(indexed))  # nothing read or extracted here
+    assert "ALPHA = 1" not in Chunk.objects.get(path="pkg/alpha.py").content
+
+
+def test_a_push_of_code_text_and_html_fragments_stays_on_the_interactive_queue(origin, indexed):
+    tip = origin.commit(
+        "code",
+        {
+            "pkg/gamma.py": "GAMMA = 3\n",
+            "docs/notes.md": "# Notes\n\nThe crane's notes.\n",
+            "templates/base.html": "{% block content %}<p>Crane</p>{% endblock %}\n",  # a template: read as text
+        },
+        delete=("pkg/beta.py",),
+    )
+    origin.push()
+    job = run(indexed)
+    assert job.status == JobStatus.SUCCEEDED and job.trigger == "push", job.message
+    assert job.paths == ["docs/notes.md", "pkg/beta.py", "pkg/gamma.py", "templates/base.html"]
+    assert indexed.git_commit == tip and "templates/base.html" in stored(indexed)
 
 
 def test_switching_the_branch_rebuilds_the_root(origin, indexed):
