@@ -230,6 +230,60 @@ def repo_fetch(repo: Repo, remote: Remote) -> str:
     return commit_of(repo, ref)
 
 
+# A URL's secret part: all of an http(s) URL's user info (a token often stands as the user name), an ssh URL's
+# password (its user name is no secret: git@).
+_URL_SECRET = re.compile(r"^(?:(?P<http>https?://)[^/@]*@|(?P<ssh>[a-zA-Z][a-zA-Z0-9+.-]*://[^/@:]*):[^/@]*@)")
+
+
+def url_without_secret(url: str) -> str:
+    """``url`` with its token or password removed (the user name of an ssh URL stays)."""
+    return _URL_SECRET.sub(lambda m: m["http"] or f"{m['ssh']}@", url, count=1)
+
+
+def clone_scrub(git_dir: str) -> bool:
+    """Remove tokens and passwords from the remote URLs a clone's config keeps (True when one was removed).
+
+    Before issue 39 a root's URL could carry its token (https://TOKEN@host/...), and the clone's
+    ``remote.origin.url`` kept it on disk; migration 0020 cleaned only the database, and a root whose credential
+    no longer qualifies fails before its fetch would set the URL again. Rewritten here by every job of the root
+    and, for every clone, when a worker starts.
+    """
+    config = os.path.join(git_dir, "config")
+    if not os.path.isfile(config):
+        return False
+    try:
+        return _config_scrub(config)
+    except (subprocess.SubprocessError, OSError) as exc:
+        raise GitError(f"the clone's config could not be cleaned of an old token ({type(exc).__name__})") from None
+
+
+def _config_scrub(config: str) -> bool:
+    env = _environment(None)
+    done = subprocess.run(
+        ["git", "config", "--file", config, "--null", "--get-regexp", r"^remote\..*\.(url|pushurl)$"],
+        env=env,
+        capture_output=True,
+        timeout=30,
+        check=False,
+    )
+    entries: dict[str, list[str]] = {}
+    for entry in done.stdout.decode("utf-8", "surrogateescape").split("\0"):
+        key, _, value = entry.partition("\n")
+        if key:
+            entries.setdefault(key, []).append(value)
+    scrubbed = False
+    for key, urls in entries.items():
+        clean = [url_without_secret(url) for url in urls]
+        if clean == urls:
+            continue
+        scrubbed = True
+        command = ["git", "config", "--file", config]
+        subprocess.run([*command, "--unset-all", key], env=env, capture_output=True, timeout=30, check=True)
+        for url in clean:
+            subprocess.run([*command, "--add", key, url], env=env, capture_output=True, timeout=30, check=True)
+    return scrubbed
+
+
 def commit_of(repo: Repo, ref: str) -> str:
     return git(repo, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}").stdout.decode().strip()
 

@@ -78,6 +78,21 @@ def root_git_forget(*, root: WorkspaceRoot, config: GitConfig) -> None:
             shutil.rmtree(path, ignore_errors=True)
 
 
+def clones_scrub(*, config: GitConfig) -> int:
+    """Every clone's remote URLs without tokens or passwords (``git.clone_scrub``), when a worker starts: a root
+    that runs no job (disabled, or deleted while its clone stayed) keeps none on disk either. Returns how many
+    were cleaned."""
+    cleaned = 0
+    for git_dir in sorted(Path(config.directory).glob("*.git")):
+        try:
+            cleaned += git.clone_scrub(str(git_dir))
+        except ApplicationError as exc:
+            log.warning("%s: %s", git_dir, exc.message)
+    if cleaned:
+        log.warning("removed a token from the remote URL of %d git clone(s) in %s", cleaned, config.directory)
+    return cleaned
+
+
 def root_remote(root: WorkspaceRoot, config: GitConfig) -> git.Remote:
     """The root's remote with its bound credential read now, once the URL and the credential pass the one check
     (sources/git_credentials.py); else an error that says what to do."""
@@ -108,8 +123,11 @@ def job_git_prepare(*, root: WorkspaceRoot, job: IndexJob, config: GitConfig) ->
     remote cannot be reached or read.
     """
     try:
-        remote = root_remote(root, config)
         repo = root_repo(root, config)
+        # First, even when the root's credential no longer qualifies and the job fails below.
+        if git.clone_scrub(repo.git_dir):
+            log.warning("git root %s: a token in its clone's remote URL was removed", root.name)
+        remote = root_remote(root, config)
         tip = git.repo_fetch(repo, remote)
         on_interactive = job_queue(job) == INTERACTIVE  # where it was sent: before _plan gives it paths
         plan = _plan(root, job, repo, remote, tip)

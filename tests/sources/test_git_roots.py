@@ -2,6 +2,7 @@
 through the same job, walk and ingest code as a directory root (real git, PostgreSQL and MiniLM)."""
 
 import os
+from pathlib import Path
 
 import pytest
 from django.db.models import Count
@@ -170,6 +171,51 @@ def test_a_push_of_code_text_and_html_fragments_stays_on_the_interactive_queue(o
     assert job.status == JobStatus.SUCCEEDED and job.trigger == "push", job.message
     assert job.paths == ["docs/notes.md", "pkg/beta.py", "pkg/gamma.py", "templates/base.html"]
     assert indexed.git_commit == tip and "templates/base.html" in stored(indexed)
+
+
+TOKEN_URL = "https://ghp_" + "abcdef0123456789abcdef@github.com/org/repo.git"
+
+
+def clone_config(root: WorkspaceRoot) -> str:
+    return (Path(git_roots.root_repo(root, git_config()).git_dir) / "config").read_text()
+
+
+def test_a_token_kept_in_a_clone_s_remote_url_is_removed_by_the_next_job_even_a_failing_one(indexed):
+    """Migration 0020 removed a token from the stored URL, not from the clone's ``remote.origin.url`` (issue 39
+    review, 10b); a migrated root's jobs fail before the fetch that would set the URL again."""
+    git_dir = git_roots.root_repo(indexed, git_config()).git_dir
+    Origin._git(Path(git_dir), "config", "--file", "config", "remote.origin.url", TOKEN_URL)
+    Origin._git(Path(git_dir), "config", "--file", "config", "--add", "remote.origin.pushurl", "ssh://git:pw1234@h/x")
+    assert "ghp_" in clone_config(indexed)
+    WorkspaceRoot.objects.filter(pk=indexed.pk).update(git_credential_legacy="a user name or token in the URL")
+    job = run(indexed)
+    assert job.status == JobStatus.FAILED and "no longer accepted" in job.message, job.message
+    config = clone_config(indexed)
+    assert "ghp_" not in config and "pw1234" not in config
+    assert "url = https://github.com/org/repo.git" in config and "pushurl = ssh://git@h/x" in config
+
+
+def test_a_starting_worker_removes_tokens_from_every_clone_s_remote_url(indexed, settings):
+    from celery.signals import worker_ready
+
+    from rag_site.celery import app  # noqa: F401 - installing the app's hooks connects the signal
+    from sources.celery_hooks import git_clones_scrub
+
+    assert git_clones_scrub in [receiver for _, receiver in worker_ready.receivers]
+    git_dir = git_roots.root_repo(indexed, git_config()).git_dir
+    Origin._git(Path(git_dir), "config", "--file", "config", "remote.origin.url", TOKEN_URL)
+    other = root_git_path_clone(settings, "https://bob:" + "hunter22@git.example.org/x.git")
+    git_clones_scrub()
+    assert "ghp_" not in clone_config(indexed) and "hunter22" not in (other / "config").read_text()
+    assert git_roots.clones_scrub(config=git_config()) == 0  # clean clones are left as they are
+
+
+def root_git_path_clone(settings, url: str) -> Path:
+    """A clone with no root (its root deleted while the clone stayed, or disabled)."""
+    clone = Path(settings.VAR_DIR) / "git" / "orphan-0000.git"
+    Origin._git(clone.parent, "init", "--quiet", "--bare", str(clone))
+    Origin._git(clone, "config", "--file", "config", "remote.origin.url", url)
+    return clone
 
 
 def test_switching_the_branch_rebuilds_the_root(origin, indexed):
