@@ -275,6 +275,16 @@ def test_a_file_url_outside_the_base_directories_is_refused(origin, settings, tm
     assert not Chunk.objects.exists()
 
 
+@pytest.mark.parametrize(("url", "words"), [("https://[github.com/x", "does not parse"), ("file:///x%00y", "NUL")])
+def test_a_stored_url_that_does_not_parse_fails_the_job_with_the_url_s_problem(origin, url, words):
+    """Saved before the check knew it (or written to the database directly): a refusal, never "unexpected error"."""
+    root = git_root(origin)
+    WorkspaceRoot.objects.filter(pk=root.pk).update(git_url=url)
+    root.refresh_from_db()
+    job = run(root, trigger="admin")
+    assert job.status == JobStatus.FAILED and words in job.message and "unexpected" not in job.message, job.message
+
+
 @pytest.fixture
 def outside(tmp_path) -> Origin:
     """A repository outside RAG_ROOT_BASE_DIRS (the origin fixture's base is tmp_path/remote)."""
