@@ -18,6 +18,7 @@ from celery.signals import (
     task_prerun,
     worker_process_init,
     worker_process_shutdown,
+    worker_ready,
 )
 
 from kernel import heartbeats, logs, metrics
@@ -105,6 +106,18 @@ def embedding_warm_up(**_) -> threading.Thread:
     return thread
 
 
+def git_clones_scrub(**_) -> None:
+    """Tokens kept in git clones' remote URLs from before issue 39 are removed as a worker starts
+    (sources/git.py, ``clone_scrub``); a job of the root does it too."""
+    from sources import git_roots
+    from sources.config import git_config
+
+    try:
+        git_roots.clones_scrub(config=git_config())
+    except Exception:  # noqa: BLE001 - never stops a worker from starting; each job of a root scrubs its clone
+        log.exception("cleaning the git clones' remote URLs failed")
+
+
 def request_id_attach(headers: dict | None = None, **_) -> None:
     """A task sent while a request (or a task) runs carries its id in a header: the worker's logs of it show it."""
     request_id = logs.current().request_id
@@ -139,6 +152,7 @@ def hooks_install(app: Celery) -> None:
     beat_init.connect(_beat_started, weak=False, dispatch_uid="rag_beat_started")
     # Each prefork child (what `make run` starts); the parent runs no task, so it loads nothing.
     worker_process_init.connect(embedding_warm_up, weak=False, dispatch_uid="rag_embedding_warm_up")
+    worker_ready.connect(git_clones_scrub, weak=False, dispatch_uid="rag_git_clones_scrub")
     before_task_publish.connect(request_id_attach, weak=False, dispatch_uid="rag_request_id_attach")
     task_prerun.connect(task_context_enter, weak=False, dispatch_uid="rag_task_context_enter")
     task_postrun.connect(task_context_leave, weak=False, dispatch_uid="rag_task_context_leave")

@@ -1,7 +1,8 @@
 """Git plumbing for git roots: the ``git`` CLI run with a timeout, no prompt, no hooks and no user config.
 
 Credentials reach git only through its environment (``GIT_SSH_COMMAND`` with
-a key file; an ``http.<origin>.extraHeader`` in ``GIT_CONFIG_*``), never its
+a key file, and never the worker account's ssh keys or config; an
+``http.<origin>.extraHeader`` in ``GIT_CONFIG_*``), never its
 command line, where ``ps`` would show them. Every message that leaves this module is
 redacted: URL user info and the secret itself become ``***``.
 
@@ -93,6 +94,19 @@ def url_problem(url: str, *, allow_http: bool = False) -> str | None:
             "an http:// remote sends everything in the clear: use https:// "
             "(RAG_GIT_ALLOW_HTTP allows one without a credential)"
         )
+    if scheme != "file":
+        try:
+            # What git, the credential check and the header's scope all read: a URL whose host does not parse
+            # ("https://[github.com/x", a full-width slash) is refused here, never a crash further on.
+            parts = urlsplit(url)
+            _ = parts.hostname, parts.port
+        except ValueError:
+            return (
+                "the URL's host does not parse (an unclosed or misplaced [ ], a bad port, or a character that is "
+                "not allowed in a host name)"
+            )
+        if not parts.hostname:
+            return "the URL names no host"
     userinfo = rest.split("/", 1)[0].rpartition("@")[0]
     # A user name in an https URL is where tokens get pasted (https://ghp_...@github.com): the URL is stored and shown.
     if userinfo and (scheme in ("https", "http") or ":" in userinfo):
@@ -141,16 +155,30 @@ def _environment(remote: Remote | None) -> dict[str, str]:
         header = "Authorization: Basic " + base64.b64encode(basic.encode()).decode()
         config.append((f"http.{parts.scheme}://{parts.netloc}/.extraHeader", header))
         config.append(("http.followRedirects", "false"))
-    if remote is not None and remote.key_file:
-        env["GIT_SSH_COMMAND"] = (
-            "ssh -F /dev/null -o BatchMode=yes -o IdentitiesOnly=yes -o StrictHostKeyChecking=accept-new "
-            f"-o UserKnownHostsFile=/dev/null -i '{remote.key_file}'"
-        )
+    env["GIT_SSH_COMMAND"] = _ssh_command(remote.key_file if remote is not None else "")
     env["GIT_CONFIG_COUNT"] = str(len(config))
     for index, (key, value) in enumerate(config):
         env[f"GIT_CONFIG_KEY_{index}"] = key
         env[f"GIT_CONFIG_VALUE_{index}"] = value
     return env
+
+
+def _ssh_command(key_file: str) -> str:
+    """The ssh git runs, with or without a bound key: never the worker account's own ssh setup.
+
+    OpenSSH finds ``~/.ssh`` through the password database, not HOME: without
+    ``-F /dev/null`` it reads the account's ``~/.ssh/config`` (Host aliases,
+    ProxyCommand, its IdentityFile lines), and without ``IdentityFile=none`` it
+    offers ``~/.ssh/id_*``, so a root with no credential authenticated as the
+    worker to any ssh host, bypassing the credential bindings. ``-i`` adds the
+    bound key (``none`` is skipped by ssh). Host keys: accepted on first sight
+    and remembered nowhere (``/dev/null``), as before, for every ssh remote.
+    """
+    command = (
+        "ssh -F /dev/null -o BatchMode=yes -o IdentitiesOnly=yes -o IdentityFile=none -o IdentityAgent=none "
+        "-o StrictHostKeyChecking=accept-new -o UserKnownHostsFile=/dev/null"
+    )
+    return f"{command} -i '{key_file}'" if key_file else command
 
 
 def git(repo: Repo, *args: str, remote: Remote | None = None, check: bool = True) -> subprocess.CompletedProcess:
@@ -200,6 +228,60 @@ def repo_fetch(repo: Repo, remote: Remote) -> str:
         remote=remote,
     )
     return commit_of(repo, ref)
+
+
+# A URL's secret part: all of an http(s) URL's user info (a token often stands as the user name), an ssh URL's
+# password (its user name is no secret: git@).
+_URL_SECRET = re.compile(r"^(?:(?P<http>https?://)[^/@]*@|(?P<ssh>[a-zA-Z][a-zA-Z0-9+.-]*://[^/@:]*):[^/@]*@)")
+
+
+def url_without_secret(url: str) -> str:
+    """``url`` with its token or password removed (the user name of an ssh URL stays)."""
+    return _URL_SECRET.sub(lambda m: m["http"] or f"{m['ssh']}@", url, count=1)
+
+
+def clone_scrub(git_dir: str) -> bool:
+    """Remove tokens and passwords from the remote URLs a clone's config keeps (True when one was removed).
+
+    Before issue 39 a root's URL could carry its token (https://TOKEN@host/...), and the clone's
+    ``remote.origin.url`` kept it on disk; migration 0020 cleaned only the database, and a root whose credential
+    no longer qualifies fails before its fetch would set the URL again. Rewritten here by every job of the root
+    and, for every clone, when a worker starts.
+    """
+    config = os.path.join(git_dir, "config")
+    if not os.path.isfile(config):
+        return False
+    try:
+        return _config_scrub(config)
+    except (subprocess.SubprocessError, OSError) as exc:
+        raise GitError(f"the clone's config could not be cleaned of an old token ({type(exc).__name__})") from None
+
+
+def _config_scrub(config: str) -> bool:
+    env = _environment(None)
+    done = subprocess.run(
+        ["git", "config", "--file", config, "--null", "--get-regexp", r"^remote\..*\.(url|pushurl)$"],
+        env=env,
+        capture_output=True,
+        timeout=30,
+        check=False,
+    )
+    entries: dict[str, list[str]] = {}
+    for entry in done.stdout.decode("utf-8", "surrogateescape").split("\0"):
+        key, _, value = entry.partition("\n")
+        if key:
+            entries.setdefault(key, []).append(value)
+    scrubbed = False
+    for key, urls in entries.items():
+        clean = [url_without_secret(url) for url in urls]
+        if clean == urls:
+            continue
+        scrubbed = True
+        command = ["git", "config", "--file", config]
+        subprocess.run([*command, "--unset-all", key], env=env, capture_output=True, timeout=30, check=True)
+        for url in clean:
+            subprocess.run([*command, "--add", key, url], env=env, capture_output=True, timeout=30, check=True)
+    return scrubbed
 
 
 def commit_of(repo: Repo, ref: str) -> str:

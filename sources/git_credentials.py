@@ -76,7 +76,10 @@ def url_endpoint(url: str) -> Endpoint | None:
         userhost, _, path = url.partition(":")
         scheme, netloc = "ssh", userhost
     else:
-        parts = urlsplit(url)
+        try:
+            parts = urlsplit(url)
+        except ValueError:  # "https://[github.com/x": git.url_problem names it
+            return None
         if parts.scheme not in DEFAULT_PORTS:
             return None
         scheme, netloc, path = parts.scheme, parts.netloc, parts.path
@@ -189,6 +192,8 @@ def git_remote_problems(*, url: str, credential: str, config: GitConfig) -> dict
     if not credential:
         return problems
     endpoint = url_endpoint(url)
+    if endpoint is None and "git_url" in problems:
+        return problems  # a URL that does not parse leads nowhere: its problem is the one to fix
     if endpoint is None or endpoint.scheme == "http":
         problems["git_credential"] = "a credential is sent only over https:// or ssh, never over http:// or file://"
         return problems

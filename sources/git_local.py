@@ -24,6 +24,8 @@ def local_url_problem(url: str, bases: tuple[str, ...]) -> str | None:
     path = unquote(url.removeprefix("file://"))
     if not path.startswith("/"):
         return "a file:// URL names an absolute path (file:///srv/repos/repo.git)"
+    if "\x00" in path:  # %00: no path holds one (os.path.realpath raises on it)
+        return "a file:// URL's path may not hold a NUL character (%00)"
     outside = [p for p in repository_paths(path) if not _under(p, bases)]
     if not outside:
         return None

@@ -19,6 +19,7 @@ import logging
 import os
 import secrets
 import shutil
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import quote
@@ -28,13 +29,15 @@ from django.utils.text import slugify
 from kernel.errors import ApplicationError
 from sources import git, git_credentials
 from sources.config import GitConfig
+from sources.extract import extractor_for
+from sources.extract.html import HTML_SNIFF_BYTES, html_document
 from sources.models import IndexJob, WorkspaceRoot
-from sources.queues import GIT_FETCH_TRIGGERS
+from sources.queues import GIT_FETCH_TRIGGERS, INTERACTIVE, job_queue
 
 log = logging.getLogger(__name__)
 
-# A job asked for by a webhook or the schedule that finds this many changed paths (or a rewritten history) is
-# handed to the bulk queue: a rebuild there never holds up a save on the interactive one.
+# A job asked for by a webhook or the schedule that finds this many changed paths (or a rewritten history, or a
+# document to extract) is handed to the bulk queue: a rebuild there never holds up a save on the interactive one.
 MAX_INTERACTIVE_PATHS = 1000
 REBUILD_TRIGGER = "git-rebuild"
 
@@ -75,6 +78,21 @@ def root_git_forget(*, root: WorkspaceRoot, config: GitConfig) -> None:
             shutil.rmtree(path, ignore_errors=True)
 
 
+def clones_scrub(*, config: GitConfig) -> int:
+    """Every clone's remote URLs without tokens or passwords (``git.clone_scrub``), when a worker starts: a root
+    that runs no job (disabled, or deleted while its clone stayed) keeps none on disk either. Returns how many
+    were cleaned."""
+    cleaned = 0
+    for git_dir in sorted(Path(config.directory).glob("*.git")):
+        try:
+            cleaned += git.clone_scrub(str(git_dir))
+        except ApplicationError as exc:
+            log.warning("%s: %s", git_dir, exc.message)
+    if cleaned:
+        log.warning("removed a token from the remote URL of %d git clone(s) in %s", cleaned, config.directory)
+    return cleaned
+
+
 def root_remote(root: WorkspaceRoot, config: GitConfig) -> git.Remote:
     """The root's remote with its bound credential read now, once the URL and the credential pass the one check
     (sources/git_credentials.py); else an error that says what to do."""
@@ -105,12 +123,20 @@ def job_git_prepare(*, root: WorkspaceRoot, job: IndexJob, config: GitConfig) ->
     remote cannot be reached or read.
     """
     try:
-        remote = root_remote(root, config)
         repo = root_repo(root, config)
+        # First, even when the root's credential no longer qualifies and the job fails below.
+        if git.clone_scrub(repo.git_dir):
+            log.warning("git root %s: a token in its clone's remote URL was removed", root.name)
+        remote = root_remote(root, config)
         tip = git.repo_fetch(repo, remote)
+        on_interactive = job_queue(job) == INTERACTIVE  # where it was sent: before _plan gives it paths
         plan = _plan(root, job, repo, remote, tip)
         if not plan.nothing:
             git.checkout(repo, remote, tip)
+            if on_interactive and job.trigger in GIT_FETCH_TRIGGERS and (document := _extracted(root.path, job.paths)):
+                # One hostile PDF held the single interactive worker for the full extraction limit (issue 39
+                # item 6): whoever can push to the repository would hold it N times over with N of them.
+                raise GitHandOff(f"{document} (and any other document) is extracted on the bulk queue")
             links = git.gitlinks(repo, tip)
             wanted = set(job.paths)
             plan.gitlinks = [
@@ -159,6 +185,28 @@ def _plan(root: WorkspaceRoot, job: IndexJob, repo: git.Repo, remote: git.Remote
             plan.nothing = True
             git.checkout(repo, remote, tip)
     return plan
+
+
+def _extracted(checkout: str, paths: list[str]) -> str:
+    """The first of ``paths`` in the checkout that the extraction stage would read ("" when none): a PDF, Office or
+    CSV file, or an HTML page (a fragment or template is read as text, as sources/roots.py decides)."""
+    for path in paths:
+        extractor = extractor_for(path)
+        if extractor is None:
+            continue
+        try:
+            # Never followed: a symlink is not read as a document by the walk either.
+            fd = os.open(os.path.join(checkout, path), os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        except OSError:
+            continue  # deleted by the push, or a symlink: nothing to extract
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                continue
+            if extractor.kind != "html" or html_document(os.read(fd, HTML_SNIFF_BYTES)):
+                return path
+        finally:
+            os.close(fd)
+    return ""
 
 
 def root_git_indexed(*, root: WorkspaceRoot, plan: GitPlan) -> None:

@@ -54,8 +54,8 @@ def task_routes() -> dict[str, dict[str, str]]:
 
 
 # Jobs of a git root that begin with a fetch (sources/git_roots.py): "push" from its webhook, "fetch" from its
-# schedule. Interactive, like a targeted job: a push usually touches a few files, and one that needs a rebuild is
-# handed to the bulk queue once the fetch shows it.
+# schedule. Interactive, like a targeted job: a push usually touches a few files, and one that needs a rebuild, or
+# whose diff holds a document to extract, is handed to the bulk queue once the fetch shows it.
 GIT_FETCH_TRIGGERS = ("push", "fetch")
 
 

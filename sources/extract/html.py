@@ -15,8 +15,12 @@ _SKIPPED = {"script", "style", "noscript", "template", "svg", "head", "nav", "fo
 _BLOCKS = {"p", "div", "section", "article", "main", "header", "blockquote", "pre", "dd", "dt", "figcaption", "br"}
 
 
+# How much of a file says whether it is a whole page: its doctype or <html> comes first.
+HTML_SNIFF_BYTES = 4096
+
+
 def html_document(data: bytes) -> bool:
-    return bool(_DOCUMENT.search(data[:4096]))
+    return bool(_DOCUMENT.search(data[:HTML_SNIFF_BYTES]))
 
 
 def html_extract(data: bytes, limits: Limits) -> Extracted:

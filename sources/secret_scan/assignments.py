@@ -189,13 +189,16 @@ def _kind_of_name(key: str) -> str | None:
 def _verdict(key: str, value: str, *, quoted: bool, op: str) -> str | None:
     kind = _kind_of_name(key)
     value = value.strip()
+    # After a password's name, words joined by hyphens are a passphrase, even when they are a secret's words
+    # (password: my-secret-password); no identifier is spelled that way.
+    phrase = kind in ("password", "pass") and values.hyphenated_phrase(value)
     if (
         kind is None
         or not value
         or any(c.isspace() for c in value)
         or values.placeholder(value)
         or values.reference(value)
-        or values.names_a_secret(value)
+        or (values.names_a_secret(value) and not phrase)
     ):
         return None
     if not quoted and values.code_like(value):
@@ -209,7 +212,7 @@ def _verdict(key: str, value: str, *, quoted: bool, op: str) -> str | None:
     if kind == "pass" and re.fullmatch(r"[A-Za-z_]+", value):
         return None
     # Lower-case names (password_reset_done, set-password) are identifiers, not passwords.
-    if re.fullmatch(r"[a-z]+(?:[_.-][a-z]+)+", value):
+    if re.fullmatch(r"[a-z]+(?:[_.-][a-z]+)+", value) and not phrase:
         return None
     # A bare word after "password =" reads as code assigning a variable
     # (password = hashed) unless it mixes letters and digits as a password

@@ -157,6 +157,15 @@ def spelled_as_a_name(value: str) -> bool:
     )
 
 
+def hyphenated_phrase(value: str) -> bool:
+    """Three or more words joined by hyphens ("my-secret-password", "secret-password-2024",
+    "correct-horse-battery-staple-key"): how passwords and passphrases are written. Names spelled with hyphens
+    are rarely longer than two words (set-password, new-password, password-reset), and never a password's value
+    in code, where a name has no hyphen."""
+    parts = value.split("-")
+    return len(parts) >= 3 and all(part.isalnum() and part.isascii() for part in parts)
+
+
 def _only_secret_words_and_numbers(words: list[str]) -> bool:
     return all(word in _SECRET_NAME_WORDS or word.isdigit() for word in words)
 

@@ -10,6 +10,7 @@ from django.db.models import F, Prefetch, Window
 from django.db.models.functions import RowNumber
 from django.http import Http404, HttpResponse, HttpResponseNotAllowed, HttpResponseRedirect
 from django.template.loader import render_to_string
+from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html
 
@@ -221,19 +222,8 @@ class WorkspaceRootAdmin(ScopedAdminMixin, BrokerWarningMixin, admin.ModelAdmin)
     def save_model(self, request, obj, form, change) -> None:
         super().save_model(request, obj, form, change)
         if obj.git_url and form.cleaned_data.get("rotate_webhook_secret"):
-            secret = git_hooks.webhook_rotate(root=obj, secret_key=webhook_key())
-            hook = request.build_absolute_uri(f"/api/v1/roots/{obj.pk}/hook")
-            self.message_user(
-                request,
-                format_html(
-                    "{}: the webhook's new secret, shown this once: <code>{}</code> (URL: <code>{}</code>, "
-                    "content type application/json, push events).",
-                    obj.name,
-                    secret,
-                    hook,
-                ),
-                messages.WARNING,
-            )
+            # Shown once by response_add / response_change, never stored.
+            request._new_webhook_secret = git_hooks.webhook_rotate(root=obj, secret_key=webhook_key())
         if change and "scan_secrets" in form.changed_data and obj.scan_secrets:
             root_files_reread(root=obj)  # files indexed while the scan was off are scanned by the next job
 
@@ -241,7 +231,29 @@ class WorkspaceRootAdmin(ScopedAdminMixin, BrokerWarningMixin, admin.ModelAdmin)
         # After the segments are saved too: the first job sees them.
         if obj.enabled:
             self._request_job(request, obj, force=False, ignore_cooldown=True)
+        if secret := getattr(request, "_new_webhook_secret", ""):
+            return self._webhook_secret_page(request, obj, secret)
         return super().response_add(request, obj, post_url_continue)
+
+    def response_change(self, request, obj):
+        if secret := getattr(request, "_new_webhook_secret", ""):
+            return self._webhook_secret_page(request, obj, secret)
+        return super().response_change(request, obj)
+
+    def _webhook_secret_page(self, request, root: WorkspaceRoot, secret: str) -> TemplateResponse:
+        # The secret is on this page only, as a new API key is (access/admin.py): not in a message, since the
+        # default message storage keeps messages in a cookie that is signed, not encrypted.
+        context = {
+            **self.admin_site.each_context(request),
+            "opts": self.opts,
+            "root": root,
+            "secret": secret,
+            "hook": request.build_absolute_uri(f"/api/v1/roots/{root.pk}/hook"),
+            "title": f"Webhook secret for {root.name}",
+        }
+        response = TemplateResponse(request, "admin/sources/webhook_secret.html", context)
+        response["Cache-Control"] = "no-store"
+        return response
 
     @admin.display(description="Git")
     def git_state(self, root: WorkspaceRoot) -> str:

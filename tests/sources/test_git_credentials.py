@@ -92,6 +92,25 @@ def test_http_may_be_allowed_but_never_with_a_credential(bound):
     assert git_remote_problems(url="https://github.com/acme/repo.git", credential="acme", config=config) == {}
 
 
+# URLs that crashed the check with ValueError (a 500 in the admin, an unexpected job error) until the issue 39 review.
+UNPARSABLE = [
+    ("https://[github.com/x", "acme", "does not parse"),
+    ("https://github.com\uff0fevil.com/x", "acme", "does not parse"),  # a full-width solidus
+    ("ssh://git@[github.com]/x", "deploy", "does not parse"),
+    ("file:///base/x%00y", "", "NUL"),
+]
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize(("url", "credential", "words"), UNPARSABLE)
+def test_a_url_that_does_not_parse_is_a_url_problem_not_a_crash(bound, url, credential, words):
+    config = GitConfig(
+        directory=bound.directory, timeout_seconds=30, credentials_dir=bound.credentials_dir, local_bases=("/base",)
+    )
+    problems = git_remote_problems(url=url, credential=credential, config=config)
+    assert words in problems["git_url"] and set(problems) == {"git_url"}, problems
+
+
 @pytest.mark.unit
 def test_the_token_header_is_scoped_to_the_remote_and_no_redirect_is_followed():
     remote = git.Remote(url="https://github.com/acme/repo.git", branch="main", secret=TOKEN)

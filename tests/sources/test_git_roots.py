@@ -2,11 +2,12 @@
 through the same job, walk and ingest code as a directory root (real git, PostgreSQL and MiniLM)."""
 
 import os
+from pathlib import Path
 
 import pytest
 from django.db.models import Count
 
-from sources import git, git_roots, jobs, roots
+from sources import git, git_roots, jobs, queues, roots
 from sources.config import git_config
 from sources.models import COMMIT_KEY, Chunk, IndexJob, JobStatus, Source, WorkspaceRoot
 from tests.gitrepo import Origin
@@ -131,6 +132,92 @@ def test_a_force_push_hands_the_rebuild_to_the_bulk_queue_and_rebuilds_in_a_new_
     assert indexed.git_commit == tip
 
 
+@pytest.mark.parametrize(
+    ("files", "document"),
+    [
+        ({"manual/report.pdf": "%PDF-1.4\n% a hostile document\n", "pkg/alpha.py": "ALPHA = 1\n"}, "report.pdf"),
+        ({"docs/page.html": "<!DOCTYPE html>\n<html><body><p>Crane</p></body></html>\n"}, "page.html"),
+        ({"data/rows.csv": "a,b\n1,2\n"}, "rows.csv"),
+    ],
+)
+def test_a_push_with_a_document_to_extract_is_handed_to_the_bulk_queue(origin, indexed, files, document):
+    """Extraction runs for up to RAG_EXTRACT_TIMEOUT_SECONDS a file: a push of N hostile PDFs held the interactive
+    worker N times that while saves waited (issue 39 review, item 3)."""
+    origin.commit("documents", files)
+    origin.push()
+    job, created = jobs.root_job_request(root_id=indexed.pk, trigger="push", ignore_cooldown=True)
+    assert created and queues.job_queue(job) == queues.INTERACTIVE  # a push is sent to the interactive worker
+    roots.root_index(job=jobs.job_start(job_id=job.pk))
+    job.refresh_from_db()
+    assert job.status == JobStatus.QUEUED and job.trigger == git_roots.REBUILD_TRIGGER, job.message
+    assert document in job.message and "bulk queue" in job.message
+    assert queues.job_queue(job) == queues.BULK
+    assert not any(path.endswith(document) for path in stored(indexed))  # nothing read or extracted here
+    assert "ALPHA = 1" not in Chunk.objects.get(path="pkg/alpha.py").content
+
+
+def test_a_push_of_code_text_and_html_fragments_stays_on_the_interactive_queue(origin, indexed):
+    tip = origin.commit(
+        "code",
+        {
+            "pkg/gamma.py": "GAMMA = 3\n",
+            "docs/notes.md": "# Notes\n\nThe crane's notes.\n",
+            "templates/base.html": "{% block content %}<p>Crane</p>{% endblock %}\n",  # a template: read as text
+        },
+        delete=("pkg/beta.py",),
+    )
+    origin.push()
+    job = run(indexed)
+    assert job.status == JobStatus.SUCCEEDED and job.trigger == "push", job.message
+    assert job.paths == ["docs/notes.md", "pkg/beta.py", "pkg/gamma.py", "templates/base.html"]
+    assert indexed.git_commit == tip and "templates/base.html" in stored(indexed)
+
+
+TOKEN_URL = "https://ghp_" + "abcdef0123456789abcdef@github.com/org/repo.git"
+
+
+def clone_config(root: WorkspaceRoot) -> str:
+    return (Path(git_roots.root_repo(root, git_config()).git_dir) / "config").read_text()
+
+
+def test_a_token_kept_in_a_clone_s_remote_url_is_removed_by_the_next_job_even_a_failing_one(indexed):
+    """Migration 0020 removed a token from the stored URL, not from the clone's ``remote.origin.url`` (issue 39
+    review, 10b); a migrated root's jobs fail before the fetch that would set the URL again."""
+    git_dir = git_roots.root_repo(indexed, git_config()).git_dir
+    Origin._git(Path(git_dir), "config", "--file", "config", "remote.origin.url", TOKEN_URL)
+    Origin._git(Path(git_dir), "config", "--file", "config", "--add", "remote.origin.pushurl", "ssh://git:pw1234@h/x")
+    assert "ghp_" in clone_config(indexed)
+    WorkspaceRoot.objects.filter(pk=indexed.pk).update(git_credential_legacy="a user name or token in the URL")
+    job = run(indexed)
+    assert job.status == JobStatus.FAILED and "no longer accepted" in job.message, job.message
+    config = clone_config(indexed)
+    assert "ghp_" not in config and "pw1234" not in config
+    assert "url = https://github.com/org/repo.git" in config and "pushurl = ssh://git@h/x" in config
+
+
+def test_a_starting_worker_removes_tokens_from_every_clone_s_remote_url(indexed, settings):
+    from celery.signals import worker_ready
+
+    from rag_site.celery import app  # noqa: F401 - installing the app's hooks connects the signal
+    from sources.celery_hooks import git_clones_scrub
+
+    assert git_clones_scrub in [receiver for _, receiver in worker_ready.receivers]
+    git_dir = git_roots.root_repo(indexed, git_config()).git_dir
+    Origin._git(Path(git_dir), "config", "--file", "config", "remote.origin.url", TOKEN_URL)
+    other = root_git_path_clone(settings, "https://bob:" + "hunter22@git.example.org/x.git")
+    git_clones_scrub()
+    assert "ghp_" not in clone_config(indexed) and "hunter22" not in (other / "config").read_text()
+    assert git_roots.clones_scrub(config=git_config()) == 0  # clean clones are left as they are
+
+
+def root_git_path_clone(settings, url: str) -> Path:
+    """A clone with no root (its root deleted while the clone stayed, or disabled)."""
+    clone = Path(settings.VAR_DIR) / "git" / "orphan-0000.git"
+    Origin._git(clone.parent, "init", "--quiet", "--bare", str(clone))
+    Origin._git(clone, "config", "--file", "config", "remote.origin.url", url)
+    return clone
+
+
 def test_switching_the_branch_rebuilds_the_root(origin, indexed):
     origin.git("checkout", "--quiet", "-b", "release")
     origin.commit("release only", {"RELEASE.md": "# Release\n\nShipped to the lighthouse.\n"})
@@ -186,6 +273,16 @@ def test_a_file_url_outside_the_base_directories_is_refused(origin, settings, tm
     job = run(git_root(origin), trigger="admin")
     assert job.status == JobStatus.FAILED and "must lie under RAG_ROOT_BASE_DIRS" in job.message
     assert not Chunk.objects.exists()
+
+
+@pytest.mark.parametrize(("url", "words"), [("https://[github.com/x", "does not parse"), ("file:///x%00y", "NUL")])
+def test_a_stored_url_that_does_not_parse_fails_the_job_with_the_url_s_problem(origin, url, words):
+    """Saved before the check knew it (or written to the database directly): a refusal, never "unexpected error"."""
+    root = git_root(origin)
+    WorkspaceRoot.objects.filter(pk=root.pk).update(git_url=url)
+    root.refresh_from_db()
+    job = run(root, trigger="admin")
+    assert job.status == JobStatus.FAILED and words in job.message and "unexpected" not in job.message, job.message
 
 
 @pytest.fixture
