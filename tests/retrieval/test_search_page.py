@@ -257,7 +257,7 @@ def test_a_bare_identifier_shows_its_definition_above_the_results(client, person
     partial = client.get("/", {"q": "F"}, headers={"HX-Request": "true"}).content.decode()
     assert '<section class="definitions" aria-label="Definitions">' in partial
     assert partial.index("Defined as <code>F</code>") < partial.index('class="hits"')
-    assert f'href="/view/file/{code.pk}/expressions.py#L' in partial.split("Defined as")[1].split("</section>")[0]
+    assert f'href="/view/file/{code.root_id}/expressions.py#L' in partial.split("Defined as")[1].split("</section>")[0]
 
 
 def test_re_and_quoted_text_find_lines_like_grep_with_the_match_marked(client, person, code):
@@ -265,7 +265,7 @@ def test_re_and_quoted_text_find_lines_like_grep_with_the_match_marked(client, p
     assert "1 matching line in 1 file" in regex
     assert '<pre class="linenos" aria-hidden="true">4</pre>' in regex
     assert "    <mark>def get_filters</mark>(self, request):" in regex
-    assert f'href="/view/file/{code.pk}/changelist.py#L4"' in regex
+    assert f'href="/view/file/{code.root_id}/changelist.py#L4"' in regex
     exact = client.get("/", {"q": '"F() per name"'}, headers={"HX-Request": "true"}).content.decode()
     assert "1 matching line in 1 file" in exact and "<mark>F() per name</mark>" in exact  # literal: ( ) are text
     bad = client.get("/", {"q": "re:(unclosed"}, headers={"HX-Request": "true"}).content.decode()
