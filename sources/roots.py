@@ -7,7 +7,6 @@ symlink swapped in, the directory replaced) refuses it, and the job also
 withdraws its chunks.
 """
 
-import hashlib
 import logging
 import os
 import time
@@ -23,14 +22,9 @@ from django.utils import timezone
 
 from kernel.errors import ApplicationError, Conflict
 from sources import git_roots, jobs, locks
-from sources.chunking import chunk_text
 from sources.config import EmbeddingConfig, IndexingConfig, indexing_config, root_base_dirs
-from sources.extract import Extracted, ExtractionRefused, extractor_for
-from sources.extract.chunks import document_chunks
-from sources.extract.html import html_document
-from sources.extract.sandbox import extract
-from sources.git import LFS_POINTER, LFS_REASON, SUBMODULE_REASON
-from sources.ingest import Batch, Document, content_hash, embedding_model_for, fingerprint
+from sources.git import SUBMODULE_REASON
+from sources.ingest import Batch, Document, embedding_model_for, fingerprint
 from sources.job_report import job_facts
 from sources.models import (
     COMMIT_KEY,
@@ -47,7 +41,7 @@ from sources.models import (
 )
 from sources.outcomes import job_outcome, reasons_count
 from sources.progress import Phase
-from sources.sensitive import secret_found
+from sources.reading import ReadRules, content_chunks, content_read, extractor_identity, reason_failed
 from sources.walk import (
     REPLACED,
     Candidate,
@@ -55,7 +49,6 @@ from sources.walk import (
     WalkRules,
     read_bytes,
     root_open,
-    text_decode,
     walk,
     walk_paths,
 )
@@ -63,9 +56,6 @@ from sources.walk import (
 log = logging.getLogger(__name__)
 
 _HEARTBEAT_SECONDS = 2.0
-# Reasons of a file that could not be read or extracted (a failure), as opposed to one skipped by design (a secret,
-# an encrypted PDF, a scan without a text layer).
-_FAILURES = ("unreadable", "extraction", "not a valid", "zip bomb", "no extractor")
 
 
 @dataclass(slots=True)
@@ -457,8 +447,10 @@ class _Run:
         # A forced job re-embeds every file it has not stored itself: a run
         # taken over from a dead worker keeps what that attempt already did.
         self.forced_since = (job.started_at or timezone.now()) if job.force else None
-        self.limits = config.extract
         self.max_document_bytes = config.max_document_bytes
+        self.read_rules = ReadRules(
+            max_chars=self.config.max_chars, overlap=self.config.overlap, limits=config.extract
+        )  # the root's secret-scan switch joins it in _index
         self.left_out: Counter[str] = Counter()  # files the walk left out (patterns, size, type), by reason
         self.git_config = config.git
         self.git: git_roots.GitPlan | None = None
@@ -498,6 +490,7 @@ class _Run:
             hard_links_inside=root.hard_links_inside,
             max_document_bytes=self.max_document_bytes,
         )
+        self.read_rules = replace(self.read_rules, scan_secrets=root.scan_secrets)
         targeted = self._targeted(plans)
         files = IndexedFile.objects.filter(source__in=[p.source for p in plans])
         if targeted:
@@ -565,12 +558,8 @@ class _Run:
         return list(self.job.paths)
 
     def _fingerprint(self, digest: str, plan: SegmentPlan, path: str) -> str:
-        extractor = extractor_for(path)
         return fingerprint(
-            content=digest,
-            model=plan.model.spec.identity,
-            config=self.config,
-            extractor=extractor.identity if extractor else "",
+            content=digest, model=plan.model.spec.identity, config=self.config, extractor=extractor_identity(path)
         )
 
     def _consider(self, entry: Candidate, plan: SegmentPlan, state: IndexedFile | None) -> bool:
@@ -592,21 +581,11 @@ class _Run:
             self._skip(raw, failed=raw.reason.startswith("unreadable"))
             # Saved (replaced) while the job ran: keep what is stored, the next job reads the new file.
             return raw.reason == REPLACED and state is not None
-        if raw.startswith(LFS_POINTER):
-            self._skip(Skipped(entry.path, LFS_REASON))
+        content = content_read(raw, entry.path, self.read_rules)
+        if isinstance(content, Skipped):
+            self._skip(content, failed=reason_failed(content.reason))
             return False
-        extractor = extractor_for(entry.path)
-        # An HTML fragment or template is code, read as text; only whole pages are documents.
-        document = extractor is not None and (extractor.kind != "html" or html_document(raw))
-        text = ""
-        if not document:
-            decoded = text_decode(raw, entry.path, self.rules)
-            if isinstance(decoded, Skipped):
-                self._skip(decoded)
-                return False
-            text, digest = decoded, content_hash(decoded)
-        else:
-            digest = hashlib.sha256(raw).hexdigest()
+        digest = content.digest
         if current and state is not None and state.content_hash == digest:
             state.size, state.mtime_ns = entry.size, entry.mtime_ns
             self.touched.append(state)  # saved in bulk at the next flush
@@ -614,18 +593,11 @@ class _Run:
             return True
         if state is None and self._moved(entry, plan, digest):
             return True
-        if not document:
-            chunks = chunk_text(text, entry.path, max_chars=self.config.max_chars, overlap=self.config.overlap)
-        else:
-            assert extractor is not None
-            extracted = self._extract(entry.path, extractor.kind, raw)
-            if isinstance(extracted, Skipped):
-                self._skip(extracted, failed=extracted.reason.startswith(_FAILURES))
-                return False
-            text = extracted.text
-            chunks = document_chunks(
-                extracted, entry.path, max_chars=self.config.max_chars, overlap=self.config.overlap
-            )
+        chunked = content_chunks(content, self.read_rules)
+        if isinstance(chunked, Skipped):
+            self._skip(chunked, failed=reason_failed(chunked.reason))
+            return False
+        text, chunks = chunked.text, chunked.chunks
         if self.git:
             # The commit each chunk was read at: hits, /context and the viewer show it and build the permalink.
             chunks = [replace(chunk, metadata={**chunk.metadata, COMMIT_KEY: self.git.commit}) for chunk in chunks]
@@ -672,17 +644,6 @@ class _Run:
         self.moved.add(key)
         self.job.files_changed += 1
         return True
-
-    def _extract(self, path: str, kind: str, raw: bytes) -> Extracted | Skipped:
-        """A document's text and anchors, in a child process under the limits, or why it cannot be indexed."""
-        assert self.rules is not None
-        try:
-            extracted = extract(kind, raw, self.limits)
-        except ExtractionRefused as refused:
-            return Skipped(path, refused.reason)
-        if self.rules.scan_secrets and (secret := secret_found(extracted.text)):
-            return Skipped(path, f"contains a secret ({secret})")
-        return extracted
 
     def _store(self, document: Document | None) -> None:
         """Add the document to the batch (None: store what waits now); the job counts what was written."""
