@@ -145,5 +145,5 @@ class UploadedDocumentAdmin(ScopedAdminMixin, BrokerWarningMixin, admin.ModelAdm
     def reindex(self, request, queryset) -> None:
         ids = list(queryset.values_list("pk", flat=True))
         for document_id in ids:
-            tasks.document_enqueue(document_id=document_id)
+            tasks.item_enqueue(kind="document", pk=document_id)
         self.message_user(request, f"Queued {len(ids)} document(s) for indexing.", messages.SUCCESS)

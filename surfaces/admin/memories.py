@@ -125,5 +125,5 @@ class MemoryAdmin(ScopedAdminMixin, BrokerWarningMixin, admin.ModelAdmin):
     def reindex(self, request, queryset) -> None:
         ids = list(queryset.values_list("pk", flat=True))
         for memory_id in ids:
-            tasks.memory_enqueue(memory_id=memory_id)
+            tasks.item_enqueue(kind="memory", pk=memory_id)
         self.message_user(request, f"Queued {len(ids)} memory(s) for indexing.", messages.SUCCESS)

@@ -251,11 +251,11 @@ def test_a_file_chosen_on_a_documents_admin_page_replaces_its_file_and_keeps_its
 
 def test_an_uploaded_file_holding_a_private_key_is_refused_with_the_reason(admin_client, manage_client):
     """The rules every root's file goes through (sources/reading.py) read uploads too: the secret scan first."""
-    from sources.tasks import document_index_task
+    from sources.tasks import item_index_task
 
     notes = "# Deploy\n\nThe pelican host key:\n\n-----BEGIN OPENSSH PRIVATE KEY-----\nb3Blbn\n"
     document = upload("deploy.md", notes.encode()).document
-    answer = document_index_task.apply(args=[document.pk]).get()
+    answer = item_index_task.apply(args=["document", document.pk]).get()
     assert answer["status"] == "failed"
     document.refresh_from_db()
     assert document.index_status == IndexStatus.FAILED
