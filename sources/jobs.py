@@ -31,6 +31,16 @@ log = logging.getLogger(__name__)
 MAX_ERRORS_KEPT = 100
 
 
+class HandOff(Exception):
+    """What a job found first is work for the bulk queue (a rebuild, a big diff): the job is queued there
+    instead, as a full job with ``trigger`` (sources/pipeline/run.py)."""
+
+    def __init__(self, reason: str, *, trigger: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.trigger = trigger
+
+
 # A targeted job about more paths than this reads the root in full instead: walking is then the cheaper way.
 MAX_TARGETED_PATHS = 1000
 

@@ -18,7 +18,7 @@ from django.db import DatabaseError, transaction
 
 from kernel import heartbeats, metrics
 from kernel.errors import ApplicationError
-from sources import jobs, queueing, roots
+from sources import jobs, pipeline, queueing
 from sources.config import indexing_config, jobs_config
 from sources.items import ITEM_KINDS
 from sources.models import IndexJob, JobStatus, WorkspaceRoot
@@ -100,7 +100,7 @@ def root_index_task(self, job_id: int) -> str | None:
     job = jobs.job_start(job_id=job_id, config=jobs_config())
     if job is None:
         return None
-    status = roots.root_index(job=job, config=indexing_config())
+    status = pipeline.root_index(job=job, config=indexing_config())
     if status == JobStatus.QUEUED:
         # A git fetch found a rebuild or a big diff: the job goes on, from the bulk queue (its lock is free now).
         if reason := _send("indexjob", job_id):

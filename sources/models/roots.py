@@ -186,6 +186,8 @@ class IndexedFile(models.Model):
     path = models.CharField(max_length=1024)
     size = models.BigIntegerField()
     mtime_ns = models.BigIntegerField()
+    # The connector's change marker where a stat is not one (sources/connectors/base.py ``Item.marker``).
+    marker = models.TextField(blank=True, default="")
     content_hash = models.CharField(max_length=64)  # SHA-256 of the text read
     fingerprint = models.CharField(max_length=64, blank=True, default="")  # sources.ingest.fingerprint
     chunking_version = models.CharField(max_length=32)
