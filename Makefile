@@ -50,13 +50,18 @@ test: install browser lint
 test-fast: install
 	RAG_TEST_SERVERS=0 $(VENV)/bin/pytest -m unit
 
-# Headless Chromium for the browser tests, from Debian's packages (root
-# only; otherwise those tests are skipped with a reason).
+# Headless Chromium for the browser tests, and Python's HTML documentation
+# (python3-doc) the web crawler's test serves as a real site, from Debian's
+# packages (root only; otherwise those tests are skipped with a reason).
 browser:
 	@command -v chromium >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 \
 	  && echo "installing chromium for the browser tests ..." \
 	  && { apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; } \
 	  || echo "chromium is not installed: the browser tests will be skipped"; }
+	@[ -d /usr/share/doc/python3/html ] || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 \
+	  && echo "installing python3-doc for the web crawler's test ..." \
+	  && { apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-doc >/dev/null; } \
+	  || echo "python3-doc is not installed: the web crawler's documentation test will be skipped"; }
 
 # Speed, measured by the project's own command (numbers for the notes).
 DJANGO_DIR = $$($(PY) -c 'import django, os; print(os.path.dirname(django.__file__))')

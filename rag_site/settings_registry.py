@@ -610,6 +610,48 @@ DECLARED: tuple[Setting, ...] = (
             "credential. Off: only https://, ssh:// (user@host:path) and file://."
         ),
     ),
+    BoolSetting(
+        name="RAG_WEB_ALLOW_PRIVATE",
+        topic=INDEXING,
+        default=False,
+        doc=(
+            "Let web roots crawl hosts that resolve to loopback, private (RFC 1918, ULA), link-local or other "
+            "non-global addresses. Off: such a start URL is refused, so a web root cannot reach internal services "
+            "(the crawl connects only to the address it checked)."
+        ),
+    ),
+    IntSetting(
+        name="RAG_WEB_MAX_PAGES",
+        topic=INDEXING,
+        default=5000,
+        minimum=1,
+        maximum=1000000,
+        doc="Page requests one crawl of a web root makes at most; the crawl then stops with a note.",
+    ),
+    IntSetting(
+        name="RAG_WEB_MAX_PAGE_MB",
+        topic=INDEXING,
+        default=5,
+        minimum=1,
+        maximum=1024,
+        doc="A web page larger than this is skipped unread (the crawl stops reading at the limit).",
+    ),
+    IntSetting(
+        name="RAG_WEB_MAX_CRAWL_MB",
+        topic=INDEXING,
+        default=500,
+        minimum=1,
+        maximum=1000000,
+        doc="Bytes one crawl of a web root reads at most (pages, sitemaps, robots.txt); it then stops with a note.",
+    ),
+    IntSetting(
+        name="RAG_WEB_MAX_CRAWL_SECONDS",
+        topic=INDEXING,
+        default=1800,
+        minimum=10,
+        maximum=86400,
+        doc="How long one crawl of a web root may run, indexing included; it then stops with a note.",
+    ),
     IntSetting(
         name="RAG_JOB_STALE_SECONDS",
         topic=INDEXING,

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from django.conf import settings
 
 from kernel.config import llm_config
+from sources.connectors.web.crawl import CrawlLimits
 from sources.contextual import ContextualConfig, contextual_identity
 from sources.extract import Limits
 
@@ -178,3 +179,14 @@ def watch_enabled() -> bool:
 def memory_approval_required() -> bool:
     """RAG_MEMORY_REQUIRE_APPROVAL: a new memory is held, unserved, until an admin approves it."""
     return settings.RAG_MEMORY_REQUIRE_APPROVAL
+
+
+def web_limits() -> CrawlLimits:
+    """RAG_WEB_*: what one crawl of a web root may reach (private addresses or not) and take."""
+    return CrawlLimits(
+        max_pages=settings.RAG_WEB_MAX_PAGES,
+        max_page_bytes=settings.RAG_WEB_MAX_PAGE_MB * 1024 * 1024,
+        max_total_bytes=settings.RAG_WEB_MAX_CRAWL_MB * 1024 * 1024,
+        max_seconds=float(settings.RAG_WEB_MAX_CRAWL_SECONDS),
+        allow_private=settings.RAG_WEB_ALLOW_PRIVATE,
+    )

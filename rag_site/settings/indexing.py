@@ -60,3 +60,10 @@ RAG_GIT_TIMEOUT_SECONDS = read_int("RAG_GIT_TIMEOUT_SECONDS")
 RAG_GIT_CREDENTIALS_DIR = read_str("RAG_GIT_CREDENTIALS_DIR")
 RAG_GIT_ALLOW_HTTP = read_bool("RAG_GIT_ALLOW_HTTP")
 RAG_JOB_MAX_ATTEMPTS = read_int("RAG_JOB_MAX_ATTEMPTS")
+# Web roots (sources/connectors/web/): what one crawl may reach and take. Private addresses are refused unless
+# allowed, so a start URL an admin types cannot make the server fetch its own internal services.
+RAG_WEB_ALLOW_PRIVATE = read_bool("RAG_WEB_ALLOW_PRIVATE")
+RAG_WEB_MAX_PAGES = read_int("RAG_WEB_MAX_PAGES")
+RAG_WEB_MAX_PAGE_MB = read_int("RAG_WEB_MAX_PAGE_MB")
+RAG_WEB_MAX_CRAWL_MB = read_int("RAG_WEB_MAX_CRAWL_MB")
+RAG_WEB_MAX_CRAWL_SECONDS = read_int("RAG_WEB_MAX_CRAWL_SECONDS")
