@@ -79,9 +79,11 @@ def extractor_identity(path: str) -> str:
     return extractor.identity if extractor else ""
 
 
-def content_read(raw: bytes, path: str, rules: ReadRules) -> Content | Skipped:
-    """The size, LFS, NUL, UTF-8 and (for text) secret rules; the extraction waits for ``content_chunks``."""
-    extractor = extractor_for(path)
+def content_read(raw: bytes, path: str, rules: ReadRules, *, name: str = "") -> Content | Skipped:
+    """The size, LFS, NUL, UTF-8 and (for text) secret rules; the extraction waits for ``content_chunks``.
+
+    ``name``: whose suffix picks the extractor when the path's does not (a URL); "": the path."""
+    extractor = extractor_for(name or path)
     limit = rules.max_text_bytes
     if extractor is not None and rules.max_document_bytes > limit:
         limit = rules.max_document_bytes
@@ -114,9 +116,9 @@ def content_chunks(content: Content, rules: ReadRules) -> Chunked | Skipped:
     return Chunked(extracted.text, chunks)
 
 
-def bytes_chunks(raw: bytes, path: str, rules: ReadRules) -> tuple[Content, Chunked] | Skipped:
+def bytes_chunks(raw: bytes, path: str, rules: ReadRules, *, name: str = "") -> tuple[Content, Chunked] | Skipped:
     """Both steps at once, for a caller that has decided to read the item whole (an upload)."""
-    content = content_read(raw, path, rules)
+    content = content_read(raw, path, rules, name=name)
     if isinstance(content, Skipped):
         return content
     chunked = content_chunks(content, rules)

@@ -79,12 +79,18 @@ class Connector:
 
     def items(self, *, paths: Sequence[str], known: Mapping[str, str]) -> Iterator[Item | Skipped]:
         """The root's items (``paths``: only those, or below those directories), and the ones skipped with their
-        reasons. ``known``: the stored marker of each item indexed before (path -> ``Item.marker``)."""
+        reasons. ``known``: the stored marker of each item whose stored chunks are current (path ->
+        ``Item.marker``): listing one with that marker again keeps it without a read."""
         raise NotImplementedError
 
     def left_out(self) -> Mapping[str, int]:
         """What the listing left out by design (patterns, size, type), counted by reason, never with paths."""
         return {}
+
+    def reader_name(self, path: str, marker: str) -> str:
+        """The name whose suffix picks how an item's bytes are read (sources/reading.py) and joins its fingerprint:
+        its path, unless that says nothing (a URL: a web page's comes from the content type its marker keeps)."""
+        return path
 
     def read(self, item: Item) -> bytes | Skipped:
         """The item's bytes now, or why they cannot be read (``REPLACED``: keep what is stored)."""

@@ -119,7 +119,7 @@ class _Run:
         states = self.states = {(s.source_id, s.generation, s.path): s for s in files}
         self.job.phase = Phase.LISTING
         self._beat(force=True)
-        known = {path: state.marker for (_, _, path), state in states.items()}
+        known = self._known(plans, states)
         entries = []
         for entry in self.connector.items(paths=targeted, known=known):
             entries.append(entry)
@@ -166,20 +166,37 @@ class _Run:
         return list(self.job.paths)
 
     def _fingerprint(self, digest: str, plan: SegmentPlan, path: str) -> str:
+        """``path``: the item's reader name (``Connector.reader_name``)."""
         return fingerprint(
             content=digest, model=plan.model.spec.identity, config=self.config, extractor=extractor_identity(path)
         )
 
-    def _consider(self, entry: Item, plan: SegmentPlan, state: IndexedFile | None) -> bool:
-        """Queue the item if it changed; True when it stays in the index."""
-        # Stored chunks are current when the file's stored hash, read through
-        # today's chunker, settings and model, gives the stored fingerprint.
-        current = (
+    def _current(self, state: IndexedFile | None, plan: SegmentPlan, name: str) -> bool:
+        """Whether the stored chunks are what indexing the stored content would write now: the stored hash, read
+        through today's chunker, settings and model, gives the stored fingerprint."""
+        return (
             state is not None
-            and state.fingerprint == self._fingerprint(state.content_hash, plan, entry.path)
+            and state.fingerprint == self._fingerprint(state.content_hash, plan, name)
             and state.embedding_model_id == plan.model.pk
             and (self.forced_since is None or state.indexed_at >= self.forced_since)
         )
+
+    def _known(self, plans: list[SegmentPlan], states: dict[tuple[int, int, str], IndexedFile]) -> dict[str, str]:
+        """The stored marker of each item a connector may report unchanged: only where this run writes and the
+        stored chunks are current (an item the connector does not read again is never one the run must re-embed)."""
+        written = {(plan.source.pk, plan.generation): plan for plan in plans}
+        known = {}
+        for (source_id, generation, path), state in states.items():
+            plan = written.get((source_id, generation))
+            if plan is not None and state.marker and segment_for(path, plans) is plan:
+                if self._current(state, plan, self.connector.reader_name(path, state.marker)):
+                    known[path] = state.marker
+        return known
+
+    def _consider(self, entry: Item, plan: SegmentPlan, state: IndexedFile | None) -> bool:
+        """Queue the item if it changed; True when it stays in the index."""
+        name = self.connector.reader_name(entry.path, entry.marker)
+        current = self._current(state, plan, name)
         if current and state is not None and _marker(state) == (entry.size, entry.mtime_ns, entry.marker):
             self.job.files_unchanged += 1  # not even read
             return True
@@ -188,7 +205,7 @@ class _Run:
             self._skip(raw, failed=raw.reason.startswith("unreadable"))
             # Saved (replaced) while the job ran: keep what is stored, the next job reads the new file.
             return raw.reason == REPLACED and state is not None
-        content = content_read(raw, entry.path, self.read_rules)
+        content = content_read(raw, entry.path, self.read_rules, name=name)
         if isinstance(content, Skipped):
             self._skip(content, failed=reason_failed(content.reason))
             return False
@@ -218,7 +235,7 @@ class _Run:
                 chunks=chunks,
                 model=plan.model,
                 content_hash=digest,
-                fingerprint=self._fingerprint(digest, plan, entry.path),
+                fingerprint=self._fingerprint(digest, plan, name),
                 size=entry.size,
                 mtime_ns=entry.mtime_ns,
                 marker=entry.marker,
@@ -236,7 +253,7 @@ class _Run:
         if (
             old is None
             or old.content_hash != digest
-            or old.fingerprint != self._fingerprint(digest, plan, entry.path)
+            or old.fingerprint != self._fingerprint(digest, plan, self.connector.reader_name(entry.path, entry.marker))
             or old.embedding_model_id != plan.model.pk
             or self.forced_since is not None
         ):
