@@ -24,7 +24,11 @@ from sources.jobs import HandOff
 from sources.models import IndexJob, WorkspaceRoot
 from sources.walk import Skipped
 
-__all__ = ["Connector", "HandOff", "Item", "Skipped"]
+__all__ = ["KEPT", "Connector", "HandOff", "Item", "Skipped"]
+
+# What ``read`` answers for an item it did not fetch this time (a crawl cut short by a limit, a server error): the
+# stored chunks stay, and the next job reads it. A file replaced between listing and reading is kept the same way.
+KEPT = "not read by this job: what is stored stays (read by the next job)"
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,10 +36,11 @@ class Item:
     """One item a connector lists: what the pipeline compares with what is stored before it reads anything."""
 
     path: str  # its stable id in the root, and its citation: a path below the root, or a URL
-    # The change marker: equal to the stored one (and the fingerprint current), the item is not read at all.
+    # The change marker: equal to the stored one (and the fingerprint current), the item is not read at all. A
+    # ``marker`` (an ETag, a commit; stored as IndexedFile.marker) when there is one, else size and mtime.
     size: int = 0
     mtime_ns: int = 0
-    marker: str = ""  # for what has no stat: an ETag, a commit (its stored copy: IndexedFile.marker)
+    marker: str = ""
     metadata: Mapping[str, str] = field(default_factory=dict)  # joined to each chunk's metadata (e.g. the commit)
     handle: object = field(default=None, compare=False)  # the connector's own: what ``read`` needs
 
@@ -93,7 +98,7 @@ class Connector:
         return path
 
     def read(self, item: Item) -> bytes | Skipped:
-        """The item's bytes now, or why they cannot be read (``REPLACED``: keep what is stored)."""
+        """The item's bytes now, or why they cannot be read (``KEPT`` or ``REPLACED``: keep what is stored)."""
         raise NotImplementedError
 
     def renamed_from(self, path: str) -> str | None:

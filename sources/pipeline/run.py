@@ -21,7 +21,7 @@ from django.utils import timezone
 from kernel.errors import ApplicationError
 from sources import jobs, locks
 from sources.config import IndexingConfig, indexing_config
-from sources.connectors.base import Item
+from sources.connectors.base import KEPT, Item
 from sources.connectors.registry import connector_for
 from sources.ingest import Batch, Document, fingerprint
 from sources.job_report import job_facts
@@ -197,14 +197,14 @@ class _Run:
         """Queue the item if it changed; True when it stays in the index."""
         name = self.connector.reader_name(entry.path, entry.marker)
         current = self._current(state, plan, name)
-        if current and state is not None and _marker(state) == (entry.size, entry.mtime_ns, entry.marker):
+        if current and state is not None and _unchanged(state, entry):
             self.job.files_unchanged += 1  # not even read
             return True
         raw = self.connector.read(entry)
         if isinstance(raw, Skipped):
             self._skip(raw, failed=raw.reason.startswith("unreadable"))
-            # Saved (replaced) while the job ran: keep what is stored, the next job reads the new file.
-            return raw.reason == REPLACED and state is not None
+            # Saved (replaced) while the job ran, or not fetched this time: keep what is stored, the next job reads it.
+            return raw.reason in (REPLACED, KEPT) and state is not None
         content = content_read(raw, entry.path, self.read_rules, name=name)
         if isinstance(content, Skipped):
             self._skip(content, failed=reason_failed(content.reason))
@@ -343,5 +343,8 @@ class _Run:
             self.last_beat = now
 
 
-def _marker(state: IndexedFile) -> tuple[int, int, str]:
-    return state.size, state.mtime_ns, state.marker
+def _unchanged(state: IndexedFile, item: Item) -> bool:
+    """The item's change marker is the stored one: its marker when it has one, else its size and mtime."""
+    if item.marker:
+        return state.marker == item.marker
+    return (state.size, state.mtime_ns, state.marker) == (item.size, item.mtime_ns, "")
