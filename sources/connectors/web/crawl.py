@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from kernel.errors import ApplicationError
 from sources.connectors.web.addresses import AddressRefused
-from sources.connectors.web.fetch import Fetcher, Response
+from sources.connectors.web.fetch import Fetcher, Response, Want
 from sources.connectors.web.links import HTML_TYPES, page_links
 from sources.connectors.web.robots import MAX_ROBOTS_BYTES, Robots, robots_from_response
 from sources.connectors.web.scope import Scope, normalise_url, url_form_problem
@@ -127,6 +127,12 @@ class _Crawl:
         self.queue: deque[str] = deque()
 
     def pages(self) -> Iterator[Page]:
+        try:
+            yield from self._pages()
+        finally:  # also when the caller stops early: the generator is closed
+            self.fetcher.close()
+
+    def _pages(self) -> Iterator[Page]:
         self.deadline = time.monotonic() + self.limits.max_seconds
         robots = self._robots()
         if is_sitemap_url(self.start):
@@ -148,12 +154,12 @@ class _Crawl:
                 if not self.queue:
                     return
             url = self.queue.popleft()
-            if not robots.allows(url):
-                yield Page(url=url, status=SKIPPED, reason=robots.reason)
-                continue
             if (limit := self._limit_reached()) is not None:
                 yield Page(url=url, status=SKIPPED, reason=limit)
                 return
+            if not robots.allows(url):
+                yield Page(url=url, status=SKIPPED, reason=robots.reason)
+                continue
             page = self._visit(url)
             if page is None:
                 continue
@@ -194,22 +200,18 @@ class _Crawl:
 
     def _get(self, url: str, *, max_bytes: int, truncate: bool = False) -> Response:
         """A GET of robots.txt or a sitemap: anywhere on the origin, no validators, any media type."""
-        response = self.fetcher.get(
-            url,
-            allowed=self.scope.same_origin,
-            headers_for=lambda _url: {},
-            max_bytes=max(0, min(max_bytes, self.limits.max_total_bytes - self.total_bytes)),
-            accept_types=None,
-            deadline=self.deadline,
-            truncate=truncate,
-        )
+        budget = max(0, min(max_bytes, self.limits.max_total_bytes - self.total_bytes))
+        want = Want(max_bytes=budget, deadline=self.deadline, truncate=truncate)
+        response = self.fetcher.get(url, allowed=self.scope.same_origin, headers_for=lambda _url: {}, want=want)
         self.total_bytes += len(response.body)
         return response
 
     def _robots(self) -> Robots:
         response = self._get(f"{self.scope.origin}/robots.txt", max_bytes=MAX_ROBOTS_BYTES, truncate=True)
         status = 0 if response.problem and not 300 <= response.status < 400 else response.status
-        return robots_from_response(status=status, body=response.body, user_agent=self.fetcher.user_agent)
+        return robots_from_response(
+            status=status, body=response.body, user_agent=self.fetcher.user_agent, problem=response.problem
+        )
 
     def _sitemap_pages(
         self, named: list[str], robots: Robots, *, guessed: Iterable[str] = ()
@@ -249,14 +251,8 @@ class _Crawl:
         self.requests += 1
         limits = self.limits
         budget = min(limits.max_page_bytes, limits.max_total_bytes - self.total_bytes)
-        response = self.fetcher.get(
-            url,
-            allowed=self.scope.contains,
-            headers_for=self._conditional,
-            max_bytes=budget,
-            accept_types=TEXT_TYPES,
-            deadline=self.deadline,
-        )
+        want = Want(max_bytes=budget, deadline=self.deadline, accept_types=TEXT_TYPES)
+        response = self.fetcher.get(url, allowed=self.scope.contains, headers_for=self._conditional, want=want)
         if response.url != url:
             if response.url in self.seen:
                 return None

@@ -31,8 +31,8 @@ class Robots:
         return self.parser.can_fetch(self.user_agent, url)
 
 
-def robots_from_response(*, status: int, body: bytes, user_agent: str) -> Robots:
-    """The rules a response to ``GET /robots.txt`` sets (status 0: no response at all).
+def robots_from_response(*, status: int, body: bytes, user_agent: str, problem: str = "") -> Robots:
+    """The rules a response to ``GET /robots.txt`` sets (status 0: no response at all, ``problem`` says why).
 
     - 2xx: the file's rules.
     - 401 and 403: nothing may be fetched (urllib.robotparser's reading; RFC 9309 would allow all, but a site
@@ -48,5 +48,5 @@ def robots_from_response(*, status: int, body: bytes, user_agent: str) -> Robots
         return Robots(user_agent=user_agent, allow_all=False, reason=f"robots.txt is forbidden (HTTP {status})")
     if 300 <= status < 500:
         return Robots(user_agent=user_agent)
-    said = f"HTTP {status}" if status else "no answer"
+    said = f"HTTP {status}" if status else (problem or "no answer")
     return Robots(user_agent=user_agent, allow_all=False, reason=f"robots.txt unavailable ({said}): nothing fetched")

@@ -32,7 +32,9 @@ def normalise_url(url: str, *, base: str = "") -> str | None:
     netloc = f"[{host}]" if ":" in host else host
     if port is not None and port != _DEFAULT_PORTS[scheme]:
         netloc = f"{netloc}:{port}"
-    path = urljoin("/", parts.path) if parts.path else "/"  # resolves "." and ".." in an absolute path
+    path = parts.path or "/"
+    if "/." in path:
+        path = urljoin("/", path)  # resolves "." and ".." segments (urljoin above only did for a relative url)
     return urlunsplit((scheme, netloc, quote(path, safe=_SAFE), quote(parts.query, safe=_SAFE), ""))
 
 
