@@ -215,10 +215,10 @@ def root_chunks_withdraw(*, root: WorkspaceRoot) -> int:
 def root_files_reread(*, root: WorkspaceRoot) -> int:
     """Make the next job read every stored file of the root again (e.g. the secret scan was turned on).
 
-    Only the stored mtime is forgotten: content hashes still keep unchanged
-    files from being embedded again.
+    Only the stored mtime and marker (a web page's validators) are forgotten:
+    content hashes still keep unchanged files from being embedded again.
     """
-    return IndexedFile.objects.filter(source__in=root_sources(root)).update(mtime_ns=-1)
+    return IndexedFile.objects.filter(source__in=root_sources(root)).update(mtime_ns=-1, marker="")
 
 
 @transaction.atomic

@@ -158,3 +158,21 @@ def test_a_web_root_refused_its_address_fails_the_job_and_the_admin_form_says_wh
     assert response.status_code == 200
     form = response.context["adminform"].form
     assert "web_url" in form.errors, form.errors
+
+
+def test_reading_a_web_root_again_fetches_every_page_and_embeds_none(site, web_root):
+    """The admin's "read every file again" (the secret scan turned on) forgets the validators too."""
+    from sources.roots import root_files_reread
+
+    _, server = site
+    assert index_root(web_root, force=False).status == JobStatus.SUCCEEDED
+    root_files_reread(root=web_root)
+    server.bodies.clear()
+    again = index_root(web_root, force=False)
+    assert sorted(body for body in server.bodies if body != "/robots.txt") == [
+        "/docs/",
+        "/docs/egrets.html",
+        "/docs/herons.html",
+        "/docs/notes.txt",
+    ]
+    assert (again.files_unchanged, again.chunks_embedded) == (4, 0), again.message
