@@ -9,6 +9,9 @@ never read; a page gone (404, 410) is not listed, so the pipeline deletes
 it; a page disallowed by robots.txt is skipped (and deleted). A page the
 crawl could not reach this time (a server error, a limit reached) keeps
 what is stored.
+
+The pipeline lists every item before it reads one, so fetched bodies wait
+in memory until read: at most RAG_WEB_MAX_CRAWL_MB of them per crawl.
 """
 
 import hashlib
