@@ -18,6 +18,7 @@ import pytest
 
 from sources.models import Chunk, IndexedFile, JobStatus, WorkspaceRoot
 from tests.conftest import api_client, index_root
+from tests.sources.test_admin_console import root_form
 
 pytestmark = pytest.mark.django_db
 
@@ -153,13 +154,22 @@ def test_a_web_root_refused_its_address_fails_the_job_and_the_admin_form_says_wh
     job = index_root(web_root, force=False)
     assert job.status == JobStatus.FAILED and "127.0.0.1" in job.message, job.message
 
-    response = admin_client.post(
-        "/admin/sources/workspaceroot/add/",
-        {"name": "intranet", "web_url": web_root.web_url, "include_globs": "*", "max_file_bytes": 1000},
-    )
+    form = root_form(Path("/"), name="intranet", path="", web_url=web_root.web_url)
+    response = admin_client.post("/admin/sources/workspaceroot/add/", form)
     assert response.status_code == 200
-    form = response.context["adminform"].form
-    assert "web_url" in form.errors, form.errors
+    assert "web_url" in response.context["adminform"].form.errors
+    assert not WorkspaceRoot.objects.filter(name="intranet").exists()
+
+
+def test_a_web_root_saved_in_the_admin_is_its_url_with_nothing_to_watch(site, admin_client, settings):
+    _, server = site
+    settings.RAG_WEB_ALLOW_PRIVATE = True
+    url = f"http://127.0.0.1:{server.server_address[1]}/docs/"
+    form = root_form(Path("/"), name="birds", path="", web_url=f" {url} ", watch="on")
+    response = admin_client.post("/admin/sources/workspaceroot/add/", form, follow=True)
+    assert response.status_code == 200
+    root = WorkspaceRoot.objects.get(name="birds")
+    assert (root.web_url, root.path, root.watch, root.directory_identity) == (url, url, False, "")
 
 
 def test_reading_a_web_root_again_fetches_every_page_and_embeds_none(site, web_root):
