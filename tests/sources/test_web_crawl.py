@@ -59,6 +59,7 @@ class _Handler(SimpleHTTPRequestHandler):
     def send_head(self):  # type: ignore[no-untyped-def]
         path = urlsplit(self.path).path
         self.server.requests.append((path, self.headers.get("Host", "")))
+        self.server.arrivals.append(time.monotonic())
         if path in self.server.redirects:
             self.send_response(301)
             self.send_header("Location", self.server.redirects[path])
@@ -111,12 +112,16 @@ class _Server(ThreadingHTTPServer):
         self.answers: list[tuple[str, int]] = []  # (path, status) of every answer
         self.redirects: dict[str, str] = {}
         self.connections = 0
+        self.arrivals: list[float] = []  # time.monotonic() of each request, in the order of ``requests``
         self.idle_timeout: float | None = None
 
         def handler(*args, **kwargs):  # type: ignore[no-untyped-def]
             return _Handler(*args, directory=str(directory), **kwargs)
 
         super().__init__(("127.0.0.1", 0), handler)
+
+    def handle_error(self, request, client_address) -> None:  # type: ignore[no-untyped-def]
+        pass  # a client that hung up mid-answer (the hang and endless tests do so on purpose): no traceback
 
     @property
     def base(self) -> str:
@@ -336,6 +341,19 @@ def test_a_kept_connection_the_server_closed_is_opened_again(site: _Server) -> N
 
     assert len([page for page in pages if page.status == "fetched"]) == 8
     assert site.connections >= 8
+
+
+def test_robots_crawl_delay_spaces_the_requests(site: _Server, tmp_path: Path) -> None:
+    (tmp_path / "site/robots.txt").write_text("User-agent: *\nCrawl-delay: 1\n", encoding="utf-8")
+    pages = _crawl(f"{site.base}/docs/index.html", max_pages=3)
+
+    assert len(pages) == 4  # three pages and the limit's note
+    times = [
+        when for (path, _host), when in zip(site.requests, site.arrivals, strict=True) if path.startswith("/docs/")
+    ]
+    assert len(times) == 3
+    # A lower bound, never a duration: the requests were not sent closer together (less the network's jitter).
+    assert times[1] - times[0] >= 0.9 and times[2] - times[1] >= 0.9
 
 
 def test_the_page_limit_ends_the_crawl_with_a_note(site: _Server) -> None:
@@ -765,6 +783,8 @@ Sitemap: http://h/sitemap.xml
     assert robots.allows("http://h/docs/page.html")
     assert not robots.allows("http://h/docs/drafts/page.html")
     assert robots.sitemaps == ("http://h/sitemap.xml",)
+    assert robots.delay == 0
+    assert robots_from_response(status=200, body=b"User-agent: *\nCrawl-delay: 3\n", user_agent="x").delay == 3
     other = robots_from_response(status=200, body=body, user_agent="another-bot")
     assert not other.allows("http://h/docs/page.html")
 

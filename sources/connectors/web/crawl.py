@@ -11,7 +11,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
 from kernel.errors import ApplicationError
-from sources.connectors.web.addresses import AddressRefused
+from sources.connectors.web.addresses import AddressRefused, checked_addresses
 from sources.connectors.web.fetch import Fetcher, Response, Want
 from sources.connectors.web.links import HTML_TYPES, page_links
 from sources.connectors.web.robots import MAX_ROBOTS_BYTES, Robots, robots_from_response
@@ -74,7 +74,7 @@ def web_url_problem(url: str, *, allow_private: bool) -> str | None:
         return "not a URL that can be crawled"
     scope = Scope.of(start)
     try:
-        Fetcher(user_agent="", allow_private=allow_private).addresses(scope.host, scope.port)
+        checked_addresses(scope.host, scope.port, allow_private=allow_private)
     except AddressRefused as error:
         return str(error)
     return None
@@ -122,6 +122,7 @@ class _Crawl:
         self.fetcher = fetcher
         self.deadline = 0.0
         self.requests = 0
+        self.last_request = 0.0  # time.monotonic() of the last page request
         self.total_bytes = 0
         self.seen: set[str] = set()
         self.queue: deque[str] = deque()
@@ -160,6 +161,7 @@ class _Crawl:
             if not robots.allows(url):
                 yield Page(url=url, status=SKIPPED, reason=robots.reason)
                 continue
+            self._wait(robots.delay)
             page = self._visit(url)
             if page is None:
                 continue
@@ -167,6 +169,12 @@ class _Crawl:
             if page.reason.startswith("limit reached"):
                 return
             self._enqueue(page.links)
+
+    def _wait(self, delay: float) -> None:
+        """Keep robots.txt's Crawl-delay between page requests (the crawl's time limit still ends a slow crawl)."""
+        if delay and self.last_request:
+            time.sleep(max(0.0, min(self.last_request + delay, self.deadline) - time.monotonic()))
+        self.last_request = time.monotonic()
 
     def _enqueue(self, urls: Iterable[str]) -> None:
         for url in urls:

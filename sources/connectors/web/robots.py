@@ -25,6 +25,15 @@ class Robots:
     reason: str = DISALLOWED  # why a URL is refused, for the skipped page
     sitemaps: tuple[str, ...] = field(default=())
 
+    @property
+    def delay(self) -> float:
+        """Seconds to wait between requests (Crawl-delay, or Request-rate's interval); 0 when robots.txt asks none."""
+        if self.parser is None:
+            return 0.0
+        rate = self.parser.request_rate(self.user_agent)
+        by_rate = rate.seconds / rate.requests if rate is not None and rate.requests else 0.0
+        return float(max(self.parser.crawl_delay(self.user_agent) or 0, by_rate))
+
     def allows(self, url: str) -> bool:
         if self.parser is None:
             return self.allow_all
