@@ -99,7 +99,7 @@ def index_bench(root: Path) -> dict:
     """
     from django.conf import settings
 
-    from sources import jobs, roots
+    from sources import jobs, pipeline, roots
     from sources.chunking import chunk_text
     from sources.config import embedding_config
     from sources.embedding import embedder_for
@@ -145,7 +145,7 @@ def index_bench(root: Path) -> dict:
             job = jobs.job_start(job_id=IndexJob.objects.create(root=bench_root, trigger="bench").pk)
             assert job is not None  # a root created just now: no other job holds its lock
             begin = time.perf_counter()
-            roots.root_index(job=job)
+            pipeline.root_index(job=job)
             elapsed = time.perf_counter() - begin
             job.refresh_from_db()
             return job, elapsed

@@ -302,7 +302,7 @@ def code_queries_load(path: Path) -> list[CodeQuery]:
 
 def code_root_index(directory: Path):
     """Register ``directory`` as a workspace root and index it in this process."""
-    from sources import jobs, roots
+    from sources import jobs, pipeline, roots
     from sources.models import IndexJob, JobStatus, WorkspaceRoot
 
     if not directory.is_dir():
@@ -315,7 +315,7 @@ def code_root_index(directory: Path):
     job = jobs.job_start(job_id=IndexJob.objects.create(root=root, trigger="eval").pk)
     if job is None:  # another process holds the root's lock (a second eval of the same directory)
         raise ApplicationError(f"indexing {directory} did not start: another job is indexing it")
-    roots.root_index(job=job)
+    pipeline.root_index(job=job)
     job.refresh_from_db()
     if job.status != JobStatus.SUCCEEDED:
         raise ApplicationError(f"indexing {directory} failed: {job.message}")

@@ -31,6 +31,7 @@ from sources import git, git_credentials
 from sources.config import GitConfig
 from sources.extract import extractor_for
 from sources.extract.html import HTML_SNIFF_BYTES, html_document
+from sources.jobs import HandOff
 from sources.models import IndexJob, WorkspaceRoot
 from sources.queues import GIT_FETCH_TRIGGERS, INTERACTIVE, job_queue
 
@@ -42,12 +43,11 @@ MAX_INTERACTIVE_PATHS = 1000
 REBUILD_TRIGGER = "git-rebuild"
 
 
-class GitHandOff(Exception):
+class GitHandOff(HandOff):
     """The fetch found work for the bulk queue (a rebuild, a big diff); the job is queued there instead."""
 
     def __init__(self, reason: str) -> None:
-        super().__init__(reason)
-        self.reason = reason
+        super().__init__(reason, trigger=REBUILD_TRIGGER)
 
 
 @dataclass(slots=True)

@@ -113,6 +113,7 @@ class Document:
     # Files: the stat that lets the next pass skip them unread.
     size: int = 0
     mtime_ns: int = 0
+    marker: str = ""  # a connector's change marker where a stat is not one (an ETag)
     # The document's text, for contextual descriptions only (empty: its chunks joined).
     text: str = ""
     vectors: np.ndarray | None = None
@@ -351,6 +352,7 @@ def documents_replace(documents: Sequence[Document], *, track_files: bool) -> in
                     path=d.path,
                     size=d.size,
                     mtime_ns=d.mtime_ns,
+                    marker=d.marker,
                     content_hash=d.content_hash,
                     fingerprint=d.fingerprint,
                     chunking_version=d.chunker,
@@ -364,6 +366,7 @@ def documents_replace(documents: Sequence[Document], *, track_files: bool) -> in
             update_fields=[
                 "size",
                 "mtime_ns",
+                "marker",
                 "content_hash",
                 "fingerprint",
                 "chunking_version",

@@ -31,6 +31,16 @@ log = logging.getLogger(__name__)
 MAX_ERRORS_KEPT = 100
 
 
+class HandOff(Exception):
+    """What a job found first is work for the bulk queue (a rebuild, a big diff): the job is queued there
+    instead, as a full job with ``trigger`` (sources/pipeline/run.py)."""
+
+    def __init__(self, reason: str, *, trigger: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.trigger = trigger
+
+
 # A targeted job about more paths than this reads the root in full instead: walking is then the cheaper way.
 MAX_TARGETED_PATHS = 1000
 
@@ -166,7 +176,7 @@ def worker_name() -> str:
 def job_start(*, job_id: int, config: JobsConfig | None = None) -> IndexJob | None:
     """Claim the job for this process, holding its root's lock; None when there is nothing to run.
 
-    ``roots.root_index`` runs the claimed job and releases the lock. None
+    ``pipeline.root_index`` runs the claimed job and releases the lock. None
     for a finished job, for one a live session runs (a duplicate delivery),
     and for a root this session is already indexing. A running job whose
     lock nobody holds has lost its worker: this process takes it over.

@@ -7,30 +7,25 @@ minute from beat, and whenever a worker connects to the broker) sends it again.
 Nothing here imports Celery.
 """
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from django.db.models import Case, F, TextField, Value, When
 
-from sources.models import IndexJob, IndexStatus, JobStatus, Memory, Skill, Tool, UploadedDocument
+from sources.ingest import ItemModel
+from sources.items import ITEM_KINDS
+from sources.models import IndexJob, IndexStatus, JobStatus
 
 BROKER_WAIT = "waiting for the broker"
 
 # What the sweep sends again: (kind, model, the field holding the note, what "queued" is).
-RESENDABLE = (
-    ("skill", Skill, "last_error", {"index_status": IndexStatus.QUEUED}),
-    ("tool", Tool, "last_error", {"index_status": IndexStatus.QUEUED}),
-    ("document", UploadedDocument, "last_error", {"index_status": IndexStatus.QUEUED}),
-    ("memory", Memory, "last_error", {"index_status": IndexStatus.QUEUED}),
+RESENDABLE: tuple[tuple[str, ItemModel | type[IndexJob], str, Mapping[str, object]], ...] = (
+    *((name, kind.model, "last_error", {"index_status": IndexStatus.QUEUED}) for name, kind in ITEM_KINDS.items()),
     ("indexjob", IndexJob, "message", {"status": JobStatus.QUEUED}),
 )
 
 
 def broker_wait_reason(error: Exception) -> str:
     return f"{BROKER_WAIT}: could not queue it ({error}); it is sent again when the broker is back"
-
-
-# What has its own index status (sources.models.Indexed).
-ItemModel = type[Skill] | type[Tool] | type[UploadedDocument] | type[Memory]
 
 
 def queued_mark(model: ItemModel, object_id: int) -> None:
@@ -44,16 +39,14 @@ def queued_mark(model: ItemModel, object_id: int) -> None:
     )
 
 
-def queued_note(
-    model: type[Skill] | type[Tool] | type[UploadedDocument] | type[Memory] | type[IndexJob],
-    object_id: int,
-    reason: str,
-) -> None:
+def queued_note(model: ItemModel | type[IndexJob], object_id: int, reason: str) -> None:
     """The skill or tool (``model``) or job (IndexJob) could not be sent: it stays queued with the reason."""
-    if issubclass(model, IndexJob):
+    if model is IndexJob:
         IndexJob.objects.filter(pk=object_id, status=JobStatus.QUEUED).update(message=reason)
     else:
-        model.objects.filter(pk=object_id).update(index_status=IndexStatus.QUEUED, last_error=reason)
+        model.objects.filter(pk=object_id).update(  # type: ignore[misc]  # an item model (mypy cannot narrow it)
+            index_status=IndexStatus.QUEUED, last_error=reason
+        )
 
 
 def waiting_resend(send: Callable[[str, int], str]) -> dict[str, list[int]]:

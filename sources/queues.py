@@ -25,16 +25,24 @@ INTERACTIVE = "interactive"
 BULK = "bulk"
 QUEUES = (INTERACTIVE, BULK)
 
+# item kind (sources/items.py) -> queue: where ``tasks.item_enqueue`` sends a kind's ``item_index_task``.
+ITEM_QUEUES: dict[str, str] = {
+    "skill": INTERACTIVE,
+    "tool": INTERACTIVE,
+    # An upload is extracted in a sandbox for up to RAG_EXTRACT_TIMEOUT_SECONDS: one hostile PDF held the single
+    # interactive worker for the full 60 s, and a memory written a second later waited as long.
+    "document": BULK,
+    # A bot that remembers something recalls it in its next turn: seconds, never behind a bulk job.
+    "memory": INTERACTIVE,
+}
+
 # task name -> queue. A task not named here goes to BULK (CELERY_TASK_DEFAULT_QUEUE): unknown work is
 # assumed big, so it can only ever slow the bulk worker, never a save.
 TASK_QUEUES: dict[str, str] = {
-    "sources.tasks.skill_index_task": INTERACTIVE,
-    "sources.tasks.tool_index_task": INTERACTIVE,
-    # An upload is extracted in a sandbox for up to RAG_EXTRACT_TIMEOUT_SECONDS: one hostile PDF held the single
-    # interactive worker for the full 60 s, and a memory written a second later waited as long.
-    "sources.tasks.document_index_task": BULK,
-    # A bot that remembers something recalls it in its next turn: seconds, never behind a bulk job.
-    "sources.tasks.memory_index_task": INTERACTIVE,
+    # Sent with its kind's queue (ITEM_QUEUES); this is only where a message sent without one would go.
+    "sources.tasks.item_index_task": BULK,
+    # The per-kind tasks before item_index_task, kept for messages a broker still held at the upgrade.
+    **{f"sources.tasks.{kind}_index_task": queue for kind, queue in ITEM_QUEUES.items()},
     # The sweep and the scheduled re-verify only look at rows and queue work: quick, and the sweep must run
     # while a bulk job holds the bulk worker (it is what hands on a job whose worker died).
     "sources.tasks.jobs_reap_task": INTERACTIVE,

@@ -1,5 +1,7 @@
-"""Indexing a workspace root: walk, compare with stored state, embed what
-changed in batches across files, delete what disappeared.
+"""A workspace root's directory and segments: its pin, its sources (one per segment), its withdrawal.
+
+Indexing a root is the pipeline's (sources/pipeline/), fed by the root's
+connector (sources/connectors/; a folder checks the pin here first).
 
 A root is pinned to its directory (device and inode) when it is saved: a
 job, read, grep or the viewer that finds its path leading elsewhere (a
@@ -7,75 +9,21 @@ symlink swapped in, the directory replaced) refuses it, and the job also
 withdraws its chunks.
 """
 
-import hashlib
 import logging
 import os
-import time
-from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Protocol
 
 import pathspec
 from django.db import transaction
-from django.db.models import Q
-from django.utils import timezone
 
 from kernel.errors import ApplicationError, Conflict
-from sources import git_roots, jobs, locks
-from sources.chunking import chunk_text, chunker_identity
-from sources.config import EmbeddingConfig, IndexingConfig, indexing_config, root_base_dirs
-from sources.extract import Extracted, ExtractionRefused, extractor_for
-from sources.extract.chunks import document_chunks
-from sources.extract.html import html_document
-from sources.extract.sandbox import extract
-from sources.git import LFS_POINTER, LFS_REASON, SUBMODULE_REASON
-from sources.ingest import Batch, Document, content_hash, embedding_model_for, fingerprint
-from sources.job_report import job_facts
-from sources.models import (
-    COMMIT_KEY,
-    Chunk,
-    EmbeddingModel,
-    IndexedFile,
-    IndexJob,
-    JobStatus,
-    Segment,
-    Source,
-    WorkspaceRoot,
-    source_key,
-    words,
-)
-from sources.outcomes import job_outcome, reasons_count
-from sources.progress import Phase
-from sources.sensitive import secret_found
-from sources.walk import (
-    REPLACED,
-    Candidate,
-    Skipped,
-    WalkRules,
-    read_bytes,
-    root_open,
-    text_decode,
-    walk,
-    walk_paths,
-)
+from sources.config import root_base_dirs
+from sources.models import Chunk, IndexedFile, Segment, Source, WorkspaceRoot, source_key, words
+from sources.walk import root_open
 
 log = logging.getLogger(__name__)
-
-_HEARTBEAT_SECONDS = 2.0
-# Reasons of a file that could not be read or extracted (a failure), as opposed to one skipped by design (a secret,
-# an encrypted PDF, a scan without a text layer).
-_FAILURES = ("unreadable", "extraction", "not a valid", "zip bomb", "no extractor")
-
-
-@dataclass(slots=True)
-class SegmentPlan:
-    source: Source
-    glob: str  # "" for the root's default segment
-    matcher: pathspec.PathSpec | None
-    model: EmbeddingModel
-    generation: int  # where this run writes
-    rebuilding: bool  # a new model: written beside the active generation, flipped at the end
 
 
 def root_path_validate(path: str, *, base_dirs: Sequence[str] | None = None) -> str:
@@ -267,10 +215,10 @@ def root_chunks_withdraw(*, root: WorkspaceRoot) -> int:
 def root_files_reread(*, root: WorkspaceRoot) -> int:
     """Make the next job read every stored file of the root again (e.g. the secret scan was turned on).
 
-    Only the stored mtime is forgotten: content hashes still keep unchanged
-    files from being embedded again.
+    Only the stored mtime and marker (a web page's validators) are forgotten:
+    content hashes still keep unchanged files from being embedded again.
     """
-    return IndexedFile.objects.filter(source__in=root_sources(root)).update(mtime_ns=-1)
+    return IndexedFile.objects.filter(source__in=root_sources(root)).update(mtime_ns=-1, marker="")
 
 
 @transaction.atomic
@@ -309,7 +257,7 @@ def root_sources_sync(*, root: WorkspaceRoot) -> int:
     # Segments deleted since (their link went with them): their files go back to the default segment, then their
     # sources go.
     gone = list(root_sources(root).exclude(pk__in=[default.pk] + [source.pk for _, source in owners]))
-    owners.sort(key=lambda owner: -len(owner[0]))  # the most specific glob wins, as in _plans
+    owners.sort(key=lambda owner: -len(owner[0]))  # the most specific glob wins, as in pipeline.plans.segment_plans
     owners.append(("", default))
     moved = _files_reassign(owners=owners, sources=[source for _, source in owners] + gone)
     Source.objects.filter(pk__in=[source.pk for source in gone]).delete()
@@ -371,388 +319,3 @@ def _files_reassign(*, owners: list[tuple[str, Source]], sources: list[Source]) 
             "moved %d file(s) from %s to %s%s", len(paths), old.key, new.key, "" if keeps_vectors else " (to re-embed)"
         )
     return sum(len(paths) for paths in moves.values())
-
-
-def _plans(root: WorkspaceRoot, config: EmbeddingConfig, *, rebuild: bool = False) -> list[SegmentPlan]:
-    root_sources_sync(root=root)
-    plans = []
-    for segment in root.segments.select_related("source").order_by("pk"):
-        assert segment.source is not None  # root_sources_sync gave every segment its source
-        matcher = pathspec.GitIgnoreSpec.from_lines([segment.path_glob])
-        plans.append(
-            _plan(
-                segment.source,
-                segment.path_glob,
-                matcher,
-                segment.embedding_model_name or root.embedding_model_name,
-                config,
-                rebuild,
-            )
-        )
-    # The most specific segment wins: longest glob first, the default last.
-    plans.sort(key=lambda p: -len(p.glob))
-    assert root.source_id is not None  # root_sources_sync gave the root its source too
-    plans.append(_plan(Source.objects.get(pk=root.source_id), "", None, root.embedding_model_name, config, rebuild))
-    return plans
-
-
-def _plan(
-    source: Source, glob: str, matcher, model_name: str, config: EmbeddingConfig, rebuild: bool = False
-) -> SegmentPlan:
-    """Where a segment's files are written; ``rebuild`` (a git history rewritten): beside the active generation."""
-    model = embedding_model_for(model_name, config=config)
-    rebuilding = source.embedding_model_id is not None and (rebuild or source.embedding_model_id != model.pk)
-    generation = source.active_generation + 1 if rebuilding else source.active_generation
-    return SegmentPlan(source, glob, matcher, model, generation, rebuilding)
-
-
-def _segment_for(path: str, plans: list[SegmentPlan]) -> SegmentPlan:
-    return next(p for p in plans if p.matcher is None or p.matcher.match_file(path))
-
-
-def root_index(*, job: IndexJob, config: IndexingConfig | None = None) -> str:
-    """Run a job claimed by ``jobs.job_start`` to its end, then release the root's lock.
-
-    The job records its outcome before the lock goes, so no other worker
-    ever sees it "running" with nobody holding it while this one is alive.
-    Returns the job's final status. ``config``: built by the caller (the
-    task), else from the settings now.
-    """
-    try:
-        _Run(job, config or indexing_config()).run()
-    except git_roots.GitHandOff as handoff:
-        # Back to the queue as a full job; the caller (the task) sends it to the bulk queue once the lock is free.
-        IndexJob.objects.filter(pk=job.pk, status=JobStatus.RUNNING, worker=job.worker).update(
-            status=JobStatus.QUEUED,
-            worker="",
-            paths=[],
-            trigger=git_roots.REBUILD_TRIGGER,
-            message=f"handed to the bulk queue: {handoff.reason}",
-        )
-        return JobStatus.QUEUED
-    except ApplicationError as exc:
-        jobs.job_finish(job_id=job.pk, status=JobStatus.FAILED, message=exc.message, job=job)
-        return JobStatus.FAILED
-    except Exception as exc:
-        jobs.job_finish(
-            job_id=job.pk, status=JobStatus.FAILED, message=f"unexpected error: {type(exc).__name__}: {exc}", job=job
-        )
-        raise
-    finally:
-        locks.root_lock_release(job.root_id)
-    return JobStatus.SUCCEEDED
-
-
-class _Run:
-    def __init__(self, job: IndexJob, config: IndexingConfig) -> None:
-        self.job = job
-        self.root: WorkspaceRoot = job.root
-        self.batch = Batch(track_files=True, config=config, on_batch=self._beat, on_embedded=self._embedding)
-        self.embedding = config.embedding
-        self.config = config.ingest
-        self.touched: list[IndexedFile] = []
-        self.last_beat = 0.0
-        self.root_fd = -1
-        self.rules: WalkRules | None = None
-        # A forced job re-embeds every file it has not stored itself: a run
-        # taken over from a dead worker keeps what that attempt already did.
-        self.forced_since = (job.started_at or timezone.now()) if job.force else None
-        self.limits = config.extract
-        self.max_document_bytes = config.max_document_bytes
-        self.left_out: Counter[str] = Counter()  # files the walk left out (patterns, size, type), by reason
-        self.git_config = config.git
-        self.git: git_roots.GitPlan | None = None
-        self.states: dict[tuple[int, int, str], IndexedFile] = {}
-        self.moved: set[tuple[int, int, str]] = set()  # renamed files' former keys: their chunks went with them
-
-    def run(self) -> None:
-        if self.root.is_git:
-            if self.git_config is None:
-                raise ApplicationError("this worker has no git configuration (RAG_VAR_DIR)")
-            self.git = git_roots.job_git_prepare(root=self.root, job=self.job, config=self.git_config)
-            if self.git.nothing:
-                git_roots.root_git_indexed(root=self.root, plan=self.git)
-                jobs.job_finish(
-                    job_id=self.job.pk,
-                    status=JobStatus.SUCCEEDED,
-                    message=f"no file changed: {self.git.commit[:12]} is indexed",
-                    job=self.job,
-                )
-                return
-        self.root_fd = root_directory_check(root=self.root)
-        try:
-            self._index()
-        finally:
-            os.close(self.root_fd)
-
-    def _index(self) -> None:
-        root = self.root
-        plans = _plans(root, self.embedding, rebuild=bool(self.git and self.git.rebuild))
-        self.rules = WalkRules(
-            include=tuple(words(root.include_globs)),
-            exclude_dirs=frozenset(words(root.exclude_dirs)),
-            max_file_bytes=root.max_file_bytes,
-            deny=tuple(words(root.deny_patterns)),
-            index_hidden=root.index_hidden,
-            scan_secrets=root.scan_secrets,
-            hard_links_inside=root.hard_links_inside,
-            max_document_bytes=self.max_document_bytes,
-        )
-        targeted = self._targeted(plans)
-        files = IndexedFile.objects.filter(source__in=[p.source for p in plans])
-        if targeted:
-            # Only what the job is about: a path, or (a directory, perhaps gone) the files below it.
-            about = Q(path__in=targeted)
-            for path in targeted:
-                about |= Q(path__startswith=path + "/")
-            files = files.filter(about)
-        states = self.states = {(s.source_id, s.generation, s.path): s for s in files}
-        self.job.phase = Phase.LISTING
-        self._beat(force=True)
-        if targeted:
-            walker = walk_paths(self.root_fd, self.rules, targeted, self.left_out)
-        else:
-            walker = walk(self.root_fd, self.rules, self.left_out)
-        entries = []
-        for entry in walker:
-            entries.append(entry)
-            self.job.files_total = len(entries)  # found so far, while the phase says listing
-            self._beat()
-        for link in self.git.gitlinks if self.git else ():
-            entries.append(Skipped(link, SUBMODULE_REASON))
-        self.job.files_total = len(entries)
-        self.job.phase = Phase.READING
-        self._beat(force=True)
-        kept: set[tuple[int, int, str]] = set()
-        for entry in entries:
-            self.job.files_seen += 1
-            if isinstance(entry, Skipped):
-                self._skip(entry)
-            else:
-                plan = _segment_for(entry.path, plans)
-                if self._consider(entry, plan, states.get((plan.source.pk, plan.generation, entry.path))):
-                    kept.add((plan.source.pk, plan.generation, entry.path))
-            self._beat()
-        self._flush()
-        self.job.phase = Phase.FINISHING
-        self._beat(force=True)
-        self._delete_missing(plans, states, kept | self.moved)
-        self._flip(plans)
-        if self.git:
-            git_roots.root_git_indexed(root=root, plan=self.git)
-        if not targeted:
-            # A targeted job vouches for its paths only: the re-verify's schedule and cooldown go on as they were.
-            WorkspaceRoot.objects.filter(pk=root.pk).update(last_verified_at=timezone.now())
-        job = self.job
-        job.left_out = dict(self.left_out)
-        outcome = job_outcome(job_facts(job, status=JobStatus.SUCCEEDED))
-        assert outcome is not None  # a succeeded job always has one
-        summary = f"targeted at {len(targeted)} path(s): " if targeted else ""
-        if self.git:
-            summary = f"{'rebuilt at' if self.git.rebuild else 'at'} {self.git.commit[:12]}, " + summary
-        summary += outcome.text
-        jobs.job_finish(job_id=job.pk, status=JobStatus.SUCCEEDED, message=summary, job=job)
-
-    def _targeted(self, plans: list[SegmentPlan]) -> list[str]:
-        """The paths a targeted job reads; empty when the job (or what it must do) needs the whole root."""
-        assert self.rules is not None
-        if not self.job.paths:
-            return []
-        if any(plan.rebuilding for plan in plans):
-            return []  # a new model is written beside the old and flipped only once every file is in it
-        if self.rules.hard_links_inside:
-            return []  # whether every link of a file is inside the root is known only after the whole walk
-        return list(self.job.paths)
-
-    def _fingerprint(self, digest: str, plan: SegmentPlan, path: str) -> str:
-        extractor = extractor_for(path)
-        return fingerprint(
-            content=digest,
-            model=plan.model.spec.identity,
-            config=self.config,
-            chunker=chunker_identity(path, document=extractor is not None),
-            extractor=extractor.identity if extractor else "",
-        )
-
-    def _consider(self, entry: Candidate, plan: SegmentPlan, state: IndexedFile | None) -> bool:
-        """Queue the file if it changed; True when it stays in the index."""
-        # Stored chunks are current when the file's stored hash, read through
-        # today's chunker, settings and model, gives the stored fingerprint.
-        current = (
-            state is not None
-            and state.fingerprint == self._fingerprint(state.content_hash, plan, entry.path)
-            and state.embedding_model_id == plan.model.pk
-            and (self.forced_since is None or state.indexed_at >= self.forced_since)
-        )
-        if current and state is not None and (state.size, state.mtime_ns) == (entry.size, entry.mtime_ns):
-            self.job.files_unchanged += 1  # not even read
-            return True
-        assert self.rules is not None  # set by _index before any file is considered
-        raw = read_bytes(self.root_fd, entry, self.rules)
-        if isinstance(raw, Skipped):
-            self._skip(raw, failed=raw.reason.startswith("unreadable"))
-            # Saved (replaced) while the job ran: keep what is stored, the next job reads the new file.
-            return raw.reason == REPLACED and state is not None
-        if raw.startswith(LFS_POINTER):
-            self._skip(Skipped(entry.path, LFS_REASON))
-            return False
-        extractor = extractor_for(entry.path)
-        # An HTML fragment or template is code, read as text; only whole pages are documents.
-        document = extractor is not None and (extractor.kind != "html" or html_document(raw))
-        text = ""
-        if not document:
-            decoded = text_decode(raw, entry.path, self.rules)
-            if isinstance(decoded, Skipped):
-                self._skip(decoded)
-                return False
-            text, digest = decoded, content_hash(decoded)
-        else:
-            digest = hashlib.sha256(raw).hexdigest()
-        if current and state is not None and state.content_hash == digest:
-            state.size, state.mtime_ns = entry.size, entry.mtime_ns
-            self.touched.append(state)  # saved in bulk at the next flush
-            self.job.files_unchanged += 1  # touched, same content (a document is not extracted again)
-            return True
-        if state is None and self._moved(entry, plan, digest):
-            return True
-        if not document:
-            chunks = chunk_text(text, entry.path, max_chars=self.config.max_chars, overlap=self.config.overlap)
-        else:
-            assert extractor is not None
-            extracted = self._extract(entry.path, extractor.kind, raw)
-            if isinstance(extracted, Skipped):
-                self._skip(extracted, failed=extracted.reason.startswith(_FAILURES))
-                return False
-            text = extracted.text
-            chunks = document_chunks(
-                extracted, entry.path, max_chars=self.config.max_chars, overlap=self.config.overlap
-            )
-        if self.git:
-            # The commit each chunk was read at: hits, /context and the viewer show it and build the permalink.
-            chunks = [replace(chunk, metadata={**chunk.metadata, COMMIT_KEY: self.git.commit}) for chunk in chunks]
-        self.job.files_changed += 1
-        self.job.chunks_queued += len(chunks)
-        self._store(
-            Document(
-                source=plan.source,
-                generation=plan.generation,
-                path=entry.path,
-                chunks=chunks,
-                model=plan.model,
-                chunker=chunker_identity(entry.path, document=document),
-                content_hash=digest,
-                fingerprint=self._fingerprint(digest, plan, entry.path),
-                size=entry.size,
-                mtime_ns=entry.mtime_ns,
-                text=text if self.config.contextual else "",
-            )
-        )
-        return True
-
-    def _moved(self, entry: Candidate, plan: SegmentPlan, digest: str) -> bool:
-        """A file git renamed with its content unchanged: its chunks and vectors move to the new path, nothing is
-        embedded. False when it was not renamed, or its former state is not what indexing it now would write."""
-        former = self.git.renames.get(entry.path) if self.git else None
-        key = (plan.source.pk, plan.generation, former or "")
-        old = self.states.get(key) if former else None
-        if (
-            self.git is None
-            or old is None
-            or old.content_hash != digest
-            or old.fingerprint != self._fingerprint(digest, plan, entry.path)
-            or old.embedding_model_id != plan.model.pk
-            or self.forced_since is not None
-        ):
-            return False
-        with transaction.atomic():
-            chunks = list(Chunk.objects.filter(source_id=key[0], generation=key[1], path=former).only("pk", "metadata"))
-            for chunk in chunks:
-                chunk.path = entry.path
-                chunk.metadata = {**chunk.metadata, COMMIT_KEY: self.git.commit}
-            Chunk.objects.bulk_update(chunks, ["path", "metadata"], batch_size=1000)
-            IndexedFile.objects.filter(pk=old.pk).update(path=entry.path, size=entry.size, mtime_ns=entry.mtime_ns)
-        self.moved.add(key)
-        self.job.files_changed += 1
-        return True
-
-    def _extract(self, path: str, kind: str, raw: bytes) -> Extracted | Skipped:
-        """A document's text and anchors, in a child process under the limits, or why it cannot be indexed."""
-        assert self.rules is not None
-        try:
-            extracted = extract(kind, raw, self.limits)
-        except ExtractionRefused as refused:
-            return Skipped(path, refused.reason)
-        if self.rules.scan_secrets and (secret := secret_found(extracted.text)):
-            return Skipped(path, f"contains a secret ({secret})")
-        return extracted
-
-    def _store(self, document: Document | None) -> None:
-        """Add the document to the batch (None: store what waits now); the job counts what was written."""
-        deleted, undescribed = self.batch.deleted, self.batch.undescribed
-        if document is None:
-            self.batch.flush()
-        else:
-            self.batch.add(document)
-        if self.job.phase == Phase.EMBEDDING:
-            self.job.phase = Phase.READING  # the batch is stored; back to the files (or on to finishing)
-        # Every chunk this run embedded goes through its one batch (a new attempt starts both at zero).
-        self.job.chunks_embedded = self.batch.embedded
-        self.job.chunks_deleted += self.batch.deleted - deleted
-        self.job.chunks_undescribed += self.batch.undescribed - undescribed
-
-    def _embedding(self, done: int) -> None:
-        """The batch's embedding call has embedded ``done`` of the chunks waiting (the beat follows)."""
-        self.job.phase = Phase.EMBEDDING
-        self.job.chunks_embedded = self.batch.embedded + done
-
-    def _flush(self) -> None:
-        self._store(None)
-        if self.touched:
-            IndexedFile.objects.bulk_update(self.touched, ["size", "mtime_ns"], batch_size=1000)
-            self.touched = []
-        self._beat(force=True)
-
-    def _skip(self, skipped: Skipped, *, failed: bool = False) -> None:
-        # Counted by the kind of reason, never with the path: every viewer of the job reads the counts, while a
-        # skipped file's path and reason are shown only to those who may see its segment (surfaces/admin/roots.py).
-        if failed:
-            self.job.files_failed += 1
-            self.job.failed_by_reason = reasons_count(self.job.failed_by_reason, skipped.reason)
-        else:
-            self.job.files_skipped += 1
-            self.job.skipped_by_reason = reasons_count(self.job.skipped_by_reason, skipped.reason)
-        if len(self.job.errors) < jobs.MAX_ERRORS_KEPT:
-            self.job.errors.append({"path": skipped.path, "reason": skipped.reason})
-
-    def _delete_missing(self, plans: list[SegmentPlan], states: dict, kept: set) -> None:
-        """Files gone, now excluded or now unreadable lose their chunks."""
-        written = {(p.source.pk, p.generation) for p in plans}
-        gone: dict[tuple[int, int], list[str]] = {}
-        for key in states:
-            if key not in kept and key[:2] in written:
-                gone.setdefault(key[:2], []).append(key[2])
-        with transaction.atomic():
-            for (source_id, generation), paths in gone.items():
-                self.job.chunks_deleted += Chunk.objects.filter(
-                    source_id=source_id, generation=generation, path__in=paths
-                ).delete()[0]
-                IndexedFile.objects.filter(source_id=source_id, generation=generation, path__in=paths).delete()
-                self.job.files_deleted += len(paths)
-
-    def _flip(self, plans: list[SegmentPlan]) -> None:
-        """Make each segment's written generation the one searches read, atomically."""
-        for plan in plans:
-            with transaction.atomic():
-                Source.objects.filter(pk=plan.source.pk).update(
-                    active_generation=plan.generation, embedding_model=plan.model
-                )
-                if plan.rebuilding:
-                    Chunk.objects.filter(source=plan.source, generation__lt=plan.generation).delete()
-                    IndexedFile.objects.filter(source=plan.source, generation__lt=plan.generation).delete()
-
-    def _beat(self, *, force: bool = False) -> None:
-        now = time.monotonic()
-        if force or now - self.last_beat >= _HEARTBEAT_SECONDS:
-            self.job.left_out = dict(self.left_out)
-            jobs.job_progress(self.job)
-            self.last_beat = now

@@ -17,7 +17,7 @@ from sources.schedules import root_schedule_delete, root_schedule_sync
 def skill_saved(sender, instance: Skill, raw: bool = False, **kwargs) -> None:
     if not raw:
         services.skill_source_sync(instance)  # scope and enabled apply at once
-        tasks.skill_enqueue(skill_id=instance.pk)
+        tasks.item_enqueue(kind="skill", pk=instance.pk)
 
 
 @receiver(pre_delete, sender=Skill, dispatch_uid="skill_deleted_source")
@@ -29,7 +29,7 @@ def skill_deleting(sender, instance: Skill, **kwargs) -> None:
 def tool_saved(sender, instance: Tool, raw: bool = False, **kwargs) -> None:
     if not raw:
         tools.tool_source_sync(instance)  # scope and enabled apply at once
-        tasks.tool_enqueue(tool_id=instance.pk)
+        tasks.item_enqueue(kind="tool", pk=instance.pk)
 
 
 @receiver(pre_delete, sender=Tool, dispatch_uid="tool_deleted_source")
@@ -41,7 +41,7 @@ def tool_deleting(sender, instance: Tool, **kwargs) -> None:
 def document_saved(sender, instance: UploadedDocument, raw: bool = False, **kwargs) -> None:
     if not raw:
         uploads.document_source_sync(instance)  # scope and enabled apply at once
-        tasks.document_enqueue(document_id=instance.pk)
+        tasks.item_enqueue(kind="document", pk=instance.pk)
 
 
 @receiver(pre_delete, sender=UploadedDocument, dispatch_uid="document_deleted_source")
@@ -56,7 +56,7 @@ def memory_saved(sender, instance: Memory, raw: bool = False, update_fields=None
         return
     memories.memory_source_sync(instance)  # scope, approval, supersession and expiry apply at once
     if update_fields is None or "text" in update_fields:
-        tasks.memory_enqueue(memory_id=instance.pk)  # its text may have changed; anything else is the source's
+        tasks.item_enqueue(kind="memory", pk=instance.pk)  # its text may have changed; anything else is the source's
 
 
 @receiver(pre_delete, sender=Memory, dispatch_uid="memory_deleted_source")

@@ -1,16 +1,16 @@
 """Celery tasks, and every way work is sent to them.
 
-The edges (admin, signals, API, beat) queue work through the ``*_enqueue``
-and ``root_reindex_request`` functions here; services and storage never
+The edges (admin, signals, API, beat) queue work through ``item_enqueue``
+(every item kind of sources/items.py) and ``root_reindex_request`` here; services and storage never
 know about Celery. Tasks take an id and call one service; they are safe to
 rerun (fingerprints decide what is embedded). Tasks are edges too: each
 builds the config its service takes (sources/config.py) from the settings.
 Which queue each send goes to is decided in sources/queues.py (interactive
-or bulk); only a re-verify of everything asks for bulk by name.
+or bulk: ``ITEM_QUEUES`` per item kind, ``job_queue`` per job); only a
+re-verify of everything asks for bulk by name.
 """
 
 import logging
-from typing import Any
 
 from celery import shared_task
 from django.conf import settings
@@ -18,15 +18,16 @@ from django.db import DatabaseError, transaction
 
 from kernel import heartbeats, metrics
 from kernel.errors import ApplicationError
-from sources import jobs, memories, queueing, roots, services, tools, uploads
+from sources import jobs, pipeline, queueing
 from sources.config import indexing_config, jobs_config
-from sources.models import IndexJob, JobStatus, Memory, Skill, Tool, UploadedDocument, WorkspaceRoot
+from sources.items import ITEM_KINDS
+from sources.models import IndexJob, JobStatus, WorkspaceRoot
 from sources.queues import BULK, INTERACTIVE, job_queue
 
 log = logging.getLogger(__name__)
 
 
-# One retry policy for skills and tools: a problem with the content or the
+# One retry policy for every item kind: a problem with the content or the
 # model fails at once with its reason (retrying will not help); a database
 # error is retried with a growing delay, then fails; anything else fails
 # with its type and is raised (the worker logs it).
@@ -53,48 +54,36 @@ def _item_run(task, kind: str, pk: int, index, failed) -> dict | None:
     return {"status": "skipped" if outcome.skipped else "indexed", "chunks": outcome.chunks_embedded}
 
 
+def _item_index(task, kind: str, pk: int, force: bool = False) -> dict | None:
+    item = ITEM_KINDS[kind]
+    return _item_run(task, kind, pk, lambda: item.index(pk, force, indexing_config()), item.failed)
+
+
+@shared_task(**_ITEM_TASK)
+def item_index_task(self, kind: str, pk: int, force: bool = False) -> dict | None:
+    """Index one skill, tool, uploaded document or memory (``kind``: a key of sources.items.ITEM_KINDS)."""
+    return _item_index(self, kind, pk, force)
+
+
+# The per-kind tasks item_index_task replaced: messages a broker still held at the upgrade are run all the same.
 @shared_task(**_ITEM_TASK)
 def skill_index_task(self, skill_id: int, force: bool = False) -> dict | None:
-    return _item_run(
-        self,
-        "skill",
-        skill_id,
-        lambda: services.skill_index(skill_id=skill_id, force=force, config=indexing_config()),
-        lambda pk, reason: services.skill_index_failed(skill_id=pk, reason=reason),
-    )
+    return _item_index(self, "skill", skill_id, force)
 
 
 @shared_task(**_ITEM_TASK)
 def tool_index_task(self, tool_id: int) -> dict | None:
-    return _item_run(
-        self,
-        "tool",
-        tool_id,
-        lambda: tools.tool_index(tool_id=tool_id, config=indexing_config()),
-        lambda pk, reason: tools.tool_index_failed(tool_id=pk, reason=reason),
-    )
+    return _item_index(self, "tool", tool_id)
 
 
 @shared_task(**_ITEM_TASK)
 def document_index_task(self, document_id: int, force: bool = False) -> dict | None:
-    return _item_run(
-        self,
-        "document",
-        document_id,
-        lambda: uploads.document_index(document_id=document_id, force=force, config=indexing_config()),
-        lambda pk, reason: uploads.document_index_failed(document_id=pk, reason=reason),
-    )
+    return _item_index(self, "document", document_id, force)
 
 
 @shared_task(**_ITEM_TASK)
 def memory_index_task(self, memory_id: int) -> dict | None:
-    return _item_run(
-        self,
-        "memory",
-        memory_id,
-        lambda: memories.memory_index(memory_id=memory_id, config=indexing_config()),
-        lambda pk, reason: memories.memory_index_failed(memory_id=pk, reason=reason),
-    )
+    return _item_index(self, "memory", memory_id)
 
 
 @shared_task(bind=True, acks_late=True, reject_on_worker_lost=True)
@@ -111,7 +100,7 @@ def root_index_task(self, job_id: int) -> str | None:
     job = jobs.job_start(job_id=job_id, config=jobs_config())
     if job is None:
         return None
-    status = roots.root_index(job=job, config=indexing_config())
+    status = pipeline.root_index(job=job, config=indexing_config())
     if status == JobStatus.QUEUED:
         # A git fetch found a rebuild or a big diff: the job goes on, from the bulk queue (its lock is free now).
         if reason := _send("indexjob", job_id):
@@ -141,67 +130,36 @@ def jobs_reap_task() -> dict[str, list[int]]:
 
 @shared_task(acks_late=True)
 def skills_reverify_task() -> int:
-    """Queue every skill, tool, uploaded document and memory; unchanged ones are skipped by fingerprint without
-    embedding. Returns how many.
+    """Queue every skill, tool, uploaded document and memory (every item kind); unchanged ones are skipped by
+    fingerprint without embedding. Returns how many.
 
     On the bulk queue: after a model swap every one of them is re-embedded, and
     a skill saved meanwhile must not wait behind them on the interactive queue.
+    An upgraded extractor changes an uploaded document's fingerprint (checked
+    without reading the file); a memory not embedded again after a model swap
+    would be lost to recall.
     """
-    skill_ids = list(Skill.objects.values_list("pk", flat=True))
-    for skill_id in skill_ids:
-        skill_enqueue(skill_id=skill_id, bulk=True)
-    tool_ids = list(Tool.objects.values_list("pk", flat=True))
-    for tool_id in tool_ids:
-        tool_enqueue(tool_id=tool_id, bulk=True)
-    # Uploaded documents too: an upgraded extractor changes their fingerprint (checked without reading the file).
-    document_ids = list(UploadedDocument.objects.values_list("pk", flat=True))
-    for document_id in document_ids:
-        document_enqueue(document_id=document_id, bulk=True)
-    # Memories too: after a model swap they are embedded again, or recall would lose them.
-    memory_ids = list(Memory.objects.values_list("pk", flat=True))
-    for memory_id in memory_ids:
-        memory_enqueue(memory_id=memory_id, bulk=True)
-    return len(skill_ids) + len(tool_ids) + len(document_ids) + len(memory_ids)
+    count = 0
+    for name, kind in ITEM_KINDS.items():
+        for pk in list(kind.model.objects.values_list("pk", flat=True)):
+            item_enqueue(kind=name, pk=pk, bulk=True)
+            count += 1
+    return count
 
 
-# What each kind of queued row is sent to (the recovery sweep sends rows again by kind).
-_TASKS: dict[str, tuple[type[Skill] | type[Tool] | type[UploadedDocument] | type[Memory] | type[IndexJob], Any]] = {
-    "skill": (Skill, skill_index_task),
-    "tool": (Tool, tool_index_task),
-    "document": (UploadedDocument, document_index_task),
-    "memory": (Memory, memory_index_task),
-    "indexjob": (IndexJob, root_index_task),
-}
+def item_enqueue(*, kind: str, pk: int, force: bool = False, bulk: bool = False) -> None:
+    """Queue an item's indexing after commit, on its kind's queue; ``force`` re-embeds it even if unchanged.
 
-
-def skill_enqueue(*, skill_id: int, force: bool = False, bulk: bool = False) -> None:
-    """Queue the skill's indexing after commit; ``force`` re-embeds it even if unchanged.
-
-    ``bulk``: on the bulk queue (a re-verify of everything), not the interactive one a save uses.
+    ``bulk``: on the bulk queue (a re-verify of everything), not the one a save uses.
     """
-    if force:
+    item = ITEM_KINDS[kind]
+    if force and item.forget is not None:
         # A task re-sent after a broker outage goes without its options: with no
-        # fingerprint stored, the plain task re-embeds the skill too.
-        services.skill_fingerprint_forget(skill_id=skill_id)
-    queueing.queued_mark(Skill, skill_id)
-    _send_on_commit("skill", skill_id, queue=BULK if bulk else None, force=force)
-
-
-def tool_enqueue(*, tool_id: int, bulk: bool = False) -> None:
-    queueing.queued_mark(Tool, tool_id)
-    _send_on_commit("tool", tool_id, queue=BULK if bulk else None)
-
-
-def document_enqueue(*, document_id: int, bulk: bool = False) -> None:
-    """Queue an uploaded document's indexing after commit (a replaced file has a new fingerprint: it is re-embedded)."""
-    queueing.queued_mark(UploadedDocument, document_id)
-    _send_on_commit("document", document_id, queue=BULK if bulk else None)
-
-
-def memory_enqueue(*, memory_id: int, bulk: bool = False) -> None:
-    """Queue a memory's indexing after commit, on the interactive queue (a re-verify of everything: bulk)."""
-    queueing.queued_mark(Memory, memory_id)
-    _send_on_commit("memory", memory_id, queue=BULK if bulk else None)
+        # fingerprint stored, the plain task re-embeds the item too.
+        item.forget(pk)
+    queueing.queued_mark(item.model, pk)
+    options = {"force": True} if force else {}
+    _send_on_commit(kind, pk, queue=BULK if bulk else None, **options)
 
 
 def root_reindex_request(**request) -> tuple[IndexJob, bool]:
@@ -266,13 +224,17 @@ def _send(kind: str, object_id: int, *, queue: str | None = None, **options: obj
     ``queue``: None sends an item to its task's queue (CELERY_TASK_ROUTES, from sources/queues.py) and a job to
     the queue its row calls for (``queues.job_queue``).
     """
-    task = _TASKS[kind][1]
-    if queue is None and kind == "indexjob":
-        job = IndexJob.objects.filter(pk=object_id).first()
-        queue = job_queue(job) if job is not None else BULK
-    route = {"queue": queue} if queue else {}
+    args: tuple[object, ...]
+    if kind == "indexjob":
+        task, args = root_index_task, (object_id,)
+        if queue is None:
+            job = IndexJob.objects.filter(pk=object_id).first()
+            queue = job_queue(job) if job is not None else BULK
+    else:
+        task, args = item_index_task, (kind, object_id)
+        queue = queue or ITEM_KINDS[kind].queue
     try:
-        task.apply_async((object_id,), options, **route)
+        task.apply_async(args, options, queue=queue)
     except Exception as exc:  # noqa: BLE001 - whatever the broker client raises, the outcome is the same
         log.warning(
             "could not queue %s(%s), the broker is unreachable; it is sent again when it is back: %s",
@@ -290,6 +252,6 @@ def _send_on_commit(kind: str, object_id: int, *, queue: str | None = None, **op
 
     def send() -> None:
         if reason := _send(kind, object_id, queue=queue, **options):
-            queueing.queued_note(_TASKS[kind][0], object_id, reason)
+            queueing.queued_note(IndexJob if kind == "indexjob" else ITEM_KINDS[kind].model, object_id, reason)
 
     transaction.on_commit(send)

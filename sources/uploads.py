@@ -2,10 +2,12 @@
 
 The edges (admin, API) call ``document_upload``; the worker calls
 ``document_index``. A file is stored once under its content hash
-(STORAGES["documents"]); indexing reads it back, runs the extraction stage
-(sources/extract/, in a child process under its limits) and stores the chunks
-through sources/ingest.py like a skill's. A file the extractor refuses is
-recorded failed with its reason; nothing else is lost.
+(STORAGES["documents"]); indexing reads it back through the rules every
+root's file goes through (sources/reading.py: the secret scan, the NUL
+probe, LFS pointers, the extraction stage in a child process under its
+limits) and stores the chunks through sources/ingest.py like a skill's. A
+file the rules refuse is recorded failed with its reason; nothing else is
+lost.
 
 The file is written before its row (the row records the name the storage
 chose), so a transaction that rolls back after the write would leave a
@@ -28,13 +30,13 @@ from django.db import transaction
 
 from kernel.errors import InvalidInput, NotFound, TooLarge, UnsupportedType
 from sources import ingest
-from sources.chunking import chunk_text, chunker_identity
+from sources.chunking import chunker_identity
 from sources.config import IndexingConfig, indexing_config
-from sources.extract import EXTRACTORS, ExtractionRefused, extractor_for
-from sources.extract.chunks import document_chunks
-from sources.extract.sandbox import extract
+from sources.extract import EXTRACTORS
 from sources.ingest import IndexingError, IndexOutcome, embedding_model_for, fingerprint
 from sources.models import Source, UploadedDocument, source_key
+from sources.reading import ReadRules, bytes_chunks, extractor_identity
+from sources.walk import Skipped
 
 # Documents go through the extraction stage; these text formats go straight to chunking.
 TEXT_SUFFIXES = (".md", ".markdown", ".txt", ".rst")
@@ -207,16 +209,12 @@ def document_index(
     document = UploadedDocument.objects.filter(pk=document_id).first()
     if document is None:
         return None
-    extractor = extractor_for(document.name)
     model = embedding_model_for(config=config.embedding)
     digest = document.file_sha256
-    chunker = chunker_identity(document.name, document=extractor is not None)
+    extractor = extractor_identity(document.name)
+    chunker = chunker_identity(document.name, document=bool(extractor))
     print_ = fingerprint(
-        content=digest,
-        model=model.spec.identity,
-        config=config.ingest,
-        chunker=chunker,
-        extractor=extractor.identity if extractor else "",
+        content=digest, model=model.spec.identity, config=config.ingest, chunker=chunker, extractor=extractor
     )
     if not force and print_ == document.fingerprint:
         ingest.item_unchanged(UploadedDocument, document_id)
@@ -229,20 +227,17 @@ def document_index(
         raise IndexingError(f"{document.name}: the stored file cannot be read ({exc.strerror or exc})") from exc
     if hashlib.sha256(raw).hexdigest() != digest:
         raise IndexingError(f"{document.name}: the stored file is not the one uploaded (its SHA-256 differs)")
-    max_chars, overlap = config.ingest.max_chars, config.ingest.overlap
-    if extractor is None:
-        try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise IndexingError(f"{document.name}: not UTF-8 text (byte {exc.start})") from exc
-        chunks = chunk_text(text, document.name, max_chars=max_chars, overlap=overlap)
-    else:
-        try:
-            extracted = extract(extractor.kind, raw, config.extract)
-        except ExtractionRefused as refused:
-            raise IndexingError(f"{document.name}: {refused.reason}") from refused
-        text = extracted.text
-        chunks = document_chunks(extracted, document.name, max_chars=max_chars, overlap=overlap)
+    # The rules of every root's files: the secret scan always (a library has no switch for it), the upload limit.
+    rules = ReadRules(
+        max_chars=config.ingest.max_chars,
+        overlap=config.ingest.overlap,
+        limits=config.extract,
+        max_text_bytes=config.max_document_bytes,
+    )
+    read = bytes_chunks(raw, document.name, rules)
+    if isinstance(read, Skipped):
+        raise IndexingError(f"{document.name}: {read.reason}")
+    text, chunks = read[1].text, read[1].chunks
     if not chunks:
         raise IndexingError(f"{document.name}: no text to index")
     source = document_source_sync(document)

@@ -377,6 +377,11 @@ def read_bytes(root_fd: int, candidate: Candidate, rules: WalkRules) -> bytes | 
 
 def text_decode(raw: bytes, path: str, rules: WalkRules) -> str | Skipped:
     """Bytes read as the text of a source file, or why they are not (binary, undecodable, a secret)."""
+    return text_of(raw, path, scan_secrets=rules.scan_secrets)
+
+
+def text_of(raw: bytes, path: str, *, scan_secrets: bool) -> str | Skipped:
+    """The text rules of every item (sources/reading.py) and of read and grep: NUL probe, UTF-8, secret scan."""
     if b"\x00" in raw[:BINARY_PROBE_BYTES]:
         return Skipped(path, "binary file (NUL bytes)")
     try:
@@ -385,7 +390,7 @@ def text_decode(raw: bytes, path: str, rules: WalkRules) -> str | Skipped:
         return Skipped(path, f"not valid UTF-8 (byte {exc.start})")
     if "\x00" in text:
         return Skipped(path, "binary file (NUL bytes)")
-    if rules.scan_secrets and (kind := secret_found(text)):
+    if scan_secrets and (kind := secret_found(text)):
         return Skipped(path, f"contains a secret ({kind})")
     return text
 

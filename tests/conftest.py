@@ -190,11 +190,11 @@ def readme_root(db, tmp_path, settings):
 
 def index_root(root, *, force: bool = True):
     """Run one index job of ``root`` in this process, through the real pipeline; returns the finished job."""
-    from sources import jobs, roots
+    from sources import jobs, pipeline
 
     job, created = jobs.root_job_request(root_id=root.pk, force=force, trigger="test")
     assert created
-    roots.root_index(job=jobs.job_start(job_id=job.pk))
+    pipeline.root_index(job=jobs.job_start(job_id=job.pk))
     job.refresh_from_db()
     return job
 

@@ -8,7 +8,7 @@ import signal
 import pytest
 from django.db.models import Count
 
-from sources import jobs, locks, roots, tasks
+from sources import jobs, locks, pipeline, tasks
 from sources.models import Chunk, IndexJob, JobStatus, WorkspaceRoot
 from tests.conftest import running_worker, wait_for
 from tests.tree import tree_make
@@ -107,7 +107,7 @@ def test_a_job_whose_worker_is_killed_is_taken_over_by_the_next_worker_and_match
     shutil.copytree(directory, clean_dir)
     clean = WorkspaceRoot.objects.create(name="clean", path=str(clean_dir))
     clean_job, _ = jobs.root_job_request(root_id=clean.pk, trigger="test")
-    roots.root_index(job=jobs.job_start(job_id=clean_job.pk))
+    pipeline.root_index(job=jobs.job_start(job_id=clean_job.pk))
     assert index_rows(root) == index_rows(clean)
     duplicates = (
         Chunk.objects.filter(source__key=f"root:{root.pk}")

@@ -165,7 +165,7 @@ def _files(apps) -> None:
     for state in IndexedFile.objects.exclude(fingerprint="").select_related("source", "embedding_model").iterator():
         if state.source.kind == "dataset":  # measure.evaluation: a passage is plain text, with no extractor
             chunker, extractor = WINDOW, ""
-        else:  # a root's file: sources.roots._Run._fingerprint
+        else:  # a root's file: sources.pipeline.run._Run._fingerprint
             extractor = extractor_identity(state.path)
             chunker = chunker_identity(state.path, document=bool(extractor))
         renewed = _renewed(

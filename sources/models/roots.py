@@ -134,6 +134,15 @@ class WorkspaceRoot(Scoped):
     )
     git_indexed_branch = models.CharField(max_length=255, blank=True, editable=False)
     git_error = models.TextField(blank=True, editable=False, help_text="Why the last fetch failed (redacted).")
+    # A web root (sources/connectors/web/): the pages under this URL, crawled; ``path`` is the URL, set by the system.
+    web_url = models.CharField(
+        max_length=1024,
+        blank=True,
+        verbose_name="web site URL",
+        help_text="Empty: not a web site. An http(s) start page (or a sitemap .xml): the pages under its directory "
+        "on its host are crawled, robots.txt honoured, and cited by URL. Hosts on loopback or private addresses are "
+        "refused unless RAG_WEB_ALLOW_PRIVATE.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -145,6 +154,10 @@ class WorkspaceRoot(Scoped):
     @property
     def is_git(self) -> bool:
         return bool(self.git_url)
+
+    @property
+    def is_web(self) -> bool:
+        return bool(self.web_url)
 
 
 class Segment(models.Model):
@@ -186,6 +199,8 @@ class IndexedFile(models.Model):
     path = models.CharField(max_length=1024)
     size = models.BigIntegerField()
     mtime_ns = models.BigIntegerField()
+    # The connector's change marker where a stat is not one (sources/connectors/base.py ``Item.marker``).
+    marker = models.TextField(blank=True, default="")
     content_hash = models.CharField(max_length=64)  # SHA-256 of the text read
     fingerprint = models.CharField(max_length=64, blank=True, default="")  # sources.ingest.fingerprint
     # The chunker identity that made it (sources.chunking.chunker_identity); "2" on rows from before per-strategy

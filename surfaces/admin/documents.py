@@ -145,5 +145,5 @@ class UploadedDocumentAdmin(ScopedAdminMixin, BrokerWarningMixin, admin.ModelAdm
     def reindex(self, request, queryset) -> None:
         ids = [document.pk for document in self.rows_changeable(request, queryset)]
         for document_id in ids:
-            tasks.document_enqueue(document_id=document_id)
+            tasks.item_enqueue(kind="document", pk=document_id)
         self.message_user(request, f"Queued {len(ids)} document(s) for indexing.", messages.SUCCESS)

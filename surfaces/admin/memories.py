@@ -126,5 +126,5 @@ class MemoryAdmin(ScopedAdminMixin, BrokerWarningMixin, admin.ModelAdmin):
     def reindex(self, request, queryset) -> None:
         ids = [memory.pk for memory in self.rows_changeable(request, queryset)]
         for memory_id in ids:
-            tasks.memory_enqueue(memory_id=memory_id)
+            tasks.item_enqueue(kind="memory", pk=memory_id)
         self.message_user(request, f"Queued {len(ids)} memory(s) for indexing.", messages.SUCCESS)

@@ -16,7 +16,8 @@ from django.utils.html import format_html
 
 from kernel.errors import ApplicationError
 from sources import git, git_hooks, git_roots, jobs, tasks
-from sources.config import git_config, webhook_key
+from sources.config import git_config, web_limits, webhook_key
+from sources.connectors.web import web_url_problem
 from sources.git_credentials import credential_names, git_remote_problems, legacy_advice
 from sources.job_report import job_outcome_read, job_progress_read
 from sources.models import ACTIVE_JOB_STATUSES, IndexJob, JobStatus, Segment, Tool, WorkspaceRoot
@@ -87,6 +88,8 @@ class RootForm(UnixNewlinesForm, forms.ModelForm):
 
     def clean(self):
         cleaned = super().clean()
+        if cleaned.get("web_url"):
+            return self._clean_web(cleaned)
         if cleaned.get("git_url"):
             return self._clean_git(cleaned)
         if not cleaned.get("path") and "path" not in self.errors:
@@ -102,6 +105,19 @@ class RootForm(UnixNewlinesForm, forms.ModelForm):
                     pin.directory_identity,
                     pin.symlink_target,
                 )
+        return cleaned
+
+    def _clean_web(self, cleaned: dict) -> dict:
+        """A web root: its start URL checked (scheme, no credentials, an address the crawl may reach); its path is
+        the URL, and there is no directory to watch."""
+        url = cleaned["web_url"].strip()
+        if cleaned.get("git_url"):
+            self.add_error("web_url", "A root is a web site or a git repository, not both.")
+        elif problem := web_url_problem(url, allow_private=web_limits().allow_private):
+            self.add_error("web_url", problem[0].upper() + problem[1:] + ".")
+        cleaned["web_url"] = cleaned["path"] = url
+        cleaned["watch"] = False
+        self.instance.directory_identity, self.instance.symlink_target = "", ""
         return cleaned
 
     def _clean_git(self, cleaned: dict) -> dict:
@@ -176,6 +192,15 @@ class WorkspaceRootAdmin(ScopedAdminMixin, BrokerWarningMixin, admin.ModelAdmin)
                     "embedding_model_name",
                     "similarity_threshold",
                 ]
+            },
+        ),
+        (
+            "Web site",
+            {
+                "fields": ["web_url"],
+                "description": "A start URL makes this a web root: the worker crawls the pages under it on the "
+                "schedule below (conditional GETs: an unchanged page is not fetched again), within the limits "
+                "RAG_WEB_MAX_* set, and a page gone from the site leaves the index.",
             },
         ),
         (

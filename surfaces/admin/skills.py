@@ -124,7 +124,7 @@ class SkillAdmin(ScopedAdminMixin, BrokerWarningMixin, admin.ModelAdmin):
     def _reindex(self, request, queryset, *, force: bool) -> None:
         skill_ids = [skill.pk for skill in self.rows_changeable(request, queryset)]
         for skill_id in skill_ids:
-            tasks.skill_enqueue(skill_id=skill_id, force=force)
+            tasks.item_enqueue(kind="skill", pk=skill_id, force=force)
         what = "re-embedding" if force else "indexing"
         self.message_user(request, f"Queued {len(skill_ids)} skill(s) for {what}.", messages.SUCCESS)
 

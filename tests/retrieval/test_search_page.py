@@ -81,14 +81,14 @@ def test_htmx_is_served_locally(client):
 
 
 def test_file_hits_show_path_symbol_and_lines(client, person, tmp_path, settings):
-    from sources import jobs, roots
+    from sources import jobs, pipeline
     from sources.models import WorkspaceRoot
 
     settings.RAG_ROOT_BASE_DIRS = [str(tmp_path)]
     (tmp_path / "billing.py").write_text("import os\n\n\ndef refund_invoice(invoice):\n    return invoice.total\n")
     root = WorkspaceRoot.objects.create(name="repo", path=str(tmp_path))
     job, _ = jobs.root_job_request(root_id=root.pk)
-    roots.root_index(job=jobs.job_start(job_id=job.pk))
+    pipeline.root_index(job=jobs.job_start(job_id=job.pk))
     partial = client.get("/", {"q": "refund invoice"}, headers={"HX-Request": "true"}).content.decode()
     assert f'<a class="open" href="/view/file/{root.pk}/billing.py#L4-L5">billing.py</a>' in partial
     assert "<code>refund_invoice</code>" in partial and "<code>billing.py:4-5</code>" in partial

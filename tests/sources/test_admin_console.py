@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 from django.urls import reverse
 
-from sources import jobs, roots, services
+from sources import jobs, pipeline, services
 from sources.models import IndexJob, JobStatus, Skill, WorkspaceRoot
 from surfaces.admin.roots import SegmentForm
 from tests.conftest import index_root
@@ -106,7 +106,7 @@ def test_a_running_job_polls_for_its_progress_and_can_be_cancelled_mid_run(admin
     running = jobs.job_start(job_id=job.pk)
     response = admin_client.post(reverse("admin:sources_indexjob_cancel", args=[job.pk]))
     assert response.status_code == 302
-    roots.root_index(job=running)  # the worker's next heartbeat finds the job cancelled and stops
+    pipeline.root_index(job=running)  # the worker's next heartbeat finds the job cancelled and stops
     job.refresh_from_db()
     assert job.status == JobStatus.CANCELLED and job.message == "cancelled by admin" and job.chunks_embedded == 0
     assert jobs.root_job_request(root_id=root.pk, trigger="test")[1]  # the root is free for the next job

@@ -5,7 +5,7 @@ import threading
 import numpy as np
 import pytest
 
-from sources import ingest, jobs, roots
+from sources import ingest, jobs, pipeline
 from sources.embedding import embedder_for
 from sources.models import Chunk, IndexedFile, WorkspaceRoot
 from tests.conftest import index_root
@@ -27,7 +27,7 @@ def test_a_job_beats_inside_one_long_embedding_call(tmp_path, settings, monkeypa
     settings.RAG_ROOT_BASE_DIRS = [str(tmp_path)]
     settings.RAG_EMBED_BATCH_SIZE = 4
     settings.RAG_INDEX_FLUSH_CHUNKS = 10_000  # every file in one embedding call
-    monkeypatch.setattr(roots, "_HEARTBEAT_SECONDS", 0.0)  # beat whenever asked
+    monkeypatch.setattr(pipeline.run, "_HEARTBEAT_SECONDS", 0.0)  # beat whenever asked
     directory = tmp_path / "repo"
     directory.mkdir()
     for i in range(12):

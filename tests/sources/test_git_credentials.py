@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from sources import git, git_roots, jobs, roots
+from sources import git, git_roots, jobs, pipeline
 from sources.config import GitConfig, git_config
 from sources.git_credentials import binding_allows, credential_binding, git_remote_problems, url_endpoint
 from sources.models import IndexJob, JobStatus, WorkspaceRoot
@@ -186,7 +186,7 @@ def test_a_redirect_never_carries_the_header_to_another_origin(listener, tmp_pat
 
 def run(root: WorkspaceRoot) -> IndexJob:
     job, _ = jobs.root_job_request(root_id=root.pk, trigger="admin", ignore_cooldown=True)
-    roots.root_index(job=jobs.job_start(job_id=job.pk))
+    pipeline.root_index(job=jobs.job_start(job_id=job.pk))
     job.refresh_from_db()
     return job
 

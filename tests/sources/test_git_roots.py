@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from django.db.models import Count
 
-from sources import git, git_roots, jobs, queues, roots
+from sources import git, git_roots, jobs, pipeline, queues
 from sources.config import git_config
 from sources.models import COMMIT_KEY, Chunk, IndexJob, JobStatus, Source, WorkspaceRoot
 from tests.gitrepo import Origin
@@ -45,7 +45,7 @@ def run(root: WorkspaceRoot, *, trigger: str = "push") -> IndexJob:
     """Ask for a job as the webhook (push) or the admin does, and run it here through the real pipeline."""
     job, created = jobs.root_job_request(root_id=root.pk, trigger=trigger, ignore_cooldown=True)
     assert created
-    roots.root_index(job=jobs.job_start(job_id=job.pk))
+    pipeline.root_index(job=jobs.job_start(job_id=job.pk))
     job.refresh_from_db()
     root.refresh_from_db()
     return job
@@ -120,7 +120,7 @@ def test_a_force_push_hands_the_rebuild_to_the_bulk_queue_and_rebuilds_in_a_new_
     assert job.status == JobStatus.QUEUED and job.trigger == git_roots.REBUILD_TRIGGER, job.message
     assert "no longer in main's history" in job.message
     assert stored(indexed)["pkg/beta.py"]  # the old index still serves until the rebuild flips
-    roots.root_index(job=jobs.job_start(job_id=job.pk))
+    pipeline.root_index(job=jobs.job_start(job_id=job.pk))
     job.refresh_from_db()
     indexed.refresh_from_db()
     assert job.status == JobStatus.SUCCEEDED and job.message.startswith("rebuilt at"), job.message
@@ -147,7 +147,7 @@ def test_a_push_with_a_document_to_extract_is_handed_to_the_bulk_queue(origin, i
     origin.push()
     job, created = jobs.root_job_request(root_id=indexed.pk, trigger="push", ignore_cooldown=True)
     assert created and queues.job_queue(job) == queues.INTERACTIVE  # a push is sent to the interactive worker
-    roots.root_index(job=jobs.job_start(job_id=job.pk))
+    pipeline.root_index(job=jobs.job_start(job_id=job.pk))
     job.refresh_from_db()
     assert job.status == JobStatus.QUEUED and job.trigger == git_roots.REBUILD_TRIGGER, job.message
     assert document in job.message and "bulk queue" in job.message

@@ -2,7 +2,7 @@
 
 import pytest
 
-from sources import jobs, roots
+from sources import jobs, pipeline
 from sources.models import IndexJob, JobStatus, WorkspaceRoot
 from sources.walk import EXCLUDED_DIRECTORY, GITIGNORED, GITIGNORED_DIRECTORY, NOT_INCLUDED
 from tests.conftest import index_root
@@ -102,9 +102,9 @@ def test_a_cancelled_job_says_how_far_it_got(base, manage_client, monkeypatch):
             jobs.job_cancel(job_id=job.pk, by="admin")  # as the admin's Cancel button does, between two beats
         beat(job, **counters)
 
-    monkeypatch.setattr(roots, "_HEARTBEAT_SECONDS", 0.0)  # a beat per file: the cancel lands at a known file
+    monkeypatch.setattr(pipeline.run, "_HEARTBEAT_SECONDS", 0.0)  # a beat per file: the cancel lands at a known file
     monkeypatch.setattr(jobs, "job_progress", cancel_at_the_tenth_file)
-    roots.root_index(job=running)
+    pipeline.root_index(job=running)
     body = outcome_of(manage_client, job)
     assert body["status"] == "cancelled"
     assert body["outcome"]["title"] == "Cancelled"

@@ -12,7 +12,7 @@ from django.db import connection
 from django.utils import timezone
 
 from kernel.errors import ApplicationError
-from sources import jobs, locks, roots
+from sources import jobs, locks, pipeline
 from sources.models import IndexJob, JobStatus, WorkspaceRoot
 
 pytestmark = pytest.mark.django_db
@@ -45,7 +45,7 @@ def test_a_job_claimed_by_a_live_worker_is_not_run_twice(root):
     job, _ = jobs.root_job_request(root_id=root.pk)
     assert jobs.job_start(job_id=job.pk) is not None
     assert jobs.job_start(job_id=job.pk) is None  # a redelivered message while it runs
-    assert roots.root_index(job=IndexJob.objects.get(pk=job.pk)) == JobStatus.SUCCEEDED
+    assert pipeline.root_index(job=IndexJob.objects.get(pk=job.pk)) == JobStatus.SUCCEEDED
     assert jobs.job_start(job_id=job.pk) is None  # and after it finished
     assert locks.root_lock_holder(root.pk) is None  # the run released the root
 
@@ -56,7 +56,7 @@ def test_a_redelivered_task_takes_over_a_job_whose_worker_is_gone(root):
     taken = jobs.job_start(job_id=job.pk)
     assert taken is not None and (taken.attempt, taken.worker) == (2, jobs.worker_name())
     assert "gone-host:4242" in taken.message and "taken over" in taken.message
-    assert roots.root_index(job=taken) == JobStatus.SUCCEEDED
+    assert pipeline.root_index(job=taken) == JobStatus.SUCCEEDED
     job.refresh_from_db()
     assert (job.status, job.attempt, job.files_changed) == (JobStatus.SUCCEEDED, 2, 1)
 
@@ -81,7 +81,7 @@ def test_the_sweep_queues_a_job_whose_worker_is_gone_again_at_once(root):
     assert "gone-host:7" in job.message and "attempt 2 of 3" in job.message
     started = jobs.job_start(job_id=job.pk)
     assert started is not None and started.attempt == 2  # queued again, not taken over twice
-    roots.root_index(job=started)
+    pipeline.root_index(job=started)
 
 
 def test_a_hung_worker_loses_its_session_and_its_job(root):

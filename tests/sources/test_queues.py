@@ -10,7 +10,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.db import connection
 
 from kernel.heartbeats import queue_lengths
-from sources import jobs, queues, tasks
+from sources import items, jobs, queues, tasks
 from sources.models import IndexJob, JobStatus, Memory, Skill, UploadedDocument, WorkspaceRoot
 from tests import documents
 from tests.conftest import api_client, running_worker, wait_for
@@ -19,24 +19,32 @@ from tests.tree import tree_make
 
 @pytest.mark.unit
 def test_every_task_has_its_queue_in_the_one_table_and_unknown_work_is_bulk():
-    assert set(settings.CELERY_TASK_ROUTES) == {task.name for _, task in tasks._TASKS.values()} | {
+    assert set(settings.CELERY_TASK_ROUTES) == {
+        "sources.tasks.item_index_task",
+        "sources.tasks.root_index_task",
         "sources.tasks.jobs_reap_task",
         "sources.tasks.root_reverify_task",
         "sources.tasks.skills_reverify_task",
         "sources.tasks.root_push_retry_task",
+        # The per-kind tasks before item_index_task, for messages a broker held at the upgrade.
+        *(f"sources.tasks.{kind}_index_task" for kind in items.ITEM_KINDS),
     }
+    assert set(queues.ITEM_QUEUES) == set(items.ITEM_KINDS)
     assert settings.CELERY_TASK_ROUTES["sources.tasks.skill_index_task"] == {"queue": queues.INTERACTIVE}
     assert settings.CELERY_TASK_ROUTES["sources.tasks.jobs_reap_task"] == {"queue": queues.INTERACTIVE}
     assert settings.CELERY_TASK_ROUTES["sources.tasks.skills_reverify_task"] == {"queue": queues.BULK}
+    assert settings.CELERY_TASK_ROUTES["sources.tasks.item_index_task"] == {"queue": queues.BULK}
     assert settings.CELERY_TASK_DEFAULT_QUEUE == queues.BULK
 
 
 @pytest.mark.unit
 def test_an_upload_is_extracted_on_the_bulk_queue_and_a_memory_is_saved_on_the_interactive_one():
     """One hostile PDF held the interactive worker for the whole extraction limit (issue 39, item 6)."""
+    assert items.ITEM_KINDS["document"].queue == queues.BULK
+    assert items.ITEM_KINDS["memory"].queue == queues.INTERACTIVE
+    assert items.ITEM_KINDS["tool"].queue == queues.INTERACTIVE
+    assert items.ITEM_KINDS["skill"].queue == queues.INTERACTIVE
     assert settings.CELERY_TASK_ROUTES["sources.tasks.document_index_task"] == {"queue": queues.BULK}
-    assert settings.CELERY_TASK_ROUTES["sources.tasks.memory_index_task"] == {"queue": queues.INTERACTIVE}
-    assert settings.CELERY_TASK_ROUTES["sources.tasks.tool_index_task"] == {"queue": queues.INTERACTIVE}
 
 
 @pytest.mark.unit

@@ -10,8 +10,9 @@ from django.db.models import Count
 from access.scope import Scope
 from kernel.errors import ApplicationError, Cooldown
 from retrieval.search import Mode, chunks_search
-from sources import jobs, roots
+from sources import jobs, pipeline, roots
 from sources.chunking import chunk_text
+from sources.connectors import folder
 from sources.models import Chunk, IndexedFile, IndexJob, JobStatus, Segment, Source, WorkspaceRoot
 from tests.conftest import index_root
 from tests.tree import tree_make
@@ -175,7 +176,7 @@ def test_a_forced_job_taken_over_keeps_what_its_earlier_attempt_stored(root):
     job = jobs.job_start(job_id=job.pk)
     # As if the job's first attempt had stored this file before its worker died.
     IndexedFile.objects.filter(path=paths[0]).update(indexed_at=job.started_at + timedelta(seconds=1))
-    roots.root_index(job=job)
+    pipeline.root_index(job=job)
     job.refresh_from_db()
     assert (job.status, job.files_unchanged, job.files_changed) == (JobStatus.SUCCEEDED, 1, 3)
 
@@ -211,7 +212,7 @@ def test_a_second_request_gets_the_active_job_and_the_cooldown_is_enforced(root)
     first, created = jobs.root_job_request(root_id=root.pk)
     second, created_again = jobs.root_job_request(root_id=root.pk, force=True)
     assert created and not created_again and second.pk == first.pk
-    roots.root_index(job=jobs.job_start(job_id=first.pk))
+    pipeline.root_index(job=jobs.job_start(job_id=first.pk))
     WorkspaceRoot.objects.filter(pk=root.pk).update(cooldown_seconds=300)
     with pytest.raises(ApplicationError, match="cooldown is 300 s") as refused:
         jobs.root_job_request(root_id=root.pk)
@@ -291,7 +292,9 @@ def test_a_segment_model_change_switches_atomically_and_survives_a_crash(root, s
     segment.embedding_model_name = second_model
     segment.save()
     # The switch crashes after the new generation is written, before the flip.
-    monkeypatch.setattr(roots._Run, "_flip", lambda self, plans: (_ for _ in ()).throw(RuntimeError("worker died")))
+    monkeypatch.setattr(
+        pipeline.run._Run, "_flip", lambda self, plans: (_ for _ in ()).throw(RuntimeError("worker died"))
+    )
     with pytest.raises(RuntimeError):
         index(root)
     IndexJob.objects.filter(status="running").update(status="failed")
@@ -437,7 +440,7 @@ def test_files_swapped_for_symlinks_during_a_job_are_skipped_and_nothing_outside
     index(root)
     for relative in ["a.py", "pkg/b.py", "c.py"]:
         (directory / relative).write_text("def heron():\n    return 'second version'\n")  # changed: this job reads them
-    real_walk = roots.walk
+    real_walk = folder.walk
 
     def walk_then_swap(root_fd, rules, left_out=None):
         entries = list(real_walk(root_fd, rules, left_out))  # listed as regular files; swapped before they are read
@@ -449,7 +452,7 @@ def test_files_swapped_for_symlinks_during_a_job_are_skipped_and_nothing_outside
         (directory / "c.new").replace(directory / "c.py")  # an editor's atomic save
         return entries
 
-    monkeypatch.setattr(roots, "walk", walk_then_swap)
+    monkeypatch.setattr(folder, "walk", walk_then_swap)
     job = index(root)
     assert job.status == JobStatus.SUCCEEDED
     assert {error["path"]: error["reason"] for error in job.errors} == {

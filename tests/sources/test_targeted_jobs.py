@@ -8,7 +8,7 @@ import pytest
 from django.db.models import Count
 
 from kernel.errors import ApplicationError
-from sources import jobs, roots
+from sources import jobs, pipeline
 from sources.models import Chunk, IndexJob, JobStatus, WorkspaceRoot
 from tests.conftest import index_root
 
@@ -38,7 +38,7 @@ def targeted(root: WorkspaceRoot, *paths: str) -> IndexJob:
     """Request a job about ``paths`` and run it here, through the real pipeline."""
     job, created = jobs.root_job_request(root_id=root.pk, paths=list(paths), trigger="watch")
     assert created and job.paths == sorted(set(paths))
-    roots.root_index(job=jobs.job_start(job_id=job.pk))
+    pipeline.root_index(job=jobs.job_start(job_id=job.pk))
     job.refresh_from_db()
     assert job.status == JobStatus.SUCCEEDED, job.message
     return job

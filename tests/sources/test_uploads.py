@@ -9,6 +9,7 @@ import pytest
 from django.core.files.storage import storages
 
 from sources import uploads
+from sources.ingest import IndexingError
 from sources.models import Chunk, IndexStatus, Source, UploadedDocument
 from tests import documents
 from tests.conftest import api_client
@@ -277,3 +278,31 @@ def test_a_file_chosen_on_a_documents_admin_page_replaces_its_file_and_keeps_its
     assert (document.name, document.bot_id, UploadedDocument.objects.count()) == ("notes-v2.md", "b1", 1)
     index(document)
     assert "badger" in Chunk.objects.get(source__uploadeddocument=document).content
+
+
+def test_an_uploaded_file_holding_a_private_key_is_refused_with_the_reason(admin_client, manage_client):
+    """The rules every root's file goes through (sources/reading.py) read uploads too: the secret scan first."""
+    from sources.tasks import item_index_task
+
+    notes = "# Deploy\n\nThe pelican host key:\n\n-----BEGIN OPENSSH PRIVATE KEY-----\nb3Blbn\n"
+    document = upload("deploy.md", notes.encode()).document
+    answer = item_index_task.apply(args=["document", document.pk]).get()
+    assert answer["status"] == "failed"
+    document.refresh_from_db()
+    assert document.index_status == IndexStatus.FAILED
+    assert document.last_error == "deploy.md: contains a secret (private key header)"
+    assert not Chunk.objects.exists()
+
+    listing = admin_client.get("/admin/sources/uploadeddocument/").content.decode()
+    assert "Failed" in listing and "contains a secret (private key header)" in listing
+    (listed,) = manage_client.get("/api/v1/documents").json()
+    assert listed["index_status"] == "failed" and "contains a secret (private key header)" in listed["last_error"]
+
+
+def test_an_uploaded_html_fragment_is_read_as_text_and_binary_text_is_refused():
+    fragment = upload("nav.html", b"<div class='nav'>{% block menu %}Pelican menu{% endblock %}</div>\n").document
+    assert index(fragment).chunks_embedded == 1
+    assert "Pelican menu" in Chunk.objects.get(source=fragment.source).content
+    binary = upload("notes.txt", b"text\x00with a NUL").document
+    with pytest.raises(IndexingError, match=r"notes\.txt: binary file \(NUL bytes\)"):
+        index(binary)

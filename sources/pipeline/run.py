@@ -1,0 +1,358 @@
+"""The one indexing pipeline every connector feeds: a root's job from its items to its outcome.
+
+The connector (sources/connectors/) lists the items and reads their bytes;
+here: change detection against the stored ``IndexedFile`` rows (stat or
+marker, then content hash and fingerprint), the one bytes -> chunks
+function (sources/reading.py), embedding in batches across items
+(``ingest.Batch``), renames, deletions, segments and generations (a new
+model or a rewritten history is written beside the active generation and
+flipped at the end), progress and heartbeat, cancel, takeover after a
+crash (``jobs``), and the outcome.
+"""
+
+import logging
+import time
+from dataclasses import replace
+
+from django.db import transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from kernel.errors import ApplicationError
+from sources import jobs, locks
+from sources.chunking import chunker_identity
+from sources.config import IndexingConfig, indexing_config
+from sources.connectors.base import KEPT, Item
+from sources.connectors.registry import connector_for
+from sources.ingest import Batch, Document, fingerprint
+from sources.job_report import job_facts
+from sources.jobs import HandOff
+from sources.models import Chunk, IndexedFile, IndexJob, JobStatus, Source, WorkspaceRoot
+from sources.outcomes import job_outcome, reasons_count
+from sources.pipeline.plans import SegmentPlan, segment_for, segment_plans
+from sources.progress import Phase
+from sources.reading import ReadRules, content_chunks, content_read, extractor_identity, reason_failed
+from sources.walk import REPLACED, Skipped
+
+log = logging.getLogger(__name__)
+
+_HEARTBEAT_SECONDS = 2.0
+
+
+def root_index(*, job: IndexJob, config: IndexingConfig | None = None) -> str:
+    """Run a job claimed by ``jobs.job_start`` to its end, then release the root's lock.
+
+    The job records its outcome before the lock goes, so no other worker
+    ever sees it "running" with nobody holding it while this one is alive.
+    Returns the job's final status. ``config``: built by the caller (the
+    task), else from the settings now.
+    """
+    try:
+        _Run(job, config or indexing_config()).run()
+    except HandOff as handoff:
+        # Back to the queue as a full job; the caller (the task) sends it to the bulk queue once the lock is free.
+        IndexJob.objects.filter(pk=job.pk, status=JobStatus.RUNNING, worker=job.worker).update(
+            status=JobStatus.QUEUED,
+            worker="",
+            paths=[],
+            trigger=handoff.trigger,
+            message=f"handed to the bulk queue: {handoff.reason}",
+        )
+        return JobStatus.QUEUED
+    except ApplicationError as exc:
+        jobs.job_finish(job_id=job.pk, status=JobStatus.FAILED, message=exc.message, job=job)
+        return JobStatus.FAILED
+    except Exception as exc:
+        jobs.job_finish(
+            job_id=job.pk, status=JobStatus.FAILED, message=f"unexpected error: {type(exc).__name__}: {exc}", job=job
+        )
+        raise
+    finally:
+        locks.root_lock_release(job.root_id)
+    return JobStatus.SUCCEEDED
+
+
+class _Run:
+    """One job of one root: its connector's items through the pipeline, to the job's outcome."""
+
+    def __init__(self, job: IndexJob, config: IndexingConfig) -> None:
+        self.job = job
+        self.root: WorkspaceRoot = job.root
+        self.connector = connector_for(root=self.root, job=job, config=config)
+        self.batch = Batch(track_files=True, config=config, on_batch=self._beat, on_embedded=self._embedding)
+        self.embedding = config.embedding
+        self.config = config.ingest
+        self.touched: list[IndexedFile] = []
+        self.last_beat = 0.0
+        # A forced job re-embeds every file it has not stored itself: a run
+        # taken over from a dead worker keeps what that attempt already did.
+        self.forced_since = (job.started_at or timezone.now()) if job.force else None
+        self.read_rules = ReadRules(
+            max_chars=self.config.max_chars,
+            overlap=self.config.overlap,
+            limits=config.extract,
+            scan_secrets=self.root.scan_secrets,
+        )
+        self.states: dict[tuple[int, int, str], IndexedFile] = {}
+        self.moved: set[tuple[int, int, str]] = set()  # renamed files' former keys: their chunks went with them
+
+    def run(self) -> None:
+        if (nothing := self.connector.prepare()) is not None:
+            jobs.job_finish(job_id=self.job.pk, status=JobStatus.SUCCEEDED, message=nothing, job=self.job)
+            return
+        try:
+            self.connector.open()
+            self._index()
+        finally:
+            self.connector.close()
+
+    def _index(self) -> None:
+        root = self.root
+        plans = segment_plans(root, self.embedding, rebuild=self.connector.rebuild)
+        targeted = self._targeted(plans)
+        files = IndexedFile.objects.filter(source__in=[p.source for p in plans])
+        if targeted:
+            # Only what the job is about: a path, or (a directory, perhaps gone) the files below it.
+            about = Q(path__in=targeted)
+            for path in targeted:
+                about |= Q(path__startswith=path + "/")
+            files = files.filter(about)
+        states = self.states = {(s.source_id, s.generation, s.path): s for s in files}
+        self.job.phase = Phase.LISTING
+        self._beat(force=True)
+        known = self._known(plans, states)
+        entries = []
+        for entry in self.connector.items(paths=targeted, known=known):
+            entries.append(entry)
+            self.job.files_total = len(entries)  # found so far, while the phase says listing
+            self._beat()
+        self.job.files_total = len(entries)
+        self.job.phase = Phase.READING
+        self._beat(force=True)
+        kept: set[tuple[int, int, str]] = set()
+        for entry in entries:
+            self.job.files_seen += 1
+            if isinstance(entry, Skipped):
+                self._skip(entry)
+            else:
+                plan = segment_for(entry.path, plans)
+                if self._consider(entry, plan, states.get((plan.source.pk, plan.generation, entry.path))):
+                    kept.add((plan.source.pk, plan.generation, entry.path))
+            self._beat()
+        self._flush()
+        self.job.phase = Phase.FINISHING
+        self._beat(force=True)
+        self._delete_missing(plans, states, kept | self.moved)
+        self._flip(plans)
+        self.connector.indexed()
+        if not targeted:
+            # A targeted job vouches for its paths only: the re-verify's schedule and cooldown go on as they were.
+            WorkspaceRoot.objects.filter(pk=root.pk).update(last_verified_at=timezone.now())
+        job = self.job
+        job.left_out = dict(self.connector.left_out())
+        outcome = job_outcome(job_facts(job, status=JobStatus.SUCCEEDED))
+        assert outcome is not None  # a succeeded job always has one
+        summary = self.connector.summary() + (f"targeted at {len(targeted)} path(s): " if targeted else "")
+        summary += outcome.text
+        jobs.job_finish(job_id=job.pk, status=JobStatus.SUCCEEDED, message=summary, job=job)
+
+    def _targeted(self, plans: list[SegmentPlan]) -> list[str]:
+        """The paths a targeted job reads; empty when the job (or what it must do) needs the whole root."""
+        if not self.job.paths:
+            return []
+        if any(plan.rebuilding for plan in plans):
+            return []  # a new model is written beside the old and flipped only once every file is in it
+        if not self.connector.targeted():
+            return []  # e.g. a folder that allows hard links: whether each is inside shows only after a whole walk
+        return list(self.job.paths)
+
+    def _fingerprint(self, digest: str, plan: SegmentPlan, path: str) -> str:
+        """``path``: the item's reader name (``Connector.reader_name``)."""
+        extractor = extractor_identity(path)
+        return fingerprint(
+            content=digest,
+            model=plan.model.spec.identity,
+            config=self.config,
+            # Decided before an item is read, so an .html file counts as a page (whose identity covers a fragment's).
+            chunker=chunker_identity(path, document=bool(extractor)),
+            extractor=extractor,
+        )
+
+    def _current(self, state: IndexedFile | None, plan: SegmentPlan, name: str) -> bool:
+        """Whether the stored chunks are what indexing the stored content would write now: the stored hash, read
+        through today's chunker, settings and model, gives the stored fingerprint."""
+        return (
+            state is not None
+            and state.fingerprint == self._fingerprint(state.content_hash, plan, name)
+            and state.embedding_model_id == plan.model.pk
+            and (self.forced_since is None or state.indexed_at >= self.forced_since)
+        )
+
+    def _known(self, plans: list[SegmentPlan], states: dict[tuple[int, int, str], IndexedFile]) -> dict[str, str]:
+        """The stored marker of each item a connector may report unchanged: only where this run writes and the
+        stored chunks are current (an item the connector does not read again is never one the run must re-embed)."""
+        written = {(plan.source.pk, plan.generation): plan for plan in plans}
+        known = {}
+        for (source_id, generation, path), state in states.items():
+            plan = written.get((source_id, generation))
+            if plan is not None and state.marker and segment_for(path, plans) is plan:
+                if self._current(state, plan, self.connector.reader_name(path, state.marker)):
+                    known[path] = state.marker
+        return known
+
+    def _consider(self, entry: Item, plan: SegmentPlan, state: IndexedFile | None) -> bool:
+        """Queue the item if it changed; True when it stays in the index."""
+        name = self.connector.reader_name(entry.path, entry.marker)
+        current = self._current(state, plan, name)
+        if current and state is not None and _unchanged(state, entry):
+            self.job.files_unchanged += 1  # not even read
+            return True
+        raw = self.connector.read(entry)
+        if isinstance(raw, Skipped):
+            self._skip(raw, failed=raw.reason.startswith("unreadable"))
+            # Saved (replaced) while the job ran, or not fetched this time: keep what is stored, the next job reads it.
+            return raw.reason in (REPLACED, KEPT) and state is not None
+        content = content_read(raw, entry.path, self.read_rules, name=name)
+        if isinstance(content, Skipped):
+            self._skip(content, failed=reason_failed(content.reason))
+            return False
+        digest = content.digest
+        if current and state is not None and state.content_hash == digest:
+            state.size, state.mtime_ns, state.marker = entry.size, entry.mtime_ns, entry.marker
+            self.touched.append(state)  # saved in bulk at the next flush
+            self.job.files_unchanged += 1  # touched, same content (a document is not extracted again)
+            return True
+        if state is None and self._moved(entry, plan, digest):
+            return True
+        chunked = content_chunks(content, self.read_rules)
+        if isinstance(chunked, Skipped):
+            self._skip(chunked, failed=reason_failed(chunked.reason))
+            return False
+        text, chunks = chunked.text, chunked.chunks
+        if entry.metadata:
+            # E.g. the commit each chunk was read at: hits, /context and the viewer show it and build the permalink.
+            chunks = [replace(chunk, metadata={**chunk.metadata, **entry.metadata}) for chunk in chunks]
+        self.job.files_changed += 1
+        self.job.chunks_queued += len(chunks)
+        self._store(
+            Document(
+                source=plan.source,
+                generation=plan.generation,
+                path=entry.path,
+                chunks=chunks,
+                model=plan.model,
+                chunker=chunker_identity(name, document=content.document),  # what really chunked it, on each row
+                content_hash=digest,
+                fingerprint=self._fingerprint(digest, plan, name),
+                size=entry.size,
+                mtime_ns=entry.mtime_ns,
+                marker=entry.marker,
+                text=text if self.config.contextual else "",
+            )
+        )
+        return True
+
+    def _moved(self, entry: Item, plan: SegmentPlan, digest: str) -> bool:
+        """An item renamed (by git) with its content unchanged: its chunks and vectors move to the new path, nothing
+        is embedded. False when it was not renamed, or its former state is not what indexing it now would write."""
+        former = self.connector.renamed_from(entry.path)
+        key = (plan.source.pk, plan.generation, former or "")
+        old = self.states.get(key) if former else None
+        if (
+            old is None
+            or old.content_hash != digest
+            or old.fingerprint != self._fingerprint(digest, plan, self.connector.reader_name(entry.path, entry.marker))
+            or old.embedding_model_id != plan.model.pk
+            or self.forced_since is not None
+        ):
+            return False
+        with transaction.atomic():
+            chunks = list(Chunk.objects.filter(source_id=key[0], generation=key[1], path=former).only("pk", "metadata"))
+            for chunk in chunks:
+                chunk.path = entry.path
+                chunk.metadata = {**chunk.metadata, **entry.metadata}
+            Chunk.objects.bulk_update(chunks, ["path", "metadata"], batch_size=1000)
+            IndexedFile.objects.filter(pk=old.pk).update(
+                path=entry.path, size=entry.size, mtime_ns=entry.mtime_ns, marker=entry.marker
+            )
+        self.moved.add(key)
+        self.job.files_changed += 1
+        return True
+
+    def _store(self, document: Document | None) -> None:
+        """Add the document to the batch (None: store what waits now); the job counts what was written."""
+        deleted, undescribed = self.batch.deleted, self.batch.undescribed
+        if document is None:
+            self.batch.flush()
+        else:
+            self.batch.add(document)
+        if self.job.phase == Phase.EMBEDDING:
+            self.job.phase = Phase.READING  # the batch is stored; back to the files (or on to finishing)
+        # Every chunk this run embedded goes through its one batch (a new attempt starts both at zero).
+        self.job.chunks_embedded = self.batch.embedded
+        self.job.chunks_deleted += self.batch.deleted - deleted
+        self.job.chunks_undescribed += self.batch.undescribed - undescribed
+
+    def _embedding(self, done: int) -> None:
+        """The batch's embedding call has embedded ``done`` of the chunks waiting (the beat follows)."""
+        self.job.phase = Phase.EMBEDDING
+        self.job.chunks_embedded = self.batch.embedded + done
+
+    def _flush(self) -> None:
+        self._store(None)
+        if self.touched:
+            IndexedFile.objects.bulk_update(self.touched, ["size", "mtime_ns", "marker"], batch_size=1000)
+            self.touched = []
+        self._beat(force=True)
+
+    def _skip(self, skipped: Skipped, *, failed: bool = False) -> None:
+        # Counted by the kind of reason, never with the path: every viewer of the job reads the counts, while a
+        # skipped file's path and reason are shown only to those who may see its segment (surfaces/admin/roots.py).
+        if failed:
+            self.job.files_failed += 1
+            self.job.failed_by_reason = reasons_count(self.job.failed_by_reason, skipped.reason)
+        else:
+            self.job.files_skipped += 1
+            self.job.skipped_by_reason = reasons_count(self.job.skipped_by_reason, skipped.reason)
+        if len(self.job.errors) < jobs.MAX_ERRORS_KEPT:
+            self.job.errors.append({"path": skipped.path, "reason": skipped.reason})
+
+    def _delete_missing(self, plans: list[SegmentPlan], states: dict, kept: set) -> None:
+        """Files gone, now excluded or now unreadable lose their chunks."""
+        written = {(p.source.pk, p.generation) for p in plans}
+        gone: dict[tuple[int, int], list[str]] = {}
+        for key in states:
+            if key not in kept and key[:2] in written:
+                gone.setdefault(key[:2], []).append(key[2])
+        with transaction.atomic():
+            for (source_id, generation), paths in gone.items():
+                self.job.chunks_deleted += Chunk.objects.filter(
+                    source_id=source_id, generation=generation, path__in=paths
+                ).delete()[0]
+                IndexedFile.objects.filter(source_id=source_id, generation=generation, path__in=paths).delete()
+                self.job.files_deleted += len(paths)
+
+    def _flip(self, plans: list[SegmentPlan]) -> None:
+        """Make each segment's written generation the one searches read, atomically."""
+        for plan in plans:
+            with transaction.atomic():
+                Source.objects.filter(pk=plan.source.pk).update(
+                    active_generation=plan.generation, embedding_model=plan.model
+                )
+                if plan.rebuilding:
+                    Chunk.objects.filter(source=plan.source, generation__lt=plan.generation).delete()
+                    IndexedFile.objects.filter(source=plan.source, generation__lt=plan.generation).delete()
+
+    def _beat(self, *, force: bool = False) -> None:
+        now = time.monotonic()
+        if force or now - self.last_beat >= _HEARTBEAT_SECONDS:
+            self.job.left_out = dict(self.connector.left_out())
+            jobs.job_progress(self.job)
+            self.last_beat = now
+
+
+def _unchanged(state: IndexedFile, item: Item) -> bool:
+    """The item's change marker is the stored one: its marker when it has one, else its size and mtime."""
+    if item.marker:
+        return state.marker == item.marker
+    return (state.size, state.mtime_ns, state.marker) == (item.size, item.mtime_ns, "")
