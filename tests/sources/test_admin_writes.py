@@ -38,9 +38,7 @@ def person(django_user_model, *codenames: str, name: str = "staff", **grant) -> 
 def queued(monkeypatch) -> list:
     """What the admin's actions queue: (kind, id) for every re-index asked for."""
     calls: list = []
-    monkeypatch.setattr(tasks, "skill_enqueue", lambda *, skill_id, **_: calls.append(("skill", skill_id)))
-    monkeypatch.setattr(tasks, "memory_enqueue", lambda *, memory_id, **_: calls.append(("memory", memory_id)))
-    monkeypatch.setattr(tasks, "document_enqueue", lambda *, document_id, **_: calls.append(("document", document_id)))
+    monkeypatch.setattr(tasks, "item_enqueue", lambda *, kind, pk, **_: calls.append((kind, pk)))
 
     def root_request(*, root_id, **_):
         calls.append(("root", root_id))

@@ -38,9 +38,8 @@ def latest_schema_after():
 def test_fingerprints_of_the_old_formula_are_renewed_and_the_next_run_embeds_nothing(
     latest_schema_after, tmp_path, settings
 ):
-    migrate(BEFORE)
-    # Indexed as before the upgrade: the live code writes the rows, then each fingerprint is set to what the code
-    # before 0021 stored for it.
+    # Indexed as before the upgrade: the live code writes the rows (at today's schema, which it needs), each
+    # fingerprint and chunking version is set to what the code before 0021 stored, and the schema goes back to 0020.
     settings.RAG_ROOT_BASE_DIRS = [str(tmp_path)]
     directory = tmp_path / "repo"
     directory.mkdir()
@@ -83,8 +82,10 @@ def test_fingerprints_of_the_old_formula_are_renewed_and_the_next_run_embeds_not
             else:
                 old = old_fingerprint(content=item.content_hash, model=model)
             item_model.objects.filter(pk=item.pk).update(fingerprint=old)
+    Chunk.objects.update(chunking_version="2")
     chunks = set(Chunk.objects.values_list("pk", flat=True))
 
+    migrate(BEFORE)
     migrate(AFTER)
     migrate()
 
