@@ -8,11 +8,11 @@ from django.db.models import Q
 from django.template.response import TemplateResponse
 from django.utils import timezone
 
-from access.identity import Identity, identity_for_user, scope_for
+from access.identity import Identity, identity_for_user
 from access.keys import api_key_assign
+from access.managing import FIELD_WORDS, form_scope_refused
 from access.models import AccessGrant, ApiKey, OidcIdentity
 from access.names import NamesInUse, names_in_use, suggest_names, unused_names
-from kernel.errors import Forbidden
 from sources.models import words
 
 # A key or grant widens what its holder sees: the source forms' wording ("shared with every bot") says the opposite.
@@ -60,16 +60,9 @@ def _within_grants(form_class: type[ScopeNamesForm], identity: Identity) -> type
     class WithinGrants(form_class):  # type: ignore[valid-type,misc]  # a class known only at run time
         def clean(self):
             cleaned = super().clean()
-            try:
-                scope_for(
-                    identity,
-                    bot_id=cleaned.get("bot_id") or None,
-                    client_id=cleaned.get("client_id") or None,
-                    channels=words(cleaned.get("channels") or "") or None,
-                )
-            except Forbidden as exc:
+            if exc := form_scope_refused(identity, cleaned, not_wider=False):
                 field = exc.details.get("field")
-                what = {"bot_id": "bot", "client_id": "client", "channels": "channel"}.get(field, "scope")
+                what = FIELD_WORDS.get(field, "scope")
                 self.add_error(
                     field if field in self.fields else None,
                     f"Your access grants do not cover {what} {', '.join(exc.details.get('refused', []))}: a key "

@@ -9,7 +9,7 @@ every row (their one switch, unchanged); superusers too. Writing the shared scop
 or a change to an existing one, takes ``Right.WRITE_SHARED`` besides.
 """
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import TypeVar
 
 from django.db.models import Model, QuerySet
@@ -105,3 +105,32 @@ def shared_writable(identity: Identity, *, bot_id: str, client_id: str, channels
             hint="; name a bot, client or channel it acts for instead",
             field="bot_id",
         )
+
+
+# A refusal's ``field`` (scope_for's details), in the words a form's message uses.
+FIELD_WORDS = {"bot_id": "bot", "client_id": "client", "channels": "channel"}
+
+
+def form_scope_refused(identity: Identity, cleaned: Mapping, *, not_wider: bool) -> Forbidden | None:
+    """Why a form's bot, client and channels (``cleaned``) go beyond ``identity``'s grants, or None.
+
+    The one check of every admin form that gives a row a scope; ``not_wider``: an empty field (every one) is refused
+    too (``scope_not_wider``), as for rows others read; a key without a scope sees shared sources only, so its form
+    leaves it out."""
+    try:
+        scope_for(
+            identity,
+            bot_id=cleaned.get("bot_id") or None,
+            client_id=cleaned.get("client_id") or None,
+            channels=words(cleaned.get("channels") or "") or None,
+        )
+        if not_wider:
+            scope_not_wider(
+                identity,
+                bot_id=cleaned.get("bot_id") or "",
+                client_id=cleaned.get("client_id") or "",
+                channels=cleaned.get("channels") or "",
+            )
+    except Forbidden as exc:
+        return exc
+    return None

@@ -18,7 +18,7 @@ from django.db.models import QuerySet
 from django.http import Http404
 
 from access.identity import Identity, identity_for_user, scope_for
-from access.managing import scope_not_wider
+from access.managing import FIELD_WORDS, form_scope_refused
 from access.rights import Right, is_shared
 from access.scope import Scope
 from kernel.errors import Forbidden
@@ -165,22 +165,9 @@ def scope_checked(form: type[forms.ModelForm], request) -> type[forms.ModelForm]
     class ScopeChecked(form):  # type: ignore[valid-type,misc]  # a class known only at run time
         def clean(self):
             cleaned = super().clean()
-            try:
-                scope_for(
-                    identity,
-                    bot_id=cleaned.get("bot_id") or None,
-                    client_id=cleaned.get("client_id") or None,
-                    channels=words(cleaned.get("channels") or "") or None,
-                )
-                scope_not_wider(
-                    identity,
-                    bot_id=cleaned.get("bot_id") or "",
-                    client_id=cleaned.get("client_id") or "",
-                    channels=cleaned.get("channels") or "",
-                )
-            except Forbidden as exc:
+            if exc := form_scope_refused(identity, cleaned, not_wider=True):
                 field = exc.details.get("field")
-                what = {"bot_id": "bot", "client_id": "client", "channels": "channel"}.get(field, "scope")
+                what = FIELD_WORDS.get(field, "scope")
                 refused = exc.details.get("refused", [])
                 self.add_error(
                     field if field in self.fields else None,
