@@ -27,6 +27,7 @@ item into documents; everything after that is here:
 """
 
 import hashlib
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
@@ -54,6 +55,12 @@ from sources.models import (
     Tool,
     UploadedDocument,
 )
+
+# Words first: a write every this many chunks, or this many seconds after the last one, whichever comes first. Small
+# enough that a new root's first files are searchable within seconds of the job reaching them; large enough that one
+# INSERT (and its lexical trigger) serves many files.
+WORDS_FLUSH_CHUNKS = 512
+WORDS_FLUSH_SECONDS = 1.0
 
 # What has one source and its index state on its own row (sources.models.Indexed).
 ItemModel = type[Skill] | type[Tool] | type[UploadedDocument] | type[Memory]
@@ -118,6 +125,19 @@ class Document:
     text: str = ""
     vectors: np.ndarray | None = None
     undescribed: int = 0  # chunks whose contextual description could not be written
+    # Words first (Batch(vectors_later=True)): stored without vectors of its own, each chunk pending its vector
+    # (sources/pipeline/vectors.py) and meanwhile keeping the one of the chunk it replaces, if any.
+    vectors_later: bool = False
+    embedded_as: str = ""  # vector_identity of its model and settings: set by documents_embed or Batch.add
+    # With ``vectors_later``: a chunk whose embedded text is unchanged keeps its vector and is not embedded again
+    # (False for a forced job, which re-embeds everything). Set by documents_replace: how many were kept.
+    reuse: bool = True
+    reused: int = 0
+
+
+def vector_identity(model: EmbeddingModel, config: IngestSettings) -> str:
+    """What makes a chunk's vector what it is besides its text: the model and how long texts are embedded."""
+    return hashlib.sha256(f"{model.spec.identity}\x1f{config.long_texts}".encode()).hexdigest()[:32]
 
 
 def embedding_model_for(name: str = "", *, config: EmbeddingConfig) -> EmbeddingModel:
@@ -172,12 +192,22 @@ def embedding_model_index_ensure(*, model: EmbeddingModel, ef_construction: int)
 
 
 def embed_text(chunk: ChunkResult, path: str = "") -> str:
+    return embedded_text(
+        path=path,
+        symbol=chunk.symbol,
+        context_prefix=chunk.context_prefix,
+        description=chunk.metadata.get(DESCRIPTION_KEY, ""),
+        content=chunk.content,
+    )
+
+
+def embedded_text(*, path: str, symbol: str, context_prefix: str, description: str, content: str) -> str:
+    """What the model embeds for a chunk (of a document being stored, or of a stored row waiting for its vector)."""
     # Path, symbol and heading path tell the model what the text is about;
     # the content alone often does not name its topic. The contextual
     # description, when there is one, says it in words.
-    header = " · ".join(part for part in (path, chunk.symbol, chunk.context_prefix) if part)
-    description = chunk.metadata.get(DESCRIPTION_KEY, "")
-    body = f"{description}\n\n{chunk.content}" if description else chunk.content
+    header = " · ".join(part for part in (path, symbol, context_prefix) if part)
+    body = f"{description}\n\n{content}" if description else content
     return f"{header}\n\n{body}" if header else body
 
 
@@ -235,6 +265,8 @@ def documents_embed(
     IndexingError with its reason.
     """
     # The fingerprint's own settings decide the descriptions and long texts: what is stored is what it says.
+    for d in documents:
+        d.embedded_as = vector_identity(d.model, config.ingest)
     undescribed = (
         documents_describe(documents, config=config.contextual, on_batch=on_batch) if config.ingest.contextual else 0
     )
@@ -303,10 +335,66 @@ def documents_vectors_set(documents: Sequence[Document], vectors: dict[Embedding
             offset += len(d.chunks)
 
 
-def _embedded(document: Document) -> np.ndarray:
-    if document.vectors is None:  # storing its chunks without vectors would lose them from vector search
+def _embedded(document: Document, kept: "_KeptVectors") -> list[tuple[np.ndarray | None, bool]]:
+    """Each chunk's vector and whether it is pending: its own, or (words first) the one it keeps."""
+    if document.vectors is not None:
+        return [(vector, False) for vector in document.vectors]
+    if not document.vectors_later:  # storing its chunks without vectors would lose them from vector search
         raise ValueError(f"{document.path or document.source.key} is stored before documents_embed embedded it")
-    return document.vectors
+    return kept.for_document(document)
+
+
+class _KeptVectors:
+    """The vectors of the chunks a words-first write replaces, read before they are deleted.
+
+    A new chunk whose embedded text (content, symbol, heading path, description; the path is the same) is that of a
+    replaced chunk of the same model keeps its vector, done; any other keeps the vector of the chunk that was at its
+    position, pending its own: meaning search goes on finding an edited file while its new vectors are computed.
+    """
+
+    def __init__(self, documents: Sequence[Document]) -> None:
+        self.exact: dict[tuple, np.ndarray] = {}
+        self.at: dict[tuple, np.ndarray] = {}
+        for (source_id, generation), paths in _by_position(documents).items():
+            rows = Chunk.objects.filter(
+                source_id=source_id, generation=generation, path__in=paths, embedding__isnull=False
+            ).values_list(
+                "path",
+                "chunk_index",
+                "embedding_model_id",
+                "content_hash",
+                "symbol",
+                "context_prefix",
+                "metadata",
+                "embedding",
+                "vector_pending",
+                "embedded_as",
+            )
+            for path, index, model_id, digest, symbol, prefix, metadata, vector, pending, made in rows:
+                place = (source_id, generation, path, model_id)
+                self.at[(*place, index)] = vector
+                if not pending and made:
+                    self.exact[(*place, made, digest, symbol, prefix, metadata.get(DESCRIPTION_KEY, ""))] = vector
+
+    def for_document(self, d: Document) -> list[tuple[np.ndarray | None, bool]]:
+        place = (d.source.pk, d.generation, d.path, d.model.pk)
+        found: list[tuple[np.ndarray | None, bool]] = []
+        for index, chunk in enumerate(d.chunks):
+            key = (
+                *place,
+                d.embedded_as,
+                content_hash(chunk.content),
+                chunk.symbol,
+                chunk.context_prefix,
+                chunk.metadata.get(DESCRIPTION_KEY, ""),
+            )
+            same = self.exact.get(key) if d.reuse else None
+            if same is not None:
+                d.reused += 1
+                found.append((same, False))
+            else:
+                found.append((self.at.get((*place, index)), True))
+        return found
 
 
 @transaction.atomic
@@ -315,7 +403,10 @@ def documents_replace(documents: Sequence[Document], *, track_files: bool) -> in
 
     ``track_files``: also record each document's state (IndexedFile), which
     lets the next pass skip it; skills and tools keep theirs on their own row.
+    A document with ``vectors_later`` is written without vectors of its own: its chunks wait for theirs
+    (sources/pipeline/vectors.py), keeping those of the chunks they replace (``_KeptVectors``).
     """
+    kept = _KeptVectors([d for d in documents if d.vectors is None and d.vectors_later])
     deleted = 0
     for (source_id, generation), paths in _by_position(documents).items():
         deleted += Chunk.objects.filter(source_id=source_id, generation=generation, path__in=paths).delete()[0]
@@ -334,12 +425,14 @@ def documents_replace(documents: Sequence[Document], *, track_files: bool) -> in
                 end_line=chunk.end_line,
                 content_hash=content_hash(chunk.content),
                 embedding=vector,
+                vector_pending=pending,
+                embedded_as="" if pending else d.embedded_as,
                 embedding_model=d.model,
                 chunking_version=d.chunker,
                 metadata=chunk.metadata,
             )
             for d in documents
-            for index, (chunk, vector) in enumerate(zip(d.chunks, _embedded(d), strict=True))
+            for index, (chunk, (vector, pending)) in enumerate(zip(d.chunks, _embedded(d, kept), strict=True))
         ],
         batch_size=1000,
     )
@@ -397,10 +490,18 @@ class Batch:
         flush_chunks: int | None = None,
         on_batch: Callable[[], None] | None = None,
         on_embedded: Callable[[int], None] | None = None,
+        vectors_later: bool = False,
     ) -> None:
         self.track_files = track_files
         self.config = config
-        self.flush_chunks = flush_chunks or config.embedding.flush_chunks
+        # Words first: documents are written without embedding, a few at a time (WORDS_FLUSH_CHUNKS, or
+        # WORDS_FLUSH_SECONDS after the last write), searchable by their words at once; their vectors follow
+        # (sources/pipeline/vectors.py).
+        self.vectors_later = vectors_later
+        self.written = 0  # chunks written (words first: searchable by words)
+        self.to_embed = 0  # of those, chunks waiting for a vector of their own
+        self.last_write = time.monotonic()
+        self.flush_chunks = WORDS_FLUSH_CHUNKS if vectors_later else (flush_chunks or config.embedding.flush_chunks)
         self.on_batch = on_batch
         # Hears how many of the waiting chunks are embedded so far: 0 as a flush starts, then after each batch.
         self.on_embedded = on_embedded
@@ -412,14 +513,32 @@ class Batch:
         self.undescribed = 0
 
     def add(self, document: Document) -> None:
+        document.vectors_later = self.vectors_later
+        document.embedded_as = vector_identity(document.model, self.config.ingest)
         self.pending.append(document)
         self.pending_chunks += len(document.chunks)
-        if self.pending_chunks >= self.flush_chunks:
+        if self.vectors_later:
+            if self.pending_chunks >= self.flush_chunks or time.monotonic() - self.last_write >= WORDS_FLUSH_SECONDS:
+                self._words_write()
+        elif self.pending_chunks >= self.flush_chunks:
             self._flush(wait=False)
 
     def flush(self) -> None:
-        """Embed and store everything added so far."""
-        self._flush(wait=True)
+        """Embed and store everything added so far (words first: store it; its vectors follow)."""
+        if self.vectors_later:
+            self._words_write()
+        else:
+            self._flush(wait=True)
+
+    def _words_write(self) -> None:
+        documents, self.pending, self.pending_chunks = self.pending, [], 0
+        self.last_write = time.monotonic()
+        if not documents:
+            return
+        self.deleted += documents_replace(documents, track_files=self.track_files)
+        chunks = sum(len(d.chunks) for d in documents)
+        self.written += chunks
+        self.to_embed += chunks - sum(d.reused for d in documents)
 
     def _flush(self, *, wait: bool) -> None:
         earlier, self.running = self.running, None
@@ -471,6 +590,7 @@ class Batch:
         self.undescribed += sum(d.undescribed for d in embedding.documents)
         self.deleted += documents_replace(embedding.documents, track_files=self.track_files)
         self.embedded += embedding.chunks
+        self.written += embedding.chunks
 
 
 @dataclass(slots=True)

@@ -351,6 +351,7 @@ _COUNTERS = (
     "files_failed",
     "files_deleted",
     "chunks_queued",
+    "chunks_written",
     "chunks_embedded",
     "chunks_deleted",
     "chunks_undescribed",

@@ -72,6 +72,13 @@ class Chunk(models.Model):
     # No fixed dimension: each model's vectors get a partial HNSW index on
     # embedding::halfvec(N), created when the model is first used.
     embedding = VectorField(null=True)
+    # Words first, vectors behind (sources/pipeline/vectors.py): a chunk is written, and searchable by its words, as
+    # soon as its file is chunked; its vector follows. Pending: no vector yet, or the vector of the chunk it replaced
+    # (a changed file keeps meaning search until its new vectors exist).
+    vector_pending = models.BooleanField(default=False)
+    # How its vector was made (sources.ingest.vector_identity: the model and how long texts are embedded): a chunk
+    # written again with the same text and identity keeps its vector instead of being embedded again.
+    embedded_as = models.CharField(max_length=64, blank=True, default="")
     embedding_model = models.ForeignKey(EmbeddingModel, null=True, on_delete=models.PROTECT, related_name="chunks")
     # The chunker identity that made it (sources.chunking.chunker_identity); "2" on rows from before per-strategy
     # versions (migration 0021). Informational: the fingerprint decides what is current.
@@ -100,7 +107,14 @@ class Chunk(models.Model):
                 fields=["source", "generation", "path", "chunk_index"], name="chunk_unique_position"
             ),
         ]
-        indexes = [GinIndex(fields=["search_vector"], name="sources_chunk_search_gin")]
+        indexes = [
+            GinIndex(fields=["search_vector"], name="sources_chunk_search_gin"),
+            models.Index(
+                fields=["source", "generation", "id"],
+                condition=models.Q(vector_pending=True),
+                name="sources_chunk_vector_pending",
+            ),
+        ]
 
     def __str__(self) -> str:
         return f"{self.source.key}#{self.chunk_index}"

@@ -242,7 +242,10 @@ class IndexJob(models.Model):
     files_failed = models.PositiveIntegerField(default=0)
     files_deleted = models.PositiveIntegerField(default=0)
     chunks_queued = models.PositiveIntegerField(
-        default=0, help_text="Chunks of changed files so far (embedded or waiting)."
+        default=0, help_text="Chunks this job embeds (embedded or waiting for their vectors)."
+    )
+    chunks_written = models.PositiveIntegerField(
+        default=0, help_text="Chunks written so far: searchable by their words, with or without a vector yet."
     )
     chunks_embedded = models.PositiveIntegerField(default=0)
     chunks_deleted = models.PositiveIntegerField(default=0)

@@ -30,6 +30,7 @@ from sources.jobs import HandOff
 from sources.models import Chunk, IndexedFile, IndexJob, JobStatus, Source, WorkspaceRoot
 from sources.outcomes import job_outcome, reasons_count
 from sources.pipeline.plans import SegmentPlan, segment_for, segment_plans
+from sources.pipeline.vectors import Position, pending_count, vectors_fill
 from sources.progress import Phase
 from sources.reading import ReadRules, content_chunks, content_read, extractor_identity, reason_failed
 from sources.walk import REPLACED, Skipped
@@ -79,7 +80,17 @@ class _Run:
         self.job = job
         self.root: WorkspaceRoot = job.root
         self.connector = connector_for(root=self.root, job=job, config=config)
-        self.batch = Batch(track_files=True, config=config, on_batch=self._beat, on_embedded=self._embedding)
+        # Words first, vectors behind (sources/pipeline/vectors.py); with contextual descriptions, which are written
+        # from the whole document before its chunks are stored, each batch is embedded before it is written.
+        self.words_first = not config.ingest.contextual
+        self.batch = Batch(
+            track_files=True,
+            config=config,
+            on_batch=self._beat,
+            on_embedded=self._embedding,
+            vectors_later=self.words_first,
+        )
+        self.indexing = config
         self.embedding = config.embedding
         self.config = config.ingest
         self.touched: list[IndexedFile] = []
@@ -140,9 +151,12 @@ class _Run:
                     kept.add((plan.source.pk, plan.generation, entry.path))
             self._beat()
         self._flush()
+        # Gone files leave search now, not after the embedding.
+        self._delete_missing(plans, states, kept | self.moved)
+        if self.words_first:
+            self._vectors(plans, targeted)
         self.job.phase = Phase.FINISHING
         self._beat(force=True)
-        self._delete_missing(plans, states, kept | self.moved)
         self._flip(plans)
         self.connector.indexed()
         if not targeted:
@@ -233,7 +247,7 @@ class _Run:
             # E.g. the commit each chunk was read at: hits, /context and the viewer show it and build the permalink.
             chunks = [replace(chunk, metadata={**chunk.metadata, **entry.metadata}) for chunk in chunks]
         self.job.files_changed += 1
-        self.job.chunks_queued += len(chunks)
+        self.job.chunks_queued += len(chunks)  # an estimate while words first: chunks whose text is unchanged keep theirs
         self._store(
             Document(
                 source=plan.source,
@@ -248,6 +262,7 @@ class _Run:
                 mtime_ns=entry.mtime_ns,
                 marker=entry.marker,
                 text=text if self.config.contextual else "",
+                reuse=self.forced_since is None,  # a forced job embeds every chunk again
             )
         )
         return True
@@ -290,8 +305,30 @@ class _Run:
             self.job.phase = Phase.READING  # the batch is stored; back to the files (or on to finishing)
         # Every chunk this run embedded goes through its one batch (a new attempt starts both at zero).
         self.job.chunks_embedded = self.batch.embedded
+        self.job.chunks_written = self.batch.written
         self.job.chunks_deleted += self.batch.deleted - deleted
         self.job.chunks_undescribed += self.batch.undescribed - undescribed
+
+    def _vectors(self, plans: list[SegmentPlan], targeted: list[str]) -> None:
+        """The second stage: vectors for every chunk still pending in the segments this run writes (those it wrote,
+        and those an earlier run left, cancelled or crashed); a targeted job only for its paths."""
+        positions = [Position(plan.source.pk, plan.generation, plan.model) for plan in plans]
+        self.job.phase = Phase.EMBEDDING
+        self.job.chunks_queued = pending_count(positions, paths=targeted or None)
+        self.job.chunks_embedded = 0
+        self._beat(force=True)
+
+        def embedded(done: int) -> None:
+            self.job.chunks_embedded = done
+
+        vectors_fill(
+            positions,
+            config=self.indexing,
+            paths=targeted or None,
+            on_embedded=embedded,
+            on_batch=self._beat,
+        )
+        self._beat(force=True)
 
     def _embedding(self, done: int) -> None:
         """The batch's embedding call has embedded ``done`` of the chunks waiting (the beat follows)."""

@@ -52,12 +52,16 @@ def test_edit_delete_and_rename_touch_exactly_those_files(root):
     assert (unchanged.files_unchanged, unchanged.files_changed, unchanged.chunks_embedded) == (240, 0, 0)
 
     edited = directory / paths[0]
+    before = {c.content for c in chunk_text(edited.read_text(), paths[0])}
     edited.write_text(edited.read_text() + "\n\ndef zebra_sorting_helper():\n    return 'zebra'\n")
-    expected = len(chunk_text(edited.read_text(), paths[0]))
+    expected = chunk_text(edited.read_text(), paths[0])
     after_edit = index(root)
     assert (after_edit.files_changed, after_edit.files_unchanged) == (1, 239)
-    assert after_edit.chunks_embedded == expected
-    assert stored(root)[paths[0]] == expected
+    # Only the chunks whose text changed are embedded: the others keep their vectors.
+    assert after_edit.chunks_embedded == len([c for c in expected if c.content not in before]) >= 1
+    assert stored(root)[paths[0]] == len(expected) == after_edit.chunks_written
+    assert not Chunk.objects.filter(vector_pending=True).exists()
+    assert not Chunk.objects.filter(embedding__isnull=True).exists()
 
     (directory / paths[1]).unlink()
     renamed_from, renamed_to = paths[2], paths[2].replace("guide_", "renamed_")
@@ -139,7 +143,9 @@ def test_a_new_markdown_chunker_version_re_embeds_only_the_markdown_files(root, 
     job = index(root)
     markdown = {key for key in before if key[0].endswith((".md", ".markdown"))}
     assert (job.files_changed, job.files_unchanged) == (2, 2)
-    assert job.chunks_embedded == job.chunks_deleted == len(markdown)
+    assert job.chunks_written == job.chunks_deleted == len(markdown)
+    # The new version cut the same chunks: each kept its vector (same text, model and settings), none was embedded.
+    assert job.chunks_embedded == 0 and not Chunk.objects.filter(vector_pending=True).exists()
     after = vectors(root)
     assert after.keys() == before.keys()
     re_created = {key for key in after if after[key][0] != before[key][0]}
@@ -165,7 +171,8 @@ def test_stored_files_keep_the_hash_of_their_text_and_a_fingerprint_of_how_they_
     assert state.chunking_version == chunker_identity("hash.md")  # the strategy that made its chunks
     settings.RAG_CHUNK_MAX_CHARS = 900  # a chunker setting: the stored chunks are no longer what it would write
     job = index(root)
-    assert (job.files_changed, job.chunks_embedded) == (1, 1)
+    # Read and cut again; its one chunk came out the same, so it kept its vector.
+    assert (job.files_changed, job.chunks_written, job.chunks_embedded) == (1, 1, 0)
     assert IndexedFile.objects.get(path="hash.md").fingerprint != state.fingerprint
 
 
