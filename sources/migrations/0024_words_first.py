@@ -4,34 +4,41 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('sources', '0023_web_roots'),
+        ("sources", "0023_web_roots"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='chunk',
-            name='embedded_as',
-            field=models.CharField(blank=True, default='', max_length=64),
+            model_name="chunk",
+            name="embedded_as",
+            field=models.CharField(blank=True, default="", max_length=64),
         ),
         migrations.AddField(
-            model_name='chunk',
-            name='vector_pending',
+            model_name="chunk",
+            name="vector_pending",
             field=models.BooleanField(default=False),
         ),
         migrations.AddField(
-            model_name='indexjob',
-            name='chunks_written',
-            field=models.PositiveIntegerField(default=0, help_text='Chunks written so far: searchable by their words, with or without a vector yet.'),
+            model_name="indexjob",
+            name="chunks_written",
+            field=models.PositiveIntegerField(
+                default=0, help_text="Chunks written so far: searchable by their words, with or without a vector yet."
+            ),
         ),
         migrations.AlterField(
-            model_name='indexjob',
-            name='chunks_queued',
-            field=models.PositiveIntegerField(default=0, help_text='Chunks this job embeds (embedded or waiting for their vectors).'),
+            model_name="indexjob",
+            name="chunks_queued",
+            field=models.PositiveIntegerField(
+                default=0, help_text="Chunks this job embeds (embedded or waiting for their vectors)."
+            ),
         ),
         migrations.AddIndex(
-            model_name='chunk',
-            index=models.Index(condition=models.Q(('vector_pending', True)), fields=['source', 'generation', 'id'], name='sources_chunk_vector_pending'),
+            model_name="chunk",
+            index=models.Index(
+                condition=models.Q(("vector_pending", True)),
+                fields=["source", "generation", "id"],
+                name="sources_chunk_vector_pending",
+            ),
         ),
     ]

@@ -247,7 +247,7 @@ class _Run:
             # E.g. the commit each chunk was read at: hits, /context and the viewer show it and build the permalink.
             chunks = [replace(chunk, metadata={**chunk.metadata, **entry.metadata}) for chunk in chunks]
         self.job.files_changed += 1
-        self.job.chunks_queued += len(chunks)  # an estimate while words first: chunks whose text is unchanged keep theirs
+        self.job.chunks_queued += len(chunks)  # words first: an estimate (unchanged chunks keep their vectors)
         self._store(
             Document(
                 source=plan.source,

@@ -99,7 +99,7 @@ def _pending(positions: list[Position], paths: list[str] | None):
 
 
 def _batches(positions: list[Position], paths: list[str] | None, *, size: int) -> Iterator[_Rows]:
-    """The pending chunks, one model's at a time, ``size`` per batch, by id (keyset: each read starts after the last)."""
+    """The pending chunks, a model at a time, ``size`` per batch, by id (keyset: each read starts after the last)."""
     for position in positions:
         last = 0
         while True:
