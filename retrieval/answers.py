@@ -147,6 +147,7 @@ def _hit_out(rank: int, hit: Hit, tools: dict[int, Tool], templates: dict[int, s
         tool=tool.openai_schema if tool else None,
         commit=commit,
         permalink=permalink(template, commit=commit, path=chunk.path, start=chunk.start_line, end=chunk.end_line),
+        vector_pending=chunk.vector_pending,
     )
 
 

@@ -47,6 +47,8 @@ class Candidate:
     # ranked them and is what fusion adds; ``score`` stays the cosine to the query, which thresholds, "no good match"
     # and the context's closeness read. None: fusion adds ``score``.
     fusion_score: float | None = None
+    # Lexical candidates: written words first, still waiting for a vector of its own (sources/pipeline/vectors.py).
+    pending: bool = False
 
     @property
     def fused_score(self) -> float:
@@ -90,6 +92,8 @@ def thresholded(lists: list[CandidateList]) -> list[CandidateList]:
 def fused(lists: list[CandidateList], *, method: FusionMethod, lexical_weight: float, rrf_k: int) -> list[Scored]:
     """One order for several lists (lexical + vector, or several models' vector lists); one list keeps its own."""
     where = {c.chunk_id: (c.source_id, c.path, c.symbol, c.language) for found in lists for c in found.candidates}
+    if len(lists) > 1 and (waiting := words_only(lists)) is not None:
+        lists = [*lists, waiting]
     if len(lists) <= 1:
         pairs = [(c.chunk_id, c.score) for found in lists for c in found.candidates]
     else:
@@ -107,6 +111,35 @@ def fused(lists: list[CandidateList], *, method: FusionMethod, lexical_weight: f
                 weights=weights,
             )
     return [Scored(chunk_id, score, *where[chunk_id]) for chunk_id, score in pairs]
+
+
+WAITING = Channel(ChannelKind.VECTOR, 0)  # no model has id 0: the stand-in list of the chunks waiting for vectors
+
+
+def words_only(lists: list[CandidateList]) -> CandidateList | None:
+    """A vector list's stand-in for chunks found by words that have no vector yet, or None when there are none.
+
+    A chunk written words first (a new root still being embedded) is in no vector list, and fusion would rank it
+    below every chunk both channels found. Here it gets, in place of a cosine, the best vector score of the query
+    scaled by its share of the best lexical score: so it ranks by its lexical score alone, on the fused scale.
+    """
+    vector = [c for found in lists if found.channel.kind == ChannelKind.VECTOR for c in found.candidates]
+    lexical = [c for found in lists if found.channel.kind == ChannelKind.LEXICAL for c in found.candidates]
+    seen = {c.chunk_id for c in vector}
+    waiting = [c for c in lexical if c.pending and c.chunk_id not in seen]
+    if not waiting or not vector:
+        return None
+    top_vector = max(c.fused_score for c in vector)
+    top_lexical = max(c.score for c in lexical)
+    if top_lexical <= 0:
+        return None
+    return CandidateList(
+        WAITING,
+        tuple(
+            replace(c, rank=rank, score=top_vector * c.score / top_lexical, fusion_score=None)
+            for rank, c in enumerate(waiting, start=1)
+        ),
+    )
 
 
 def best_per_source(order: Iterable[Scored]) -> list[Scored]:

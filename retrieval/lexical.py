@@ -323,7 +323,7 @@ def impact_bound(impact: float, *, average_length: float) -> float:
 
 
 def _candidates(sql: str, params: dict) -> list[Candidate]:
-    """Rows of (chunk id, score, source id, path, symbol, language), best first."""
+    """Rows of (chunk id, score, source id, path, symbol, language, vector pending), best first."""
     with read_connection().cursor() as cursor:
         cursor.execute(sql, params)
         rows = cursor.fetchall()
@@ -336,8 +336,9 @@ def _candidates(sql: str, params: dict) -> list[Candidate]:
             path=path,
             symbol=symbol,
             language=language,
+            pending=pending,
         )
-        for rank, (chunk_id, score, source_id, path, symbol, language) in enumerate(rows, start=1)
+        for rank, (chunk_id, score, source_id, path, symbol, language, pending) in enumerate(rows, start=1)
     ]
 
 
@@ -580,7 +581,7 @@ _BM25 = """
         ) AS x
         WHERE NOT r.done
     )
-    SELECT best.chunk_id, best.score, c.source_id, c.path, c.symbol, c.language
+    SELECT best.chunk_id, best.score, c.source_id, c.path, c.symbol, c.language, c.vector_pending
     FROM rounds r CROSS JOIN LATERAL unnest(r.ids, r.scores) WITH ORDINALITY AS best(chunk_id, score, rank)
     JOIN {chunk} c ON c.id = best.chunk_id
     WHERE r.done
@@ -599,7 +600,8 @@ _TS_RANK = """
     WITH q AS (
         SELECT string_agg(quote_literal(lexeme), ' | ')::tsquery AS query FROM ({lexemes}) AS words
     )
-    SELECT c.id, ts_rank(c.search_vector, q.query, 1) AS score, c.source_id, c.path, c.symbol, c.language
+    SELECT c.id, ts_rank(c.search_vector, q.query, 1) AS score, c.source_id, c.path, c.symbol, c.language,
+           c.vector_pending
     FROM {chunk} c JOIN {source} s ON s.id = c.source_id, q
     WHERE c.search_vector @@ q.query AND {where}
       AND (NOT %(operators)s OR c.search_vector @@ websearch_to_tsquery('english', %(query)s))
@@ -631,9 +633,9 @@ def _substring(
 
 _SUBSTRING = """
     SELECT id, (length(content) - length(replace(lower(content), lower(%(query)s), ''))) / length(%(query)s) AS score,
-           source_id, path, symbol, language
+           source_id, path, symbol, language, vector_pending
     FROM (
-        SELECT c.id, c.content, c.source_id, c.path, c.symbol, c.language
+        SELECT c.id, c.content, c.source_id, c.path, c.symbol, c.language, c.vector_pending
         FROM {chunk} c JOIN {source} s ON s.id = c.source_id
         WHERE {where} ORDER BY c.id DESC LIMIT %(scan)s
     ) AS newest

@@ -148,6 +148,11 @@ class HitOut(Schema):
     tool: dict | None = Field(None, description="For tool hits: the full schema in OpenAI function format.")
     commit: str = Field("", description="Git roots: the commit the chunk was indexed at.")
     permalink: str = Field("", description="Git roots with a permalink template: a link to these lines at that commit.")
+    vector_pending: bool = Field(
+        False,
+        description="The chunk was written words first and waits for its vector (its root is being embedded): "
+        "found and ranked by its words alone, or by the vector of the text it replaced.",
+    )
 
 
 class SearchOut(Schema):

@@ -195,6 +195,13 @@ def chunks_search(
             ranked, _vectors(ranked, rows), lambda_=config.mmr_lambda if mmr_lambda is None else mmr_lambda, k=k
         )
     hits = _explained(ranked[:k], rows, lists=lists, fused=order if len(lists) > 1 else [], reranked=reranked)
+    if waiting := sum(hit.chunk.vector_pending for hit in hits):
+        warnings.append(
+            f"{waiting} of these hits wait for their vectors (their root is being embedded): ranked by their words"
+            if mode.lexical
+            else f"{waiting} of these hits wait for their vectors (their root is being embedded): found by the vector "
+            "of the text they replaced; chunks with no vector yet are found by words only (mode hybrid or lexical)"
+        )
     _timed_add(timings, "search", time.perf_counter() - started)
     metrics.search_observe(mode=mode.value, timings_ms=timings)
     return SearchResult(hits=hits, warnings=warnings, timings=timings)

@@ -127,7 +127,13 @@ def test_vectors_of_another_size_than_the_model_are_refused_with_a_clear_error(a
     job = index_root(root, force=False)
     assert job.status == JobStatus.FAILED
     assert f"api:{name} answered with 48-dimensional vectors, but the model has 64 dimensions" in job.message
-    assert set(Chunk.objects.filter(source__key=f"root:{root.pk}").values_list("pk", flat=True)) == before
+    # Nothing of another size was stored: the edited file's new text is searchable by its words and keeps its
+    # former 64-dimensional vector, waiting for one of its own; the other files are the rows they were.
+    rows = Chunk.objects.filter(source__key=f"root:{root.pk}")
+    assert {len(c.embedding) for c in rows} == {64}
+    edited = rows.get(path="zebra.py")
+    assert "list(stripes)" in edited.content and edited.vector_pending
+    assert set(rows.exclude(path="zebra.py").values_list("pk", flat=True)) < before
 
     with pytest.raises(EmbeddingError, match="48-dimensional"):
         embedder_for(provider="api", name=name).embed(["a query"])
