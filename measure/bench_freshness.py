@@ -19,7 +19,6 @@ import hmac
 import os
 import shutil
 import subprocess
-import sys
 import time
 import uuid
 from collections.abc import Callable
@@ -32,19 +31,16 @@ from django.conf import settings
 from django.db.models import F
 
 from kernel.errors import ApplicationError
-from rag_site.celery import app
-from rag_site.embedded import Broker
-from rag_site.management.commands.rag_run import worker_command
+from measure.bench_workers import until as _until
+from measure.bench_workers import wait, workers_started
 from rag_site.supervisor import Supervisor
 from sources import git_hooks, git_roots, jobs, tasks
 from sources.config import git_config
 from sources.models import ACTIVE_JOB_STATUSES, Chunk, IndexJob, JobStatus, Skill, WorkspaceRoot
-from sources.queues import BULK, INTERACTIVE
 
 PREFIX = "bench-freshness"
 # Files of the watched root: small, so its own first index is quick.
 WATCHED_FILES = 40
-POLL_SECONDS = 0.05
 GIT_FILES = 10  # changed by each pushed commit: the "push of 10 changed files"
 _GIT_ENV = {
     "GIT_AUTHOR_NAME": "Bench",
@@ -90,73 +86,76 @@ def freshness_bench(options: FreshnessOptions, *, log: Callable[[str], None] = p
         (watched_dir / f"module_{i}.py").write_text(f"def module_{i}():\n    return 'module {i}'\n")
     base_dirs = [*settings.RAG_ROOT_BASE_DIRS, str(base.resolve())]
     settings.RAG_ROOT_BASE_DIRS = base_dirs  # this process only checks what the children are told below
-    env = {**os.environ, "RAG_ROOT_BASE_DIRS": ",".join(base_dirs), "RAG_WATCH": "true"}
+    env = {"RAG_ROOT_BASE_DIRS": ",".join(base_dirs), "RAG_WATCH": "true"}
     watched = WorkspaceRoot.objects.create(
         name=f"{PREFIX} watched", path=str(watched_dir.resolve()), cooldown_seconds=0, reverify_minutes=0, watch=True
     )
-    broker = None
-    if not settings.REDIS_URL:
-        # No `make run` to join: a Valkey of the bench's own, as make run would start.
-        broker = Broker(Path(settings.VAR_DIR) / f"{PREFIX}-valkey")
-        env["REDIS_URL"] = broker.start()
-        app.conf.broker_url = env["REDIS_URL"]
-    supervisor = Supervisor(log_dir=Path(settings.VAR_DIR) / "log" / PREFIX)
-    python = sys.executable
-    hostname = f"{PREFIX}-{uuid.uuid4().hex[:6]}"
     report: dict = {"options": _fields(options)}
     try:
-        # One worker per queue, as make run starts them: saves and watched changes never wait behind the bulk job.
-        for queue, concurrency in ((BULK, options.concurrency), (INTERACTIVE, 1)):
-            command = worker_command(python=python, queue=queue, concurrency=concurrency)
-            command = [arg for arg in command if not arg.startswith("--hostname=")]
-            command += ["--without-gossip", "--without-mingle", f"--hostname={hostname}-{queue}@%h"]
-            supervisor.start(f"worker-{queue}", command, env=env)
-        supervisor.start("watcher", [python, str(Path(settings.BASE_DIR) / "manage.py"), "rag_watch"], env=env)
-        for queue in (BULK, INTERACTIVE):
-            _wait(partial(_worker_up, f"{hostname}-{queue}", supervisor), 180, f"the {queue} worker")
-        log(
-            f"workers up (bulk: {options.concurrency} process(es), interactive: 1); "
-            f"indexing the watched root ({WATCHED_FILES} files) ..."
-        )
-        _job_done(_job_request(watched.pk), options.timeout * 2)
-        watcher_log = supervisor.log_path("watcher")
-        _wait(lambda: str(watched_dir.resolve()) in _text(watcher_log), 60, "the watcher to watch the root")
-
-        log(f"idle: {options.rounds} edits, creates, renames and deletes ...")
-        report["idle"] = _changes(watched, watched_dir, options, tag="idle")
-        git_root, work = _git_root(base)
-        _job_done(_job_request(git_root.pk), options.timeout * 2)
-        log(f"idle: {options.rounds} pushes of {GIT_FILES} files, and push events with no new commit ...")
-        report["idle"].update(_pushes(git_root, work, options, tag="idle"))
-
-        for i in range(options.bulk_files):
-            (bulk_dir / f"pkg_{i // 200}").mkdir(parents=True, exist_ok=True)
-            (bulk_dir / f"pkg_{i // 200}" / f"bulk_{i}.py").write_text(BULK_PY.format(i=i, topic=TOPICS[i % 7]))
-        bulk = WorkspaceRoot.objects.create(
-            name=f"{PREFIX} bulk", path=str(bulk_dir.resolve()), cooldown_seconds=0, reverify_minutes=0, watch=False
-        )
-        bulk_job = _job_request(bulk.pk)
-        _wait(lambda: _status(bulk_job) == JobStatus.RUNNING, options.timeout, "the bulk job to start")
-        log(f"beside a bulk job ({options.bulk_files} files): the same changes, then skills saved ...")
-        report["bulk"] = _changes(watched, watched_dir, options, tag="bulk", bulk_job=bulk_job)
-        report["bulk"].update(_pushes(git_root, work, options, tag="bulk"))
-        report["bulk"]["skill saved"] = _skills(options, bulk_job)
-        bulk_final = IndexJob.objects.get(pk=bulk_job)
-        report["bulk_job"] = {
-            "status": bulk_final.status,
-            "chunks_embedded": bulk_final.chunks_embedded,
-            "files_total": bulk_final.files_total,
-        }
-        if bulk_final.status in ACTIVE_JOB_STATUSES:
-            jobs.job_cancel(job_id=bulk_job, by="rag_bench freshness (done measuring)")
+        with workers_started(PREFIX, env=env, concurrency=options.concurrency, watcher=True) as supervisor:
+            _measure(
+                options,
+                report,
+                watched=watched,
+                watched_dir=watched_dir,
+                bulk_dir=bulk_dir,
+                base=base,
+                supervisor=supervisor,
+                log=log,
+            )
     finally:
-        supervisor.stop_all(timeout=30)
         Skill.objects.filter(slug__startswith=PREFIX).delete()
         WorkspaceRoot.objects.filter(name__startswith=PREFIX).delete()
         shutil.rmtree(base, ignore_errors=True)
-        if broker is not None:
-            broker.stop()
     return report
+
+
+def _measure(
+    options: FreshnessOptions,
+    report: dict,
+    *,
+    watched: WorkspaceRoot,
+    watched_dir: Path,
+    bulk_dir: Path,
+    base: Path,
+    supervisor: Supervisor,
+    log: Callable[[str], None],
+) -> None:
+    log(
+        f"workers up (bulk: {options.concurrency} process(es), interactive: 1); "
+        f"indexing the watched root ({WATCHED_FILES} files) ..."
+    )
+    _job_done(_job_request(watched.pk), options.timeout * 2)
+    watcher_log = supervisor.log_path("watcher")
+    _wait(lambda: str(watched_dir.resolve()) in _text(watcher_log), 60, "the watcher to watch the root")
+
+    log(f"idle: {options.rounds} edits, creates, renames and deletes ...")
+    report["idle"] = _changes(watched, watched_dir, options, tag="idle")
+    git_root, work = _git_root(base)
+    _job_done(_job_request(git_root.pk), options.timeout * 2)
+    log(f"idle: {options.rounds} pushes of {GIT_FILES} files, and push events with no new commit ...")
+    report["idle"].update(_pushes(git_root, work, options, tag="idle"))
+
+    for i in range(options.bulk_files):
+        (bulk_dir / f"pkg_{i // 200}").mkdir(parents=True, exist_ok=True)
+        (bulk_dir / f"pkg_{i // 200}" / f"bulk_{i}.py").write_text(BULK_PY.format(i=i, topic=TOPICS[i % 7]))
+    bulk = WorkspaceRoot.objects.create(
+        name=f"{PREFIX} bulk", path=str(bulk_dir.resolve()), cooldown_seconds=0, reverify_minutes=0, watch=False
+    )
+    bulk_job = _job_request(bulk.pk)
+    _wait(lambda: _status(bulk_job) == JobStatus.RUNNING, options.timeout, "the bulk job to start")
+    log(f"beside a bulk job ({options.bulk_files} files): the same changes, then skills saved ...")
+    report["bulk"] = _changes(watched, watched_dir, options, tag="bulk", bulk_job=bulk_job)
+    report["bulk"].update(_pushes(git_root, work, options, tag="bulk"))
+    report["bulk"]["skill saved"] = _skills(options, bulk_job)
+    bulk_final = IndexJob.objects.get(pk=bulk_job)
+    report["bulk_job"] = {
+        "status": bulk_final.status,
+        "chunks_embedded": bulk_final.chunks_embedded,
+        "files_total": bulk_final.files_total,
+    }
+    if bulk_final.status in ACTIVE_JOB_STATUSES:
+        jobs.job_cancel(job_id=bulk_job, by="rag_bench freshness (done measuring)")
 
 
 def _fields(options: FreshnessOptions) -> dict:
@@ -305,24 +304,8 @@ def _has(root: WorkspaceRoot, path: str, token: str = "") -> bool:
     return found.exists()
 
 
-def _until(done: Callable[[], bool], timeout: float) -> float | None:
-    start = time.monotonic()
-    while time.monotonic() - start < timeout:
-        if done():
-            return time.monotonic() - start
-        time.sleep(POLL_SECONDS)
-    return None
-
-
 def _wait(done: Callable[[], bool], timeout: float, what: str) -> None:
-    if _until(done, timeout) is None:
-        raise ApplicationError(f"rag_bench freshness: timed out after {timeout:.0f} s waiting for {what}")
-
-
-def _worker_up(hostname: str, supervisor: Supervisor) -> bool:
-    for line in supervisor.check():
-        raise ApplicationError(f"rag_bench freshness: {line}")
-    return any(host.startswith(f"{hostname}@") for reply in app.control.ping(timeout=1.0) for host in reply)
+    wait(done, timeout, what, prefix="freshness")
 
 
 def _job_request(root_id: int) -> int:

@@ -2,6 +2,8 @@
 (sources/outcomes.py), read from the stored fields only, so the job page, the roots list, the overview, the API
 and ``rag_index --wait`` show the same numbers for the same row."""
 
+from dataclasses import dataclass
+
 from sources.models import IndexJob
 from sources.outcomes import JobFacts, Outcome, job_outcome
 from sources.progress import Counters, Progress, progress_read
@@ -42,3 +44,33 @@ def job_progress_read(job: IndexJob) -> Progress:
 def job_outcome_read(job: IndexJob) -> Outcome | None:
     """What a finished job did (None while it is queued or running)."""
     return job_outcome(job_facts(job))
+
+
+@dataclass(frozen=True, slots=True)
+class Searchable:
+    """How much of a job's work search can already find: by words (written words first) and by meaning (embedded)."""
+
+    files_by_words: int  # files written this run or unchanged since the last one
+    files_total: int
+    chunks_by_words: int  # chunks written this run
+    chunks_by_meaning: int  # of the chunks this run embeds, those with their vector
+    chunks_to_embed: int
+
+    @property
+    def text(self) -> str:
+        words = f"Searchable by words: {self.files_by_words:,} of {self.files_total:,} files"
+        if self.chunks_by_words:
+            words += f" ({self.chunks_by_words:,} chunks written)"
+        if not self.chunks_to_embed:
+            return words
+        return f"{words} · by meaning: {self.chunks_by_meaning:,} of {self.chunks_to_embed:,} chunks"
+
+
+def job_searchable(job: IndexJob) -> Searchable:
+    return Searchable(
+        files_by_words=job.files_changed + job.files_unchanged,
+        files_total=job.files_total,
+        chunks_by_words=job.chunks_written,
+        chunks_by_meaning=job.chunks_embedded,
+        chunks_to_embed=max(job.chunks_queued, job.chunks_embedded),
+    )

@@ -176,17 +176,20 @@ def index_overview(*, scope: Scope) -> dict:
         .values("kind")
         .annotate(sources=Count("pk", distinct=True), enabled=Count("pk", filter=Q(enabled=True), distinct=True))
     }
-    chunks = dict(
-        Chunk.objects.filter(generation=F("source__active_generation"), source__in=visible)
+    chunks = {
+        kind: (n, waiting)
+        for kind, n, waiting in Chunk.objects.filter(generation=F("source__active_generation"), source__in=visible)
         .values_list("source__kind")
-        .annotate(n=Count("pk"))
-    )
+        .annotate(n=Count("pk"), waiting=Count("pk", filter=Q(vector_pending=True)))
+    }
     rows = [
         {
             "kind": label,
             "sources": kinds.get(kind, {}).get("sources", 0),
             "enabled": kinds.get(kind, {}).get("enabled", 0),
-            "chunks": chunks.get(kind, 0),
+            "chunks": chunks.get(kind, (0, 0))[0],
+            # Written words first and searchable by their words; by meaning once their vectors exist.
+            "waiting": chunks.get(kind, (0, 0))[1],
         }
         for kind, label in Source.Kind.choices
         if kind != Source.Kind.DATASET

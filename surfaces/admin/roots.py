@@ -19,7 +19,7 @@ from sources import git, git_hooks, git_roots, jobs, tasks
 from sources.config import git_config, web_limits, webhook_key
 from sources.connectors.web import web_url_problem
 from sources.git_credentials import credential_names, git_remote_problems, legacy_advice
-from sources.job_report import job_outcome_read, job_progress_read
+from sources.job_report import job_outcome_read, job_progress_read, job_searchable
 from sources.models import ACTIVE_JOB_STATUSES, IndexJob, JobStatus, Segment, Tool, WorkspaceRoot
 from sources.outcomes import by_kind_words, left_out_words
 from sources.progress import phase_steps
@@ -421,6 +421,7 @@ class IndexJobAdmin(ScopedAdminMixin, admin.ModelAdmin):
         "attempt",
         "files_changed",
         "files_skipped",
+        "chunks_written",
         "chunks_embedded",
         "created_at",
         "finished_at",
@@ -523,6 +524,7 @@ def _live_context(job: IndexJob, *, may_cancel: bool) -> dict:
         "active": job.status in ACTIVE_JOB_STATUSES,
         "may_cancel": may_cancel,
         "progress": progress,
+        "searchable": job_searchable(job),
         "percent": progress.percent,
         "outcome": job_outcome_read(job),
         "phases": phase_steps(progress.phase),

@@ -81,13 +81,14 @@ def test_a_running_job_s_progress_line_shows_its_phase_files_chunks_percent_rate
         files_total=200,
         files_seen=100,
         chunks_queued=400,
+        chunks_written=400,
         chunks_embedded=200,
         phase="embedding",
         progress_mark=0.25,
         progress_samples=[[1000.0, 100, 100], [1010.0, 100, 200]],
     )
     assert progress_line(job, None) == (
-        "repo: job 7 [######..................]  25%  embedding  files 100/200  chunks 200 embedded  "
+        "repo: job 7 [######..................]  25%  embedding  files 100/200  chunks 400 written, 200 embedded  "
         "10.0 chunks/s  about 1 min left"
     )
 

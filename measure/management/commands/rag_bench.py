@@ -21,16 +21,28 @@ class Command(BaseCommand):
         "`freshness`: seconds from a change in a watched root to search (edit, create, rename, delete), a git push "
         "of 10 files through the webhook and one with no new commit, idle and "
         "beside a bulk job, and a skill saved meanwhile. "
-        "`answers`: search latency alone and beside --streams streamed answers from a slow fake chat model."
+        "`answers`: search latency alone and beside --streams streamed answers from a slow fake chat model. "
+        "`searchable PATH`: seconds from saving a root on PATH to its first file and to all of it searchable by "
+        "words, and to all of it by meaning."
     )
 
     def add_arguments(self, parser) -> None:
         parser.add_argument(
             "what",
-            choices=["chunk", "index", "search", "login-flood", "slowloris", "extract", "freshness", "answers"],
+            choices=[
+                "chunk",
+                "index",
+                "search",
+                "login-flood",
+                "slowloris",
+                "extract",
+                "freshness",
+                "answers",
+                "searchable",
+            ],
             help="What to measure.",
         )
-        parser.add_argument("path", type=Path, nargs="?", help="chunk, index, extract: the source tree.")
+        parser.add_argument("path", type=Path, nargs="?", help="chunk, index, extract, searchable: the source tree.")
         parser.add_argument("--json", action="store_true", help="Print one JSON object instead of a table.")
         parser.add_argument("--max-chars", type=int, default=1500)
         parser.add_argument("--overlap", type=int, default=200)
@@ -86,6 +98,13 @@ class Command(BaseCommand):
             "--first-token", type=float, default=3.0, help="The fake model's silence before it writes (default 3 s)."
         )
         answers.add_argument("--pace", type=float, default=0.25, help="Seconds between its deltas (default 0.25).")
+        searchable = parser.add_argument_group("searchable (also --concurrency, --yes)")
+        searchable.add_argument(
+            "--until",
+            choices=["words", "meaning"],
+            default="meaning",
+            help="Stop once all is searchable by words (then a minute more, for the embedding pace), or by meaning.",
+        )
         fresh = parser.add_argument_group("freshness")
         fresh.add_argument("--rounds", type=int, default=20, help="Changes of each kind per phase (default 20).")
         fresh.add_argument(
@@ -120,6 +139,9 @@ class Command(BaseCommand):
         if what == "index":
             self._index(path, as_json=json)
             return
+        if what == "searchable":
+            self._searchable(path, as_json=json, **options)
+            return
         if what == "extract":
             self._extract(path, as_json=json)
             return
@@ -135,6 +157,35 @@ class Command(BaseCommand):
         self.stdout.write(f"  {'language':<12} {'files':>7} {'chunks':>8}")
         for language, chunks in result.by_language.most_common():
             self.stdout.write(f"  {language:<12} {result.files_by_language[language]:>7} {chunks:>8}")
+
+    def _searchable(self, path: Path, *, as_json: bool, until: str, concurrency: int | None, yes: bool, **_) -> None:
+        from django.conf import settings
+        from django.core.management import call_command
+
+        from measure.bench_search import database_is_embedded
+        from measure.bench_searchable import searchable_bench, searchable_table
+
+        if not yes and not database_is_embedded():
+            raise CommandError(
+                "this database is not this checkout's embedded one (var/postgres): the bench adds and removes a "
+                "root named bench-searchable. Pass --yes to go ahead."
+            )
+        call_command("migrate", verbosity=0)
+        try:
+            report = searchable_bench(
+                path,
+                concurrency=concurrency or settings.RAG_WORKER_CONCURRENCY,
+                until=until,
+                log=lambda line: self.stderr.write(line),
+            )
+        except ApplicationError as exc:
+            raise CommandError(exc.message) from exc
+        if as_json:
+            self.stdout.write(_json(report))
+            return
+        self.stdout.write("time to searchable (wall clock, on whatever else this machine is doing)")
+        for line in searchable_table(report):
+            self.stdout.write(line)
 
     def _answers(self, *, as_json: bool, **options) -> None:
         from django.core.management import call_command

@@ -44,7 +44,8 @@ def progress_line(job: IndexJob, ahead: int | None) -> str:
         pace += f"  about {duration(progress.eta_seconds)} left"
     return (
         f"{where} [{'#' * filled}{'.' * (BAR_WIDTH - filled)}] {progress.percent:3d}%  {progress.phase}  "
-        f"files {job.files_seen:,}/{job.files_total:,}  chunks {job.chunks_embedded:,} embedded{pace}"
+        f"files {job.files_seen:,}/{job.files_total:,}  chunks {job.chunks_written:,} written, "
+        f"{job.chunks_embedded:,} embedded{pace}"
     )
 
 
