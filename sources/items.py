@@ -10,11 +10,12 @@ through the connector pipeline (sources/pipeline.py).
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from sources import ingest, memories, services, tools, uploads
 from sources.config import IndexingConfig
 from sources.ingest import IndexOutcome, ItemModel
-from sources.models import Memory, Skill, Tool, UploadedDocument
+from sources.models import Memory, Skill, Source, Tool, UploadedDocument
 from sources.queues import ITEM_QUEUES
 
 # (pk, force, config) -> what indexing did; None when the row was deleted after it was queued.
@@ -26,8 +27,14 @@ class ItemKind:
     name: str
     model: ItemModel
     index: Index
+    # As a row is saved (its scope and enabled flag apply to search at once) and before it is deleted; the one pair
+    # of signal receivers (sources/signals.py) calls them for every kind.
+    source_sync: Callable[[Any], object]
+    deleting: Callable[[Any], None]
     # Before a forced send: what makes even a task re-sent without its options (after a broker outage) re-embed.
     forget: Callable[[int], None] | None = None
+    # Whether a save with these ``update_fields`` (None: a whole save) may have changed what is indexed.
+    reindexes: Callable[[frozenset[str] | None], bool] = lambda update_fields: True
 
     @property
     def queue(self) -> str:
@@ -38,6 +45,11 @@ class ItemKind:
         ingest.item_failed(self.model, pk, reason)
 
 
+def _document_deleting(document: UploadedDocument) -> None:
+    uploads.document_delete_source(document_id=document.pk)
+    uploads.document_delete_file(document)
+
+
 ITEM_KINDS: dict[str, ItemKind] = {
     kind.name: kind
     for kind in (
@@ -45,14 +57,33 @@ ITEM_KINDS: dict[str, ItemKind] = {
             "skill",
             Skill,
             lambda pk, force, config: services.skill_index(skill_id=pk, force=force, config=config),
+            source_sync=services.skill_source_sync,
+            deleting=lambda skill: services.skill_delete_source(skill_id=skill.pk),
             forget=lambda pk: services.skill_fingerprint_forget(skill_id=pk),
         ),
-        ItemKind("tool", Tool, lambda pk, force, config: tools.tool_index(tool_id=pk, config=config)),
+        ItemKind(
+            "tool",
+            Tool,
+            lambda pk, force, config: tools.tool_index(tool_id=pk, config=config),
+            source_sync=tools.tool_source_sync,
+            deleting=lambda tool: Source.objects.filter(tool__pk=tool.pk).delete(),
+        ),
         ItemKind(
             "document",
             UploadedDocument,
             lambda pk, force, config: uploads.document_index(document_id=pk, force=force, config=config),
+            source_sync=uploads.document_source_sync,
+            deleting=_document_deleting,
         ),
-        ItemKind("memory", Memory, lambda pk, force, config: memories.memory_index(memory_id=pk, config=config)),
+        ItemKind(
+            "memory",
+            Memory,
+            lambda pk, force, config: memories.memory_index(memory_id=pk, config=config),
+            # Scope, approval, supersession and expiry apply at once; only a new text is embedded again.
+            source_sync=memories.memory_source_sync,
+            deleting=lambda memory: memories.memory_delete_source(memory_id=memory.pk),
+            reindexes=lambda update_fields: update_fields is None or "text" in update_fields,
+        ),
     )
 }
+ITEM_KINDS_BY_MODEL: dict[type, ItemKind] = {kind.model: kind for kind in ITEM_KINDS.values()}

@@ -6,62 +6,31 @@ from django.db import transaction
 from django.db.models.signals import post_delete, post_save, pre_delete
 from django.dispatch import receiver
 
-from sources import git_roots, memories, services, tasks, tools, uploads
+from sources import git_roots, tasks
 from sources.config import git_config
-from sources.models import Memory, Segment, Skill, Source, Tool, UploadedDocument, WorkspaceRoot
+from sources.items import ITEM_KINDS, ITEM_KINDS_BY_MODEL
+from sources.models import Segment, WorkspaceRoot
 from sources.roots import root_sources_sync
 from sources.schedules import root_schedule_delete, root_schedule_sync
 
 
-@receiver(post_save, sender=Skill, dispatch_uid="skill_saved_index")
-def skill_saved(sender, instance: Skill, raw: bool = False, **kwargs) -> None:
-    if not raw:
-        services.skill_source_sync(instance)  # scope and enabled apply at once
-        tasks.item_enqueue(kind="skill", pk=instance.pk)
-
-
-@receiver(pre_delete, sender=Skill, dispatch_uid="skill_deleted_source")
-def skill_deleting(sender, instance: Skill, **kwargs) -> None:
-    services.skill_delete_source(skill_id=instance.pk)
-
-
-@receiver(post_save, sender=Tool, dispatch_uid="tool_saved_index")
-def tool_saved(sender, instance: Tool, raw: bool = False, **kwargs) -> None:
-    if not raw:
-        tools.tool_source_sync(instance)  # scope and enabled apply at once
-        tasks.item_enqueue(kind="tool", pk=instance.pk)
-
-
-@receiver(pre_delete, sender=Tool, dispatch_uid="tool_deleted_source")
-def tool_deleting(sender, instance: Tool, **kwargs) -> None:
-    Source.objects.filter(tool__pk=instance.pk).delete()
-
-
-@receiver(post_save, sender=UploadedDocument, dispatch_uid="document_saved_index")
-def document_saved(sender, instance: UploadedDocument, raw: bool = False, **kwargs) -> None:
-    if not raw:
-        uploads.document_source_sync(instance)  # scope and enabled apply at once
-        tasks.item_enqueue(kind="document", pk=instance.pk)
-
-
-@receiver(pre_delete, sender=UploadedDocument, dispatch_uid="document_deleted_source")
-def document_deleting(sender, instance: UploadedDocument, **kwargs) -> None:
-    uploads.document_delete_source(document_id=instance.pk)
-    uploads.document_delete_file(instance)
-
-
-@receiver(post_save, sender=Memory, dispatch_uid="memory_saved_index")
-def memory_saved(sender, instance: Memory, raw: bool = False, update_fields=None, **kwargs) -> None:
+def item_saved(sender, instance, raw: bool = False, update_fields=None, **kwargs) -> None:
+    """Any item kind's row saved (sources/items.py): its source now, its indexing queued if what it indexes changed."""
     if raw:
         return
-    memories.memory_source_sync(instance)  # scope, approval, supersession and expiry apply at once
-    if update_fields is None or "text" in update_fields:
-        tasks.item_enqueue(kind="memory", pk=instance.pk)  # its text may have changed; anything else is the source's
+    kind = ITEM_KINDS_BY_MODEL[sender]
+    kind.source_sync(instance)  # scope and enabled apply at once
+    if kind.reindexes(None if update_fields is None else frozenset(update_fields)):
+        tasks.item_enqueue(kind=kind.name, pk=instance.pk)
 
 
-@receiver(pre_delete, sender=Memory, dispatch_uid="memory_deleted_source")
-def memory_deleting(sender, instance: Memory, **kwargs) -> None:
-    memories.memory_delete_source(memory_id=instance.pk)
+def item_deleting(sender, instance, **kwargs) -> None:
+    ITEM_KINDS_BY_MODEL[sender].deleting(instance)
+
+
+for _kind in ITEM_KINDS.values():
+    post_save.connect(item_saved, sender=_kind.model, dispatch_uid=f"{_kind.name}_saved_index")
+    pre_delete.connect(item_deleting, sender=_kind.model, dispatch_uid=f"{_kind.name}_deleted_source")
 
 
 @receiver(post_save, sender=WorkspaceRoot, dispatch_uid="root_saved")

@@ -115,6 +115,9 @@ def root_files_summary(*, root: WorkspaceRoot, scope: Scope) -> dict:
     sources = root_sources(root).filter(pk__in=scope.source_ids_sql(enabled_only=False))
     files = IndexedFile.objects.filter(source__in=sources, generation=F("source__active_generation"))
     totals = files.aggregate(files=Count("pk"), chunks=Sum("chunk_count"), last=Max("indexed_at"))
+    waiting = Chunk.objects.filter(
+        source__in=sources, generation=F("source__active_generation"), vector_pending=True
+    ).count()
     shown = list(files.select_related("embedding_model", "source").order_by("path")[:FILES_SHOWN])
     last = root.jobs.first()
     seen = root_path_visible(root=root, scope=scope)
@@ -122,6 +125,7 @@ def root_files_summary(*, root: WorkspaceRoot, scope: Scope) -> dict:
         "files": shown,
         "total_files": totals["files"] or 0,
         "total_chunks": totals["chunks"] or 0,
+        "waiting_chunks": waiting,  # written words first, their vectors still to come
         "last_indexed": totals["last"],
         "more": max((totals["files"] or 0) - len(shown), 0),
         "skipped": [row for row in last.errors if seen(row.get("path", ""))] if last else [],

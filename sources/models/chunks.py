@@ -75,10 +75,10 @@ class Chunk(models.Model):
     # Words first, vectors behind (sources/pipeline/vectors.py): a chunk is written, and searchable by its words, as
     # soon as its file is chunked; its vector follows. Pending: no vector yet, or the vector of the chunk it replaced
     # (a changed file keeps meaning search until its new vectors exist).
-    vector_pending = models.BooleanField(default=False)
+    vector_pending = models.BooleanField(default=False, db_default=False)
     # How its vector was made (sources.ingest.vector_identity: the model and how long texts are embedded): a chunk
     # written again with the same text and identity keeps its vector instead of being embedded again.
-    embedded_as = models.CharField(max_length=64, blank=True, default="")
+    embedded_as = models.CharField(max_length=64, blank=True, default="", db_default="")
     embedding_model = models.ForeignKey(EmbeddingModel, null=True, on_delete=models.PROTECT, related_name="chunks")
     # The chunker identity that made it (sources.chunking.chunker_identity); "2" on rows from before per-strategy
     # versions (migration 0021). Informational: the fingerprint decides what is current.

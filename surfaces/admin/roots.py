@@ -39,7 +39,8 @@ def job_badge(job: IndexJob | None) -> str:
         label = jobs.job_state(job, jobs.jobs_ahead([job])[job.pk]).capitalize()
         return status_badge(status=job.status, label=label)
     if job.status == JobStatus.RUNNING:
-        return status_badge(status=job.status, label="Running", detail=f": {job_progress_read(job).summary}")
+        detail = f": {job_progress_read(job).summary} · {job_searchable(job).text}"
+        return status_badge(status=job.status, label="Running", detail=detail)
     outcome = job_outcome_read(job)
     assert outcome is not None  # every status but queued and running is an outcome
     return status_badge(status=outcome.level, label=outcome.title, detail=f": {outcome.text[:240]}")

@@ -22,6 +22,7 @@ def test_progress_never_goes_back_and_the_api_and_the_admin_show_the_same_number
     tree_make(tmp_path / "repo", files=300)
     root = WorkspaceRoot.objects.create(name="repo", path=str(tmp_path / "repo"))
     api_percents, page_percents, agreed, phases = [], [], 0, set()
+    searched_while_embedding = None
     # Small batches: the job beats every 2 s at most, and its counters move between beats.
     with running_worker("progress", RAG_EMBED_BATCH_SIZE="8", RAG_INDEX_FLUSH_CHUNKS="64"):
         job, created = tasks.root_reindex_request(root_id=root.pk, trigger="test")
@@ -41,7 +42,22 @@ def test_progress_never_goes_back_and_the_api_and_the_admin_show_the_same_number
                 assert page_percent == before["percent"], (fragment, before)
                 assert before["progress_text"] in html.unescape(fragment)
                 assert before["progress_text"] in html.unescape(listing)
+                assert before["searchable"] in html.unescape(fragment)
                 agreed += 1
+            if (
+                searched_while_embedding is None
+                and after["status"] == "running"
+                and after["phase"] == "embedding"
+                and after["chunks_embedded"] < after["chunks_queued"]
+            ):
+                # Words first: every file is written and found by its words while the vectors are still coming.
+                assert after["chunks_written"] == after["chunks_queued"] > after["chunks_embedded"], after
+                assert after["searchable"].startswith(f"Searchable by words: {after['files_total']} of 300 files")
+                searched_while_embedding = manage_client.post(
+                    "/api/v1/search",
+                    {"query": "handler_296 request number 296", "mode": "lexical", "k": 3},
+                    content_type="application/json",
+                ).json()
             if after["status"] not in ("queued", "running"):
                 break
     assert after["status"] == JobStatus.SUCCEEDED, after["message"]
@@ -53,4 +69,7 @@ def test_progress_never_goes_back_and_the_api_and_the_admin_show_the_same_number
     assert page_percents[-1] == 100 and len(set(page_percents)) >= 4, page_percents  # it moved on the way
     assert agreed >= 3, agreed
     assert {"reading", "embedding"} & phases, phases
+    assert searched_while_embedding is not None, "the job was never seen embedding"
+    first = searched_while_embedding["hits"][0]
+    assert first["path"] == "app/mod_296.py" and first["vector_pending"] is True, searched_while_embedding
     assert after["outcome"]["title"] == "Succeeded" and after["outcome"]["text"].startswith("300 files indexed")

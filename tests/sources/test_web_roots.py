@@ -44,7 +44,7 @@ class _Handler(SimpleHTTPRequestHandler):
             return None
         self.server.bodies.append(self.path)
         self.send_response(200)
-        self.send_header("Content-Type", "text/plain" if file.suffix == ".txt" else "text/html; charset=utf-8")
+        self.send_header("Content-Type", _content_type(file.name))
         self.send_header("Content-Length", str(len(body)))
         self.send_header("ETag", etag)
         self.end_headers()
@@ -52,6 +52,14 @@ class _Handler(SimpleHTTPRequestHandler):
 
     def log_message(self, format, *args) -> None:  # noqa: A002 - the stdlib's name
         pass
+
+
+def _content_type(name: str) -> str:
+    if name.endswith("-latin1.txt"):
+        return "text/plain; charset=iso-8859-1"
+    if name.endswith("-meta.html"):
+        return "text/html"  # no charset: the page's <meta> names it
+    return "text/plain" if name.endswith(".txt") else "text/html; charset=utf-8"
 
 
 class _Server(ThreadingHTTPServer):
@@ -188,6 +196,35 @@ def test_reading_a_web_root_again_fetches_every_page_and_embeds_none(site, web_r
         "/docs/notes.txt",
     ]
     assert (again.files_unchanged, again.chunks_embedded) == (4, 0), again.message
+
+
+def test_a_page_is_read_in_the_encoding_its_header_or_its_meta_names(site, web_root):
+    from sources.connectors.web.links import page_charset, utf8_body
+
+    directory, _ = site
+    index = directory / "docs" / "index.html"
+    index.write_text(
+        index.read_text().replace("</body>", '<a href="cafe-latin1.txt">Café</a> <a href="quotes-meta.html">Q</a></body>')
+    )
+    (directory / "docs" / "cafe-latin1.txt").write_bytes("Le café crème du héron.\n".encode("latin-1"))
+    (directory / "docs" / "quotes-meta.html").write_bytes(
+        b'<!doctype html><html><head><meta charset="windows-1252"><title>Quotes</title></head>'
+        b"<body><h1>Quotes</h1><p>The \x93booming\x94 bittern \x96 a heron.</p></body></html>"
+    )
+    job = index_root(web_root, force=False)
+    assert job.status == JobStatus.SUCCEEDED and job.files_failed == 0, (job.message, job.errors)
+    base = web_root.web_url
+    assert "Le café crème du héron." in Chunk.objects.get(path=base + "cafe-latin1.txt").content
+    assert "The \u201cbooming\u201d bittern \u2013 a heron." in Chunk.objects.get(path=base + "quotes-meta.html").content
+
+    # A byte order mark, then the header, then (HTML) a <meta> in the first 1,024 bytes; Latin-1 read as browsers do.
+    assert page_charset("\ufeffhi".encode("utf-8"), header="iso-8859-1", html=True) == "utf-8"
+    assert page_charset(b"<meta charset=koi8-r>", header="", html=True) == "koi8-r"
+    assert page_charset(b"<meta charset=koi8-r>", header="utf-8", html=True) == "utf-8"
+    assert page_charset(b"<meta charset=koi8-r>", header="", html=False) == "utf-8"
+    assert page_charset(b"x" * 2000 + b"<meta charset=koi8-r>", header="", html=True) == "utf-8"
+    assert page_charset(b"", header="no-such-charset", html=False) == "utf-8"
+    assert utf8_body(b"\x80 euro", header="ISO-8859-1", html=False) == "\u20ac euro".encode()
 
 
 # --- Python's documentation (Debian's python3-doc), served by `python -m http.server` ---------------------------

@@ -21,7 +21,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from sources.config import IndexingConfig, web_limits
 from sources.connectors.base import KEPT, Connector, Item, Skipped
 from sources.connectors.web.crawl import FETCHED, GONE, SKIPPED, UNCHANGED, CrawlLimits, Page, Validators, crawl
-from sources.connectors.web.links import HTML_TYPES
+from sources.connectors.web.links import HTML_TYPES, utf8_body
 from sources.connectors.web.robots import DISALLOWED
 from sources.models import IndexJob, WorkspaceRoot
 
@@ -80,7 +80,10 @@ class WebConnector(Connector):
 
     def read(self, item: Item) -> bytes | Skipped:
         page = self.pages.pop(item.path, None)
-        return Skipped(item.path, KEPT) if page is None else page.body
+        if page is None:
+            return Skipped(item.path, KEPT)
+        # Read in the page's own encoding (its Content-Type, or a <meta> charset): every reader expects UTF-8.
+        return utf8_body(page.body, header=page.charset, html=page.content_type in HTML_TYPES)
 
     def summary(self) -> str:
         counts = self.counts

@@ -8,6 +8,7 @@ and only they are parsed. The pass is linear in the page: no pattern there can b
 which a hostile page (thousands of unclosed "<a") would turn into minutes.
 """
 
+import codecs
 import re
 from collections.abc import Iterator
 from html.parser import HTMLParser
@@ -75,6 +76,41 @@ def decode(body: bytes, charset: str) -> str:
         return body.decode(charset or "utf-8", errors="replace")
     except LookupError:
         return body.decode("utf-8", errors="replace")
+
+
+# <meta charset="..."> or <meta http-equiv="Content-Type" content="text/html; charset=...">, within the first bytes
+# of the page as HTML says to look for it (the "prescan" reads 1,024 bytes).
+_META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9._:-]+)""", re.IGNORECASE)
+_PRESCAN_BYTES = 1024
+
+
+def page_charset(body: bytes, *, header: str, html: bool) -> str:
+    """The page's character encoding as a browser finds it: a byte order mark, then the Content-Type's charset, then
+    (HTML) a <meta> charset in its first 1,024 bytes; "utf-8" when none names a known one."""
+    for mark, name in ((b"\xef\xbb\xbf", "utf-8"), (b"\xff\xfe", "utf-16-le"), (b"\xfe\xff", "utf-16-be")):
+        if body.startswith(mark):
+            return name
+    declared = [header]
+    if html and (found := _META_CHARSET.search(body[:_PRESCAN_BYTES])):
+        declared.append(found.group(1).decode("ascii"))
+    for name in declared:
+        try:
+            found = codecs.lookup(name).name if name else ""
+        except LookupError:
+            continue
+        if found:
+            # As browsers do (the WHATWG Encoding standard): a page labelled Latin-1 or ASCII is read as Windows-1252.
+            return "cp1252" if found in ("latin-1", "iso8859-1", "ascii") else found
+    return "utf-8"
+
+
+def utf8_body(body: bytes, *, header: str, html: bool) -> bytes:
+    """The body in UTF-8, which every reader expects (a page in Latin-1 or Windows-1252 is common on the web)."""
+    charset = page_charset(body, header=header, html=html) or "utf-8"
+    if charset == "utf-8":
+        return body
+    text = body.decode(charset, errors="replace").lstrip("\ufeff")
+    return text.encode("utf-8")
 
 
 def page_links(body: bytes, *, url: str, charset: str = "") -> tuple[str, ...]:
