@@ -203,9 +203,8 @@ def test_a_page_is_read_in_the_encoding_its_header_or_its_meta_names(site, web_r
 
     directory, _ = site
     index = directory / "docs" / "index.html"
-    index.write_text(
-        index.read_text().replace("</body>", '<a href="cafe-latin1.txt">Café</a> <a href="quotes-meta.html">Q</a></body>')
-    )
+    links = '<a href="cafe-latin1.txt">Café</a> <a href="quotes-meta.html">Q</a></body>'
+    index.write_text(index.read_text().replace("</body>", links))
     (directory / "docs" / "cafe-latin1.txt").write_bytes("Le café crème du héron.\n".encode("latin-1"))
     (directory / "docs" / "quotes-meta.html").write_bytes(
         b'<!doctype html><html><head><meta charset="windows-1252"><title>Quotes</title></head>'
@@ -215,7 +214,8 @@ def test_a_page_is_read_in_the_encoding_its_header_or_its_meta_names(site, web_r
     assert job.status == JobStatus.SUCCEEDED and job.files_failed == 0, (job.message, job.errors)
     base = web_root.web_url
     assert "Le café crème du héron." in Chunk.objects.get(path=base + "cafe-latin1.txt").content
-    assert "The \u201cbooming\u201d bittern \u2013 a heron." in Chunk.objects.get(path=base + "quotes-meta.html").content
+    quotes = Chunk.objects.get(path=base + "quotes-meta.html").content
+    assert "The \u201cbooming\u201d bittern \u2013 a heron." in quotes
 
     # A byte order mark, then the header, then (HTML) a <meta> in the first 1,024 bytes; Latin-1 read as browsers do.
     assert page_charset("\ufeffhi".encode("utf-8"), header="iso-8859-1", html=True) == "utf-8"
