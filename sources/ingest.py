@@ -372,6 +372,8 @@ class _KeptVectors:
             )
             for path, index, model_id, digest, symbol, prefix, metadata, vector, pending, made in rows:
                 place = (source_id, generation, path, model_id)
+                if vector is None:
+                    continue
                 self.at[(*place, index)] = vector
                 if not pending and made:
                     self.exact[(*place, made, digest, symbol, prefix, metadata.get(DESCRIPTION_KEY, ""))] = vector

@@ -30,7 +30,7 @@ class ItemKind:
     # As a row is saved (its scope and enabled flag apply to search at once) and before it is deleted; the one pair
     # of signal receivers (sources/signals.py) calls them for every kind.
     source_sync: Callable[[Any], object]
-    deleting: Callable[[Any], None]
+    deleting: Callable[[Any], object]
     # Before a forced send: what makes even a task re-sent without its options (after a broker outage) re-embed.
     forget: Callable[[int], None] | None = None
     # Whether a save with these ``update_fields`` (None: a whole save) may have changed what is indexed.

@@ -95,12 +95,12 @@ def page_charset(body: bytes, *, header: str, html: bool) -> str:
         declared.append(found.group(1).decode("ascii"))
     for name in declared:
         try:
-            found = codecs.lookup(name).name if name else ""
+            known = codecs.lookup(name).name if name else ""
         except LookupError:
             continue
-        if found:
+        if known:
             # As browsers do (the WHATWG Encoding standard): a page labelled Latin-1 or ASCII is read as Windows-1252.
-            return "cp1252" if found in ("latin-1", "iso8859-1", "ascii") else found
+            return "cp1252" if known in ("latin-1", "iso8859-1", "ascii") else known
     return "utf-8"
 
 
