@@ -105,6 +105,17 @@ class Command(BaseCommand):
             default="meaning",
             help="Stop once all is searchable by words (then a minute more, for the embedding pace), or by meaning.",
         )
+        searchable.add_argument(
+            "--site",
+            action="store_true",
+            help="PATH is a web site's directory (e.g. /usr/share/doc/python3/html): serve a copy on 127.0.0.1 and "
+            "index it as a web root from its index.html.",
+        )
+        searchable.add_argument(
+            "--again",
+            action="store_true",
+            help="With --site: then crawl it again unchanged (page bodies sent) and after removing a page (gone?).",
+        )
         fresh = parser.add_argument_group("freshness")
         fresh.add_argument("--rounds", type=int, default=20, help="Changes of each kind per phase (default 20).")
         fresh.add_argument(
@@ -158,7 +169,18 @@ class Command(BaseCommand):
         for language, chunks in result.by_language.most_common():
             self.stdout.write(f"  {language:<12} {result.files_by_language[language]:>7} {chunks:>8}")
 
-    def _searchable(self, path: Path, *, as_json: bool, until: str, concurrency: int | None, yes: bool, **_) -> None:
+    def _searchable(
+        self,
+        path: Path,
+        *,
+        as_json: bool,
+        until: str,
+        site: bool,
+        again: bool,
+        concurrency: int | None,
+        yes: bool,
+        **_,
+    ) -> None:
         from django.conf import settings
         from django.core.management import call_command
 
@@ -176,6 +198,8 @@ class Command(BaseCommand):
                 path,
                 concurrency=concurrency or settings.RAG_WORKER_CONCURRENCY,
                 until=until,
+                site=site,
+                again=again,
                 log=lambda line: self.stderr.write(line),
             )
         except ApplicationError as exc:
@@ -186,6 +210,12 @@ class Command(BaseCommand):
         self.stdout.write("time to searchable (wall clock, on whatever else this machine is doing)")
         for line in searchable_table(report):
             self.stdout.write(line)
+        for step, crawl in report.get("again", {}).items():
+            gone = f"; {crawl['removed']} still searchable: {crawl['removed_searchable']}" if "removed" in crawl else ""
+            self.stdout.write(
+                f"  crawled again, {step}: searchable by words in {crawl['seconds']} s, "
+                f"{crawl['page_bodies_sent']} page bodies sent; {crawl['crawl']}{gone}"
+            )
 
     def _answers(self, *, as_json: bool, **options) -> None:
         from django.core.management import call_command
