@@ -104,10 +104,16 @@ def query_parse(text: str) -> ParsedQuery:
             # A regex holds spaces and quotes: the pattern is the rest of the query.
             regex = text[token.start() + len("re:") :].strip()
             if not regex:
-                raise InvalidInput("re: needs a pattern, e.g. re:def \\w+_queryset", details={"field": "query"})
+                raise InvalidInput(f"re: needs a pattern, e.g. {_EXAMPLES['re']}", details={"field": "query"})
             break
         if negated and value.startswith("-"):
             negated, value = None, token.group(0)  # --verbose: an option's name, not an exclusion
+        if op is None and word is not None and word.endswith(":") and word[:-1] in (*_FILTERS, "re"):
+            value = word[:-1]  # an operator with nothing after it (``lang:`` at the end, ``lang: python``)
+            raise InvalidInput(
+                f"{value}: needs a {'pattern' if value == 're' else 'value'}, e.g. {_EXAMPLES[value]}",
+                details={"field": "query"},
+            )
         if op is not None and op not in _FILTERS:
             # Not an operator (``std::vector``, ``note:``): the token is a word, as typed.
             op, value = None, token.group(0).removeprefix("-") if negated else token.group(0)
@@ -156,6 +162,7 @@ _EXAMPLES = {
     "kind": "kind:document",
     "root": "root:django",
     "sym": "sym:get_queryset",
+    "re": "re:def \\w+_queryset",
 }
 
 

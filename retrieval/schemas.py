@@ -1,5 +1,6 @@
+from collections.abc import Mapping
 from datetime import datetime
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from ninja import Field, Schema
 from ninja.schema import DjangoGetter
@@ -59,6 +60,13 @@ class BodyIn(Schema):
         if isinstance(value, dict | BodyIn):
             return data
         raise ValueError(f"must be a JSON object, not {_JSON_TYPES.get(type(value), type(value).__name__)}")
+
+
+def validation_message(error: Mapping[str, Any]) -> str:
+    """One of pydantic's errors as a caller reads it (the API and MCP put the field's name before it)."""
+    if error.get("type") == "extra_forbidden":
+        return "unknown field: not one this request takes (a typo? the schema lists them)"
+    return str(error.get("msg", "invalid"))
 
 
 QUERY_MAX_CHARS = 2000

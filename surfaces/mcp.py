@@ -55,6 +55,7 @@ from retrieval.schemas import (
     SkillSearchOut,
     ToolSearchIn,
     ToolSearchOut,
+    validation_message,
 )
 from sources.config import memory_approval_required
 from surfaces.schemas import SkillDetailOut
@@ -355,7 +356,9 @@ def _refused(message: str, *, status: int, details: Any = None) -> types.CallToo
 
 
 def _invalid(exc: ValidationError) -> types.CallToolResult:
-    messages = [f"{'.'.join(map(str, error['loc'])) or 'arguments'}: {error['msg']}" for error in exc.errors()]
+    messages = [
+        f"{'.'.join(map(str, error['loc'])) or 'arguments'}: {validation_message(error)}" for error in exc.errors()
+    ]
     return _refused("invalid arguments: " + "; ".join(messages), status=422, details=messages)
 
 
