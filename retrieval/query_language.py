@@ -58,6 +58,8 @@ class ParsedQuery:
     excluded: tuple[str, ...] = ()
     excluded_paths: tuple[str, ...] = ()
     excluded_languages: tuple[str, ...] = ()
+    # The words and phrases in the order typed: what the channels search (word order matters to the embedding).
+    searched: tuple[str, ...] = ()
 
     @property
     def form(self) -> Form:
@@ -72,8 +74,9 @@ class ParsedQuery:
 
     @property
     def search_text(self) -> str:
-        """What the channels search: the words and the exact phrases' words (a chunk holding a phrase holds them)."""
-        return " ".join((*self.words, *self.exact))
+        """What the channels search: the words and the exact phrases (a chunk holding a phrase holds its words), in
+        the order typed."""
+        return " ".join(self.searched)
 
     @property
     def narrows_hits(self) -> bool:
@@ -95,6 +98,7 @@ def query_parse(text: str) -> ParsedQuery:
     fields: dict[str, list[str]] = {}
     symbol = ""
     regex: str | None = None
+    searched: list[str] = []
     for token in _TOKEN.finditer(text):
         negated, op, phrase, word = token["neg"], token["op"], token["phrase"], token["word"]
         value = phrase if phrase is not None else word
@@ -125,8 +129,10 @@ def query_parse(text: str) -> ParsedQuery:
             elif phrase is not None:
                 if phrase.strip():
                     fields.setdefault("exact", []).append(phrase)
+                    searched.append(phrase)
             else:
                 fields.setdefault("words", []).append(value)
+                searched.append(value)
             continue
         if not value.strip():
             raise InvalidInput(f"{op}: needs a value, e.g. {_EXAMPLES[op]}", details={"field": "query"})
@@ -151,6 +157,7 @@ def query_parse(text: str) -> ParsedQuery:
         text=text,
         symbol=symbol,
         regex=regex or "",
+        searched=tuple(searched),
         **{name: tuple(dict.fromkeys(values)) for name, values in fields.items()},
     )
 

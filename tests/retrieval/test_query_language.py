@@ -23,6 +23,7 @@ def test_every_operator_fills_its_filter():
         kinds=("document",),
         roots=("django",),
         excluded=("test",),
+        searched=("rollback", "exact thing"),
     )
     assert query.form == Form.SEARCH and query.search_text == "rollback exact thing" and query.narrows_hits
 
@@ -47,6 +48,10 @@ def test_the_form_says_how_a_query_is_answered(text, form):
 def test_a_regex_runs_to_the_end_of_the_query_with_its_spaces_and_quotes():
     query = query_parse('lang:python re:def \\w+ "x" -y')
     assert query.regex == 'def \\w+ "x" -y' and query.languages == ("python",) and not query.excluded
+
+
+def test_words_and_phrases_are_searched_in_the_order_typed():
+    assert query_parse('what does "F()" mean  here').search_text == "what does F() mean here"
 
 
 def test_exclusions_of_words_phrases_paths_and_languages():
