@@ -153,6 +153,18 @@ def test_the_page_menus_and_the_query_filters_combine(client, person, corpus):
     assert page_hits(client, "release root:elsewhere") == []  # a root one cannot see holds nothing
 
 
+def test_the_api_says_no_good_match_where_the_page_does(client, person, key_client, settings):
+    settings.RAG_SIMILARITY_THRESHOLD_SKILL = -1.0  # every skill is a hit, however far: only the notice decides
+    services.skill_index(
+        skill_id=SkillFactory(slug="deploy", body="# Deploy\n\n## Rollback\n\nRevert the release tag.\n").pk
+    )
+    gibberish = search(key_client, {"query": "kezuva mipotal"})
+    assert gibberish["hits"] and gibberish["no_good_match"]
+    assert "No good match" in client.get("/", {"q": "kezuva mipotal"}, headers=HTMX).content.decode()
+    real = search(key_client, {"query": "roll back a release"})
+    assert real["hits"] and not real["no_good_match"]
+
+
 BODIES = [
     ("/api/v1/search", {"query": "rollback"}),
     ("/api/v1/context", {"query": "rollback", "budget_tokens": 200}),
