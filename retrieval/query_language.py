@@ -14,7 +14,8 @@ As zoekt's and GitHub's code search spell it:
   leave out those paths and languages.
 
 A filter given twice widens (``lang:go lang:rust``: either); different filters narrow (all must hold). A word
-followed by a colon that is no operator (``std::vector``, ``http://x``) is a word. Django-free: what a filter
+followed by a colon that is no operator (``std::vector``, ``http://x``) is a word, and so is an operator with
+nothing after it (``Error: file: not found``, or ``lang:`` while it is being typed). Django-free: what a filter
 means (which kinds exist, which roots one may see) is decided by the search that runs the query
 (retrieval/querying.py).
 """
@@ -92,7 +93,7 @@ class ParsedQuery:
 
 
 def query_parse(text: str) -> ParsedQuery:
-    """``text`` as words and filters; ``InvalidInput`` (422) for what cannot be run: an empty operator, ``sym:``
+    """``text`` as words and filters; ``InvalidInput`` (422) for what cannot be run: an empty quoted value, ``sym:``
     twice, a negated ``kind:``, ``root:``, ``sym:`` or ``re:``."""
     text = text.strip()
     fields: dict[str, list[str]] = {}
@@ -112,12 +113,6 @@ def query_parse(text: str) -> ParsedQuery:
             break
         if negated and value.startswith("-"):
             negated, value = None, token.group(0)  # --verbose: an option's name, not an exclusion
-        if op is None and word is not None and word.endswith(":") and word[:-1] in (*_FILTERS, "re"):
-            value = word[:-1]  # an operator with nothing after it (``lang:`` at the end, ``lang: python``)
-            raise InvalidInput(
-                f"{value}: needs a {'pattern' if value == 're' else 'value'}, e.g. {_EXAMPLES[value]}",
-                details={"field": "query"},
-            )
         if op is not None and op not in _FILTERS:
             # Not an operator (``std::vector``, ``note:``): the token is a word, as typed.
             op, value = None, token.group(0).removeprefix("-") if negated else token.group(0)
