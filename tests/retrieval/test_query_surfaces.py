@@ -134,6 +134,10 @@ def test_re_and_a_lone_phrase_answer_lines_like_grep_on_the_api_too(key_client, 
     assert [(m["path"], m["line"]) for m in regex["grep"]["matches"]] == [("changelist.py", 4), ("filters.py", 1)]
     narrowed = search(key_client, {"query": r"file:filters.py re:def \w+_filters"})
     assert [m["path"] for m in narrowed["grep"]["matches"]] == ["filters.py"]
+    excluded = search(key_client, {"query": r"-changelist re:def \w+_filters"})  # its path holds the word
+    assert [m["path"] for m in excluded["grep"]["matches"]] == ["filters.py"]
+    assert search(key_client, {"query": r"lang:markdown re:def \w+_filters"})["grep"]["matches"] == []
+    assert len(search(key_client, {"query": r"lang:python re:def \w+_filters"})["grep"]["matches"]) == 2
     phrase = search(key_client, {"query": '"filters beside them"'})
     assert phrase["form"] == "grep" and [m["line"] for m in phrase["grep"]["matches"]] == [2]
 
