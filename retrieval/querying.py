@@ -263,7 +263,9 @@ def _one_root(scope: Scope) -> str | None:
         return None
     roots = set(Source.objects.filter(pk__in=scope.source_ids).values_list("root_id", flat=True))
     if len(roots) > 1:
-        raise InvalidInput('re: and "exact text" search one root or all: ask for one root:', details={})
+        raise InvalidInput(
+            're: and a lone "exact text" search one root or all: ask for one root:', details={"field": "query"}
+        )
     return str(roots.pop())
 
 
