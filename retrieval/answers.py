@@ -12,7 +12,10 @@ from access.identity import Identity, scope_for
 from access.scope import Scope
 from retrieval.chunk_ids import chunk_public_id
 from retrieval.config import AnswerConfig, SearchConfig
+from retrieval.query_language import query_parse
+from retrieval.querying import Narrowing, query_run
 from retrieval.schemas import (
+    GREP_MATCHES_CAP,
     ChannelOut,
     HitOut,
     ScopeIn,
@@ -44,32 +47,41 @@ class SearchAnswer:
 
 
 def search_answer(identity: Identity, payload: SearchIn, *, config: AnswerConfig) -> SearchAnswer:
-    """What /search answers (the endpoint and the MCP tool ``search``)."""
+    """What /search answers (the endpoint and the MCP tool ``search``): the query in the query language
+    (retrieval/query_language.py), within the kinds ``sources`` names."""
     scope = payload_scope(identity, payload, kinds=payload.sources)
-    hits = chunks_search(
-        query=payload.query,
+    found = query_run(
+        identity,
+        query_parse(payload.query),
+        scope=scope,
         k=payload.k,
         mode=Mode.parse(payload.mode),
-        scope=scope,
         mmr=payload.mmr,
         mmr_lambda=payload.mmr_lambda,
         rerank=payload.rerank,
         group=payload.group,
         config=config.search,
+        files_limits=config.files,
+        narrowing=Narrowing(scope_fields=payload.model_dump(include={"bot_id", "client_id", "channels"})),
+        grep_max_matches=min(payload.k, GREP_MATCHES_CAP),  # form grep: k lines
     )
+    hits = found.hits
     tools = hits_tools(hits)
     templates = hits_permalink_templates(hits)
     out = SearchOut(
         query=payload.query,
         mode=payload.mode,
         k=payload.k,
-        warnings=hits.warnings,
+        form=found.form.value,
+        grep=found.grep,
+        no_good_match=found.weak,
+        warnings=found.warnings,
         hits=[
             _hit_out(rank, hit, tools, templates, id_secret=config.chunk_id_secret)
             for rank, hit in enumerate(hits, start=1)
         ],
     )
-    return SearchAnswer(out=out, timings=hits.timings)
+    return SearchAnswer(out=out, timings=found.timings)
 
 
 def skills_search_answer(identity: Identity, payload: SkillSearchIn, *, config: SearchConfig) -> SkillSearchOut:

@@ -105,6 +105,8 @@ class SearchConfig:
     # In a hybrid search, the lexical channel's first hits join that feedback (no setting: RAG_VECTOR_FEEDBACK
     # switches both; rag_eval's fused-nolexfb row turns this off to show the difference).
     lexical_feedback: bool = True
+    # Below this cosine, first hits no word of the query found are "no good match" (retrieval/confidence.py).
+    good_match_similarity: float = 0.0
 
     @classmethod
     def from_settings(cls) -> "SearchConfig":
@@ -141,6 +143,7 @@ class SearchConfig:
             admission=AdmissionLimits.from_settings(),
             by_query=settings.RAG_FUSION_BY_QUERY,
             vector_feedback=settings.RAG_VECTOR_FEEDBACK,
+            good_match_similarity=settings.RAG_SEARCH_GOOD_MATCH_SIMILARITY,
         )
 
 
@@ -164,10 +167,13 @@ class AnswerConfig:
 
     search: SearchConfig
     chunk_id_secret: str = field(repr=False)  # SECRET_KEY: never in a log line or a test failure
+    files: "FilesLimits | None" = None  # grep's, for re: and a lone "exact text"; None: from the settings
 
     @classmethod
     def from_settings(cls) -> "AnswerConfig":
-        return cls(search=SearchConfig.from_settings(), chunk_id_secret=settings.SECRET_KEY)
+        return cls(
+            search=SearchConfig.from_settings(), chunk_id_secret=settings.SECRET_KEY, files=FilesLimits.from_settings()
+        )
 
 
 @dataclass(frozen=True, slots=True)

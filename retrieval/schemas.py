@@ -1,19 +1,22 @@
+from collections.abc import Mapping
 from datetime import datetime
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from ninja import Field, Schema
 from ninja.schema import DjangoGetter
-from pydantic import AfterValidator, BeforeValidator, Strict, StringConstraints, model_validator
+from pydantic import AfterValidator, BeforeValidator, ConfigDict, Strict, StringConstraints, model_validator
 from pydantic_core import PydanticCustomError
 
 from kernel.text import control_characters_message
 from retrieval.config import WireLimits
+from retrieval.kinds import SearchKind
 from sources.models import SCOPE_NAME
 
 # Read once, at import: pydantic fixes a field's bounds and default when the class is made, and the OpenAPI
 # schema publishes them, so these are the surface's wire limits for the process's life (a change needs a
 # restart, as it always did). Everything that acts per request takes its config from the edge instead.
 _LIMITS = WireLimits.from_settings()
+GREP_MATCHES_CAP = _LIMITS.grep_max_matches  # the most lines one grep answers (its max_matches' bound)
 
 
 def _no_control_characters(value: str) -> str:
@@ -39,11 +42,15 @@ _JSON_TYPES = {
 
 
 class BodyIn(Schema):
-    """A JSON request body (or a nested object in one): an object, or it is refused.
+    """A JSON request body (or a nested object in one): an object of its fields, or it is refused.
 
     ninja's Schema also reads fields as attributes of any value, so a body of
-    "AAA" or [null, null] passed as an object of defaults.
+    "AAA" or [null, null] passed as an object of defaults. A field it does not
+    know is refused too (422 naming it): ``{"query": "x", "top_k": 3}`` was
+    answered with the default k, a typo the caller never heard of.
     """
+
+    model_config = ConfigDict(extra="forbid")
 
     @model_validator(mode="before")
     @classmethod
@@ -53,6 +60,13 @@ class BodyIn(Schema):
         if isinstance(value, dict | BodyIn):
             return data
         raise ValueError(f"must be a JSON object, not {_JSON_TYPES.get(type(value), type(value).__name__)}")
+
+
+def validation_message(error: Mapping[str, Any]) -> str:
+    """One of pydantic's errors as a caller reads it (the API and MCP put the field's name before it)."""
+    if error.get("type") == "extra_forbidden":
+        return "unknown field: not one this request takes (a typo? the schema lists them)"
+    return str(error.get("msg", "invalid"))
 
 
 QUERY_MAX_CHARS = 2000
@@ -97,7 +111,11 @@ class ScopeIn(BodyIn):
 
 
 class SearchIn(ScopeIn):
-    query: Query = Field(..., description="What to look for, in plain words (1-2000 characters).")
+    query: Query = Field(
+        ...,
+        description="What to look for (1-2000 characters): plain words, or the query language (docs/api.md): "
+        '"exact text", sym:NAME, re:PATTERN, file:GLOB, lang:NAME, kind:KIND, root:NAME, -word.',
+    )
     k: int = Field(_LIMITS.default_k, ge=1, le=_LIMITS.max_k, description="How many hits to return.")
     mode: Literal["hybrid", "lexical", "vector"] = Field("hybrid", description="Which channels to use.")
     mmr: Flag = Field(
@@ -108,8 +126,10 @@ class SearchIn(ScopeIn):
         None, description="Rerank the fused hits with the cross-encoder (RAG_RERANK_MODEL); default RAG_RERANK_ENABLED."
     )
     group: Flag = Field(False, description="At most one hit (the best chunk) per source: per skill, file or tool.")
-    sources: list[Literal["skill", "file", "tool", "memory"]] = Field(
-        default_factory=list, description="Kinds of source to search; empty = all (memories: what bots remembered)."
+    sources: list[SearchKind] = Field(
+        default_factory=list,
+        description="Kinds of source to search; empty = all (document: uploaded documents; memory: what bots "
+        "remembered). A kind: in the query narrows within these; none in common is refused (422).",
     )
 
 
@@ -159,7 +179,18 @@ class SearchOut(Schema):
     query: str
     mode: str
     k: int
+    form: Literal["search", "symbol", "grep"] = Field(
+        "search",
+        description="How the query was answered: search (ranked hits), symbol (sym:NAME: the definitions, in hits) "
+        'or grep (re:PATTERN or a lone "exact text": matching lines, in grep; hits empty).',
+    )
     hits: list[HitOut]
+    grep: "GrepOut | None" = Field(None, description="form grep: the matching lines, as /api/v1/grep answers them.")
+    no_good_match: bool = Field(
+        False,
+        description="No first hit shares a word with the query or is close in meaning "
+        "(RAG_SEARCH_GOOD_MATCH_SIMILARITY): the hits are the nearest, not good ones.",
+    )
     warnings: list[str] = Field(
         default_factory=list, description="What was skipped and why (a failing model, a skipped rerank)."
     )
@@ -432,6 +463,9 @@ class GrepOut(Schema):
             "Why the scan stopped early: RAG_GREP_TIMEOUT_SECONDS or max_matches; null when every file was searched."
         ),
     )
+
+
+SearchOut.model_rebuild()  # its grep field is a GrepOut, declared with grep's schemas above
 
 
 class AnswerIn(ContextIn):

@@ -8,6 +8,7 @@ from ninja import NinjaAPI
 from ninja.errors import AuthenticationError, HttpError, ValidationError
 
 from kernel.errors import ApplicationError, error_headers, http_status
+from retrieval.schemas import validation_message
 from surfaces.routes.answer import router as answer_router
 from surfaces.routes.documents import router as documents_router
 from surfaces.routes.memories import router as memories_router
@@ -82,7 +83,7 @@ def _field(location: list) -> str:
 
 @api.exception_handler(ValidationError)
 def validation_error(request, exc: ValidationError):
-    messages = [f"{_field(list(err.get('loc', [])))}: {err.get('msg', 'invalid')}" for err in exc.errors]
+    messages = [f"{_field(list(err.get('loc', [])))}: {validation_message(err)}" for err in exc.errors]
     return api.create_response(
         request, {"error": "invalid request: " + "; ".join(messages), "detail": messages}, status=422
     )

@@ -1,8 +1,8 @@
-"""The search page's code-search forms: ``re:PATTERN`` and ``"exact text"`` (grep over the files one may see) and
-``sym:NAME`` (the chunks that define a name), as Sourcegraph and grep.app spell them.
+"""The search page's view of grep's lines (``re:PATTERN`` and a lone ``"exact text"``, as Sourcegraph and grep.app
+spell them): grouped by file, what matched marked.
 
-Grep is the API's own (retrieval/files.py: the scope rule, RE2, the time limit); the page groups its lines by file
-and marks what matched. Anything else in the box is an ordinary search.
+What the query means and what it finds is the engine's (retrieval/query_language.py, retrieval/querying.py, which
+calls grep: the scope rule, RE2, the limits); this only renders its answer.
 """
 
 import html
@@ -11,32 +11,12 @@ from itertools import groupby
 
 from django.urls import reverse
 
-from access.identity import Identity
-from kernel.errors import ApplicationError
-from retrieval.config import FilesLimits
-from retrieval.files import grep_answer, grep_matcher
-from retrieval.schemas import GrepIn, GrepMatchOut
+from retrieval.files import grep_matcher
+from retrieval.query_language import ParsedQuery
+from retrieval.schemas import GrepMatchOut, GrepOut
 
 GREP_MAX_MATCHES = 200  # lines a page shows; the API's grep can page further
 LINES_PER_FILE = 12  # a file's first matching lines; the viewer has the rest
-
-
-@dataclass(frozen=True, slots=True)
-class QueryForm:
-    """What the box asks for: ``kind`` is "search", "regex", "exact" or "symbol"; ``text`` the rest."""
-
-    kind: str
-    text: str
-
-
-def query_form(query: str) -> QueryForm:
-    """``re:…`` a regex, ``sym:…`` a symbol, a query in double quotes exact text; anything else a search."""
-    for prefix, kind in (("re:", "regex"), ("sym:", "symbol")):
-        if query.startswith(prefix) and query[len(prefix) :].strip():
-            return QueryForm(kind, query[len(prefix) :].strip())
-    if len(query) > 2 and query.startswith('"') and query.endswith('"') and '"' not in query[1:-1]:
-        return QueryForm("exact", query[1:-1])
-    return QueryForm("search", query)
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,26 +35,14 @@ class GrepResults:
     lines: int = 0
     truncated: bool = False
     stopped: str = ""
-    error: str = ""
+    regex: bool = False  # re:, not "exact text"
 
 
-def grep_results(identity: Identity, form: QueryForm, *, root_id: str, root_ids: dict[str, int]) -> GrepResults:
-    """``form`` (regex or exact) over the files ``identity`` may see (only root ``root_id`` when given); ``root_ids``:
-    each visible root's id by name, for the viewer's links."""
-    regex = form.kind == "regex"
-    try:
-        found = grep_answer(
-            identity,
-            GrepIn.model_validate(
-                {"pattern": form.text, "regex": regex, "root": root_id or None, "max_matches": GREP_MAX_MATCHES}
-            ),
-            limits=FilesLimits.from_settings(),
-        )
-        matcher = grep_matcher(pattern=form.text, regex=regex, case_sensitive=False)
-    except ApplicationError as exc:
-        return GrepResults(error=exc.message)
-    except ValueError as exc:  # the schema's own checks (length, control characters)
-        return GrepResults(error=str(exc).splitlines()[-1])
+def grep_view(found: GrepOut, query: ParsedQuery, *, root_ids: dict[str, int]) -> GrepResults:
+    """``found`` by file, each file's first lines with what matched marked; ``root_ids``: each visible root's id by
+    name, for the viewer's links."""
+    regex = bool(query.regex)
+    matcher = grep_matcher(pattern=query.regex or query.exact[0], regex=regex, case_sensitive=False)
     files = []
     for (root, path), group in groupby(found.matches, key=lambda m: (m.root, m.path)):
         matches = list(group)
@@ -91,7 +59,9 @@ def grep_results(identity: Identity, form: QueryForm, *, root_id: str, root_ids:
                 more=len(matches) - len(shown),
             )
         )
-    return GrepResults(files=files, lines=len(found.matches), truncated=found.truncated, stopped=found.stopped or "")
+    return GrepResults(
+        files=files, lines=len(found.matches), truncated=found.truncated, stopped=found.stopped or "", regex=regex
+    )
 
 
 def _marked(match: GrepMatchOut, search) -> str:

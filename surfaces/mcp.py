@@ -55,6 +55,7 @@ from retrieval.schemas import (
     SkillSearchOut,
     ToolSearchIn,
     ToolSearchOut,
+    validation_message,
 )
 from sources.config import memory_approval_required
 from surfaces.schemas import SkillDetailOut
@@ -186,7 +187,10 @@ TOOLS: tuple[McpTool, ...] = (
             "`content` (the chunk's text as indexed), `score`, and the channels that found it. Use it to locate where "
             "something is defined or explained; for a ready-to-read, token-budgeted text for a task use get_context. "
             "Hits are chunks, not whole files, and files may have changed since indexing: verify a citation with "
-            "read_range before quoting it. `sources` limits the kinds, `group: true` gives one hit per file or skill."
+            "read_range before quoting it. `sources` limits the kinds, `group: true` gives one hit per file or skill. "
+            '`query` takes the query language: "exact text" (must be in the hit; alone: matching lines, in `grep`), '
+            "sym:NAME (where a name is defined), re:PATTERN (lines matching an RE2 regex, in `grep`; the rest of the "
+            "query), file:GLOB, lang:NAME, kind:KIND, root:NAME, -word (leave out); `form` says which answered."
         ),
         schema_in=SearchIn,
         schema_out=SearchOut,
@@ -355,7 +359,9 @@ def _refused(message: str, *, status: int, details: Any = None) -> types.CallToo
 
 
 def _invalid(exc: ValidationError) -> types.CallToolResult:
-    messages = [f"{'.'.join(map(str, error['loc'])) or 'arguments'}: {error['msg']}" for error in exc.errors()]
+    messages = [
+        f"{'.'.join(map(str, error['loc'])) or 'arguments'}: {validation_message(error)}" for error in exc.errors()
+    ]
     return _refused("invalid arguments: " + "; ".join(messages), status=422, details=messages)
 
 

@@ -16,12 +16,14 @@ from django.utils.cache import add_never_cache_headers, patch_vary_headers
 from django_htmx.http import HttpResponseClientRedirect
 
 from access.identity import identity_for_user, scope_for
-from kernel.errors import ApplicationError
-from retrieval.confidence import good_match
-from retrieval.config import CitedAnswerConfig, SearchConfig
+from kernel.errors import ApplicationError, InvalidInput
+from retrieval.config import CitedAnswerConfig, FilesLimits, SearchConfig
 from retrieval.highlight import highlight_css, matching_words, snippet
-from retrieval.search import Hit, Mode, chunks_search, hits_tools
-from retrieval.symbols import SYMBOL_NAME, symbol_hits
+from retrieval.kinds import SEARCH_KINDS
+from retrieval.query_language import Form, ParsedQuery, query_parse
+from retrieval.querying import Narrowing, query_run
+from retrieval.search import Hit, Mode, hits_tools
+from retrieval.symbols import SYMBOL_NAME
 from sources.models import (
     DESCRIPTION_KEY,
     Chunk,
@@ -33,18 +35,10 @@ from sources.models import (
     UploadedDocument,
     WorkspaceRoot,
 )
-from sources.roots import root_sources
-from surfaces.code_search import grep_results, query_form
+from surfaces.code_search import GREP_MAX_MATCHES, grep_view
 
 PAGE_SIZE = 10
-KINDS = (
-    ("", "Everything"),
-    (Source.Kind.SKILL, "Skills"),
-    (Source.Kind.FILE, "Files"),
-    (Source.Kind.DOCUMENT, "Uploaded documents"),
-    (Source.Kind.TOOL, "Tools"),
-    (Source.Kind.MEMORY, "Memories"),
-)
+KINDS = (("", "Everything"), *SEARCH_KINDS.items())
 MODES = (("hybrid", "Hybrid"), ("lexical", "Words"), ("vector", "Meaning"))
 
 
@@ -103,18 +97,7 @@ def search_page(request):
         **_filter_choices(scope),
     }
     if filters.query:
-        form = query_form(filters.query)
-        if form.kind in ("regex", "exact"):
-            root_ids = {root.name: root.pk for root in context["roots"]}
-            context["grep"] = grep_results(identity, form, root_id=filters.root, root_ids=root_ids)
-        elif form.kind == "symbol":
-            context.update(_symbol_results(filters, scope, context["roots"], form.text))
-        else:
-            context.update(_results(filters, scope, context["roots"]))
-            context.update(_answer(filters))
-            if filters.page == 1 and not filters.kind and SYMBOL_NAME.fullmatch(filters.query):
-                # A bare identifier (``F``, ``orm``) is most often a name one wants the definition of.
-                context["definitions"] = _symbol_results(filters, scope, context["roots"], filters.query)["hits"][:3]
+        context.update(_query_results(identity, filters, scope, context["roots"]))
     else:
         context.update(_landing(scope), examples=_examples(scope))
         context["add_root_url"] = reverse("admin:sources_workspaceroot_add") if _may_add_root(request.user) else ""
@@ -135,67 +118,67 @@ def search_page(request):
     return response
 
 
-_NO_HITS = {"hits": [], "total": 0, "more": False, "more_url": "", "elapsed_ms": 0, "warnings": []}
-
-
-def _narrowed(filters: Filters, scope, roots: list[WorkspaceRoot]):
-    kind = (Source.Kind.FILE,) if filters.language else (filters.kind,) if filters.kind else scope.kinds
-    return dataclasses.replace(
-        scope, kinds=kind, source_ids=_root_source_ids(roots, filters.root, scope) if filters.root else scope.source_ids
-    )
-
-
-def _symbol_results(filters: Filters, scope, roots: list[WorkspaceRoot], name: str) -> dict:
-    """``sym:NAME``: the code chunks that define ``name``, in the person's scope and the page's root filter."""
-    narrowed = _narrowed(filters, scope, roots)
-    if filters.root and not narrowed.source_ids:
-        return _NO_HITS
-    started = time.perf_counter()
-    hits = symbol_hits(name=name, scope=narrowed, limit=PAGE_SIZE)
-    if filters.language:
-        hits = [hit for hit in hits if hit.chunk.language == filters.language]
-    words = matching_words(name, [hit.chunk.content for hit in hits])
-    return {
-        **_NO_HITS,
-        "hits": _hit_views(hits, words, roots, first_rank=1),
-        "total": len(hits),
-        "elapsed_ms": round((time.perf_counter() - started) * 1000),
-    }
-
-
-def _results(filters: Filters, scope, roots: list[WorkspaceRoot]) -> dict:
-    narrowed = _narrowed(filters, scope, roots)
-    if filters.root and not narrowed.source_ids:
-        return _NO_HITS
+def _query_results(identity, filters: Filters, scope, roots: list[WorkspaceRoot]) -> dict:
+    """What the query finds, as the page shows it: the engine parses and runs it (retrieval/querying.py, the API's
+    own), with the menus' kind, root and language beside the query's filters."""
     k = filters.page * PAGE_SIZE
-    config = SearchConfig.from_settings()
     started = time.perf_counter()
     try:
-        # A language narrows the fused pool (RAG_SEARCH_CANDIDATES chunks): languages are not in the indexes.
-        found = chunks_search(
-            query=filters.query,
-            k=max(k, config.candidates) if filters.language else k,
+        query = query_parse(filters.query)
+        found = query_run(
+            identity,
+            query,
+            scope=dataclasses.replace(scope, kinds=(filters.kind,)) if filters.kind else scope,
+            k=k,
             mode=Mode.parse(filters.mode),
-            scope=narrowed,
-            config=config,
+            config=SearchConfig.from_settings(),
+            files_limits=FilesLimits.from_settings(),
+            narrowing=Narrowing(root=filters.root, language=filters.language),
+            grep_max_matches=GREP_MAX_MATCHES,
         )
+    except InvalidInput as exc:  # the query's own mistake (a kind that does not exist, an invalid regex): say it
+        return {"query_error": exc.message}
     except ApplicationError as exc:
         return {"error": exc.message}
-    hits = [hit for hit in found if hit.chunk.language == filters.language] if filters.language else list(found)
-    shown = hits[(filters.page - 1) * PAGE_SIZE : k]
-    words = matching_words(filters.query, [hit.chunk.content for hit in shown])
-    elapsed_ms = round((time.perf_counter() - started) * 1000)
-    more = len(hits) > k or (len(found) == k and k < settings.RAG_SEARCH_MAX_K)
-    return {
-        # Ranks are relative: the first hit of a gibberish query is first all the same (retrieval/confidence.py).
-        "weak": bool(hits) and not good_match(hits, min_similarity=settings.RAG_SEARCH_GOOD_MATCH_SIMILARITY),
+    except ValueError as exc:  # grep's schema checks (length, control characters)
+        return {"query_error": str(exc).splitlines()[-1]}
+    if found.grep is not None:
+        return {"grep": grep_view(found.grep, query, root_ids={root.name: root.pk for root in roots})}
+    shown = list(found.hits[(filters.page - 1) * PAGE_SIZE : k])
+    words = matching_words(query.symbol or query.search_text, [hit.chunk.content for hit in shown])
+    more = found.more and k < settings.RAG_SEARCH_MAX_K
+    results = {
+        "weak": found.weak,
         "hits": _hit_views(shown, words, roots, first_rank=(filters.page - 1) * PAGE_SIZE + 1),
-        "total": min(len(hits), k),
+        "total": len(found.hits),
         "more": more,
         "more_url": filters.url(page=filters.page + 1) + "&more=1" if more else "",
-        "elapsed_ms": elapsed_ms,
+        "elapsed_ms": round((time.perf_counter() - started) * 1000),
         "warnings": found.warnings,
     }
+    if found.form == Form.SEARCH:
+        results.update(_answer(filters))
+        if filters.page == 1 and not filters.kind and SYMBOL_NAME.fullmatch(filters.query):
+            # A bare identifier (``F``, ``orm``) is most often a name one wants the definition of.
+            results["definitions"] = _definitions(identity, filters, scope, roots)
+    return results
+
+
+DEFINITIONS = 3  # names shown above a bare identifier's results; "all definitions" links to sym:NAME
+
+
+def _definitions(identity, filters: Filters, scope, roots: list[WorkspaceRoot]) -> list[dict]:
+    name = filters.query
+    found = query_run(
+        identity,
+        ParsedQuery(text=f"sym:{name}", symbol=name),
+        scope=scope,
+        k=DEFINITIONS,
+        config=SearchConfig.from_settings(),
+        narrowing=Narrowing(root=filters.root, language=filters.language),
+    )
+    words = matching_words(name, [hit.chunk.content for hit in found.hits])
+    return _hit_views(list(found.hits), words, roots, first_rank=1)
 
 
 def _hit_views(shown: list[Hit], words: set[str], roots: list[WorkspaceRoot], *, first_rank: int) -> list[dict]:
@@ -276,14 +259,6 @@ def _hit_view(hit: Hit, rank: int, words: set[str], links: Links) -> dict:
         "schema": links.schemas.get(source.pk, ""),
         "root_name": links.root_names.get(source.root_id, "") if source.root_id is not None else "",
     }
-
-
-def _root_source_ids(roots: list[WorkspaceRoot], root_id: str, scope) -> tuple[int, ...]:
-    """The visible sources of root ``root_id`` (one of ``roots``, those the person can filter by); none otherwise."""
-    root = next((root for root in roots if str(root.pk) == root_id), None)
-    if root is None:
-        return ()
-    return tuple(root_sources(root).filter(pk__in=scope.source_ids_sql()).values_list("pk", flat=True))
 
 
 def _filter_choices(scope) -> dict:

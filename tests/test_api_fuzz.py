@@ -16,11 +16,13 @@ from hypothesis import settings as hypothesis_settings
 from hypothesis.errors import Unsatisfiable
 from schemathesis import GenerationMode
 from schemathesis.checks import not_a_server_error
+from schemathesis.generation.meta import CoverageScenario, coverage_scenario
 from schemathesis.specs.openapi.checks import (
     content_type_conformance,
     negative_data_rejection,
     response_schema_conformance,
     status_code_conformance,
+    unsupported_method,
 )
 
 from access.keys import api_key_create
@@ -64,8 +66,13 @@ def test_fuzzing_the_api_finds_no_server_error_and_no_schema_violation(live_serv
                 response = case.call(base_url=live_server.url, headers={"Authorization": f"Bearer {key}"}, timeout=60)
                 cases[f"{operation.label} {mode.value}"] += 1
                 statuses[response.status_code] += 1
+                # A probe with a method the schema does not declare (GET on a POST-only path) belongs to no
+                # operation: its answer is a 405 naming the allowed methods, not one of the operation's statuses.
+                # Schemathesis sends it once the body schema can be broken on its own (bodies forbid extra fields).
+                probe = coverage_scenario(case) == CoverageScenario.UNSPECIFIED_HTTP_METHOD
+                applied = [not_a_server_error, unsupported_method] if probe else checks
                 try:
-                    case.validate_response(response, checks=checks)
+                    case.validate_response(response, checks=applied)
                 except Exception as exc:  # noqa: BLE001 - collect every failure, report them together
                     failures.append(f"{operation.label} [{mode.value}] -> {response.status_code}: {str(exc)[:400]}")
 

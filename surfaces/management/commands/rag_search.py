@@ -11,7 +11,7 @@ from access.rights import ALL_RIGHTS
 from kernel.errors import ApplicationError
 from retrieval.answers import search_answer
 from retrieval.config import AnswerConfig
-from retrieval.schemas import SearchIn, SearchOut
+from retrieval.schemas import SearchIn, SearchOut, validation_message
 
 # Without --as: everything, as a superuser signed in to the page sees it.
 SUPERUSER = Identity(
@@ -37,7 +37,10 @@ def identity_as(prefix: str | None) -> Identity:
 
 
 def hits_text(out: SearchOut) -> str:
-    """Ranked hits, each with its citation and the first lines of its text."""
+    """Ranked hits, each with its citation and the first lines of its text; for ``re:`` or a lone ``"exact text"``,
+    the matching lines as grep prints them."""
+    if out.grep is not None:
+        return "\n".join(f"[{m.root}] {m.citation}: {m.text}" for m in out.grep.matches) or "no matching lines"
     if not out.hits:
         return "no hits"
     lines = []
@@ -51,7 +54,9 @@ class Command(BaseCommand):
     help = "Hybrid search, the same as POST /api/v1/search: as an API key's scope (--as) or everything."
 
     def add_arguments(self, parser) -> None:
-        parser.add_argument("query", help="What to look for, in plain words.")
+        parser.add_argument(
+            "query", help='What to look for: words, or the query language (sym:NAME, re:PATTERN, "exact", kind:...).'
+        )
         parser.add_argument("--k", type=int, default=None, help="How many hits (default: the API's).")
         parser.add_argument("--json", action="store_true", help="The API's JSON response body, unchanged.")
         parser.add_argument(
@@ -65,7 +70,9 @@ class Command(BaseCommand):
         try:
             payload = SearchIn.model_validate({"query": query, **({"k": k} if k is not None else {})})
         except ValidationError as exc:
-            problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'query'}: {e['msg']}" for e in exc.errors())
+            problems = "; ".join(
+                f"{'.'.join(map(str, e['loc'])) or 'query'}: {validation_message(e)}" for e in exc.errors()
+            )
             raise CommandError(problems) from None
         try:
             out = search_answer(identity, payload, config=AnswerConfig.from_settings()).out
