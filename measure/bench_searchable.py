@@ -132,6 +132,7 @@ def _crawls_again(
         found[step] = {
             "seconds": round(time.monotonic() - started, 1),
             "page_bodies_sent": len(server.bodies) - bodies,  # counted by the server: 200 answers with a page
+            "bodies_sent_for": sorted(set(server.bodies[bodies:]))[:10],
             "crawl": _crawl_summary(job),
         }
         if removed:

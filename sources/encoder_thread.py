@@ -32,18 +32,39 @@ def _encoder() -> ThreadPoolExecutor:
         return _executor[1]
 
 
+class WorkCancelled(Exception):
+    """Raised on the encoder thread at a cancelled work's next batch: nobody will read its vectors."""
+
+
 class BackgroundWork(Generic[T]):
     """``work(report)`` on the encoder thread; ``report(done)`` after each batch reaches ``result``'s caller."""
 
     def __init__(self, work: Callable[[Callable[[int], None]], T]) -> None:
         self._reports: queue.SimpleQueue[int | None] = queue.SimpleQueue()
+        self._stop = threading.Event()
         self._future: Future[T] = _encoder().submit(self._run, work)
 
     def _run(self, work: Callable[[Callable[[int], None]], T]) -> T:
+        def report(done: int) -> None:
+            if self._stop.is_set():
+                raise WorkCancelled  # out of the model's batch loop: the thread is free for the next job's work
+            self._reports.put(done)
+
         try:
-            return work(self._reports.put)
+            if self._stop.is_set():
+                raise WorkCancelled
+            return work(report)
         finally:
             self._reports.put(None)  # wakes result() at once, whatever the work did
+
+    def cancel(self) -> None:
+        """Drop the work: not started, it never starts; running, it stops after its current batch.
+
+        A job that stops (cancelled, failed) cancels the work it started: the one encoder thread would otherwise
+        compute vectors nobody reads while the process's next job waits behind them.
+        """
+        self._stop.set()
+        self._future.cancel()
 
     def result(self, on_report: Callable[[int], None] | None = None) -> T:
         """Wait for the work, calling ``on_report`` on this thread for every batch it reported; its error is

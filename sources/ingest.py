@@ -575,6 +575,12 @@ class Batch:
 
         return _Embedding(documents, chunks, BackgroundWork(work))
 
+    def abandon(self) -> None:
+        """The job stopped (cancelled, failed): the flush embedding on the encoder thread is dropped, unstored."""
+        running, self.running = self.running, None
+        if running is not None and running.work is not None:
+            running.work.cancel()
+
     def _vectors_wait(self, embedding: "_Embedding") -> None:
         def heard(done: int) -> None:
             # The job's callbacks run on its own thread: they write its row.

@@ -114,6 +114,9 @@ class _Run:
         try:
             self.connector.open()
             self._index()
+        except BaseException:
+            self.batch.abandon()  # its vectors would only keep the encoder thread from the next job
+            raise
         finally:
             self.connector.close()
 

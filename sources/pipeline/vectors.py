@@ -65,23 +65,32 @@ def vectors_fill(
     batches = _batches(positions, paths, size=config.embedding.flush_chunks)
     rows = next(batches, None)
     running: tuple[_Rows, BackgroundWork[np.ndarray]] | None = None
-    while rows is not None or running is not None:
-        started = (rows, _start(rows, config=config)) if rows is not None else None
-        rows = next(batches, None) if started is not None else None  # read while the encoder works
-        if running is not None:
-            earlier, work = running
+    started: tuple[_Rows, BackgroundWork[np.ndarray]] | None = None
+    try:
+        while rows is not None or running is not None:
+            started = (rows, _start(rows, config=config)) if rows is not None else None
+            rows = next(batches, None) if started is not None else None  # read while the encoder works
+            if running is not None:
+                earlier, work = running
 
-            def heard(count: int, before: int = done) -> None:
+                def heard(count: int, before: int = done) -> None:
+                    if on_embedded is not None:
+                        on_embedded(before + count)
+                    if on_batch is not None:
+                        on_batch()
+
+                _store(earlier, work.result(heard), made=vector_identity(earlier.model, config.ingest))
+                done += len(earlier.ids)
                 if on_embedded is not None:
-                    on_embedded(before + count)
-                if on_batch is not None:
-                    on_batch()
-
-            _store(earlier, work.result(heard), made=vector_identity(earlier.model, config.ingest))
-            done += len(earlier.ids)
-            if on_embedded is not None:
-                on_embedded(done)
-        running = started
+                    on_embedded(done)
+            running, started = started, None
+    except BaseException:
+        # Cancelled (the heartbeat found the job no longer this worker's), failed or stopped: what is stored stays
+        # and the rest stays pending; the encoder thread drops the batches nobody will store.
+        for pending in (running, started):
+            if pending is not None:
+                pending[1].cancel()
+        raise
     return done
 
 

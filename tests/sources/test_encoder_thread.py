@@ -2,7 +2,7 @@ import threading
 
 import pytest
 
-from sources.encoder_thread import BackgroundWork
+from sources.encoder_thread import BackgroundWork, WorkCancelled
 
 pytestmark = pytest.mark.unit
 
@@ -30,3 +30,23 @@ def test_an_error_on_the_encoder_thread_is_raised_to_the_waiting_thread_and_the_
     with pytest.raises(ValueError, match="out of memory"):
         BackgroundWork(failing).result()
     assert BackgroundWork(lambda report: 42).result() == 42
+
+
+def test_a_cancelled_work_stops_at_its_next_batch_and_the_next_job_s_work_runs():
+    """A job cancelled while a batch embeds must not leave the one encoder thread computing vectors nobody reads."""
+    started = threading.Event()
+
+    def endless(report):
+        started.set()
+        while True:  # batch after batch, until the report says stop
+            report(1)
+            threading.Event().wait(0.001)
+
+    abandoned = BackgroundWork(endless)
+    assert started.wait(30)
+    queued = BackgroundWork(lambda report: "never")  # behind it on the thread: dropped before it starts
+    abandoned.cancel()
+    queued.cancel()
+    assert BackgroundWork(lambda report: "the next job's vectors").result() == "the next job's vectors"
+    with pytest.raises(WorkCancelled):
+        abandoned.result()

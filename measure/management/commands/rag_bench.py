@@ -214,7 +214,7 @@ class Command(BaseCommand):
             gone = f"; {crawl['removed']} still searchable: {crawl['removed_searchable']}" if "removed" in crawl else ""
             self.stdout.write(
                 f"  crawled again, {step}: searchable by words in {crawl['seconds']} s, "
-                f"{crawl['page_bodies_sent']} page bodies sent; {crawl['crawl']}{gone}"
+                f"{crawl['page_bodies_sent']} page bodies sent {crawl['bodies_sent_for']}; {crawl['crawl']}{gone}"
             )
 
     def _answers(self, *, as_json: bool, **options) -> None:
