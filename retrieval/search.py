@@ -16,7 +16,7 @@ from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import nullcontext
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from django.db import OperationalError, transaction
 from psycopg.errors import QueryCanceled
@@ -36,6 +36,7 @@ from retrieval.candidates import (
     Scored,
     best_per_source,
     fused,
+    group_rest,
     thresholded,
 )
 from retrieval.choices import RerankBackend
@@ -98,6 +99,8 @@ class Hit:
     channels: dict[str, ChannelScore] = field(default_factory=dict)  # lexical / vector
     fused: ChannelScore | None = None
     rerank: ChannelScore | None = None
+    # A grouped search's more chunks of the same file (or skill), best first, shown under it (``snippets``).
+    snippets: tuple["Hit", ...] = ()
 
     @property
     def title(self) -> str:
@@ -131,6 +134,12 @@ class SearchResult(Sequence):
         return len(self.hits)
 
 
+# Grouped by file, a search that found fewer files than k asks its channels again for this many times more chunks,
+# up to the ceiling (the lexical channel's reads are bounded on their own: RAG_LEXICAL_POSTINGS).
+GROUP_FETCH_FACTOR = 4
+GROUP_FETCH_CEILING = 1000
+
+
 # Where a search's time went, in milliseconds (the API sends them as a
 # Server-Timing header; `rag_bench search` reports them). Each is a few
 # perf_counter() calls. lexical and vector: their SQL (lexical includes the
@@ -151,13 +160,15 @@ def chunks_search(
     mmr_lambda: float | None = None,
     rerank: bool | None = None,
     group: bool = False,
+    snippets: int = 0,
     config: SearchConfig | None = None,
 ) -> SearchResult:
     """The ``k`` best chunks for ``query``, each explaining its ranks.
 
     Vector matches below their source kind's similarity threshold are dropped
     unless the lexical channel found them too. ``group`` keeps the best chunk
-    per source (one hit per skill, tool or file). ``rerank`` (default
+    per source (one hit per skill, tool or file), and ``k`` then counts those; ``snippets`` (with ``group``) gives
+    each hit up to that many more of its file's matching chunks, best first. ``rerank`` (default
     RAG_RERANK_ENABLED) reorders the fused head with the cross-encoder; ``mmr``
     then trades relevance for diversity (``mmr_lambda``, default RAG_MMR_LAMBDA).
     ``config``: the edge builds it (``SearchConfig.from_settings()``); left out,
@@ -174,15 +185,22 @@ def chunks_search(
     warnings: list[str] = []
     timings: dict[str, float] = {}
 
-    # A long query waits for one of few slots (retrieval/admission.py).
-    with search_admitted(query, limits=config.admission):
-        lists = _candidate_lists(
-            query=query, mode=mode, scope=scope, limit=limit, config=config, warnings=warnings, timings=timings
-        )
-    lists = thresholded(lists)
-    order = _fused(query, lists, mode=mode, config=config)
-    if group:
-        order = best_per_source(order)
+    while True:
+        attempt: list[str] = []
+        # A long query waits for one of few slots (retrieval/admission.py).
+        with search_admitted(query, limits=config.admission):
+            lists = _candidate_lists(
+                query=query, mode=mode, scope=scope, limit=limit, config=config, warnings=attempt, timings=timings
+            )
+        lists = thresholded(lists)
+        chunks = _fused(query, lists, mode=mode, config=config)
+        order = best_per_source(chunks) if group else chunks
+        # Grouped, k counts files: when the chunks fetched held fewer than k and a channel had more to give (its list
+        # was full), fetch more, once. A file's many chunks (a long module, a big stylesheet) cannot crowd out the rest.
+        if not group or len(order) >= k or limit >= GROUP_FETCH_CEILING or not _full(lists, limit):
+            break
+        limit = min(limit * GROUP_FETCH_FACTOR, GROUP_FETCH_CEILING)
+    warnings.extend(attempt)
     pool = order[:limit]
     reranking = config.rerank.enabled if rerank is None else rerank
     rows = _rows(pool if reranking or mmr else pool[:k], embeddings=mmr)
@@ -195,9 +213,38 @@ def chunks_search(
             ranked, _vectors(ranked, rows), lambda_=config.mmr_lambda if mmr_lambda is None else mmr_lambda, k=k
         )
     hits = _explained(ranked[:k], rows, lists=lists, fused=order if len(lists) > 1 else [], reranked=reranked)
+    if group and snippets > 0:
+        hits = _with_snippets(hits, chunks, rows, per_hit=snippets, lists=lists)
     _timed_add(timings, "search", time.perf_counter() - started)
     metrics.search_observe(mode=mode.value, timings_ms=timings)
     return SearchResult(hits=hits, warnings=warnings, timings=timings)
+
+
+def _full(lists: list[CandidateList], limit: int) -> bool:
+    return any(len(found.candidates) >= limit for found in lists)
+
+
+def _with_snippets(
+    hits: tuple[Hit, ...], chunks: list[Scored], rows: dict[int, Chunk], *, per_hit: int, lists: list[CandidateList]
+) -> tuple[Hit, ...]:
+    """Each grouped hit with up to ``per_hit`` more chunks of its file, in the fused order (one query loads them)."""
+    rest = group_rest(chunks, [hit.chunk.pk for hit in hits], per_group=per_hit)
+    missing = [item for items in rest.values() for item in items if item.chunk_id not in rows]
+    rows = {**rows, **_rows(missing, embeddings=False)}
+    fused_order = chunks if len(lists) > 1 else []
+    return tuple(
+        replace(
+            hit,
+            snippets=_explained(
+                [(item.chunk_id, item.score) for item in rest.get(hit.chunk.pk, ())],
+                rows,
+                lists=lists,
+                fused=fused_order,
+                reranked={},
+            ),
+        )
+        for hit in hits
+    )
 
 
 def _fused(query: str, lists: list[CandidateList], *, mode: Mode, config: SearchConfig) -> list[Scored]:
