@@ -176,7 +176,7 @@ def _context_coverage(
     Also ``tokens/<encoding>``: the largest budget's texts counted in each
     other encoding, over their count in RAG_CONTEXT_TOKENIZER (how far a
     budget is off for a model with another tokenizer); and ``by_floor``: per
-    floor of CONTEXT_FLOORS, the same metrics at the smallest budget, the share
+    floor of CONTEXT_FLOORS, the same metrics at every budget, the share
     of these queries left with no evidence at all (``empty``) and the share of
     GIBBERISH_QUERIES generated ones that are (``gibberish_empty``: noise kept
     out).
@@ -195,15 +195,14 @@ def _context_coverage(
         _skipped.extend(warnings[:1])
         for floor in floors:
             skills, spans = context_pieces(context_floored(hits, floor=floor)[0], query=text)
-            for budget in CONTEXT_BUDGETS if floor == config.min_similarity else CONTEXT_BUDGETS[:1]:
+            for budget in CONTEXT_BUDGETS:
                 assembled = assemble(skills, spans, budget=budget, count=configured_count)
                 shown = [kept for part in assembled.parts if isinstance(part.item, Span) for kept in _kept(part.item)]
                 for metric, value in inside(shown).items():
                     name = f"{metric}@{budget // 1000}k"
                     if floor == config.min_similarity:
                         sums[name] = sums.get(name, 0.0) + value
-                    if budget == CONTEXT_BUDGETS[0]:
-                        by_floor[floor][name] = by_floor[floor].get(name, 0.0) + value
+                    by_floor[floor][name] = by_floor[floor].get(name, 0.0) + value
                 if floor == config.min_similarity:
                     final = assembled.text
             by_floor[floor]["empty"] = by_floor[floor].get("empty", 0.0) + float(not spans)

@@ -107,7 +107,11 @@ class SearchIn(ScopeIn):
     rerank: Flag | None = Field(
         None, description="Rerank the fused hits with the cross-encoder (RAG_RERANK_MODEL); default RAG_RERANK_ENABLED."
     )
-    group: Flag = Field(False, description="At most one hit (the best chunk) per source: per skill, file or tool.")
+    group: Flag | Literal["file"] = Field(
+        False,
+        description='true: at most one hit (the best chunk) per source: per skill, file or tool. "file": the same, '
+        "each hit with up to two more of its file's (or skill's) matching chunks in `snippets`; k counts files.",
+    )
     sources: list[Literal["skill", "file", "tool", "memory"]] = Field(
         default_factory=list, description="Kinds of source to search; empty = all (memories: what bots remembered)."
     )
@@ -116,6 +120,19 @@ class SearchIn(ScopeIn):
 class ChannelOut(Schema):
     rank: int
     score: float
+
+
+class SnippetOut(Schema):
+    """One more matching chunk of a grouped hit's file: where it is and its text."""
+
+    chunk_id: int
+    citation: str
+    start_line: int
+    end_line: int
+    heading_path: str
+    symbol: str
+    content: str
+    score: float = Field(..., description="Its fused score (the hit's order is its best chunk's).")
 
 
 class HitOut(Schema):
@@ -148,6 +165,9 @@ class HitOut(Schema):
     tool: dict | None = Field(None, description="For tool hits: the full schema in OpenAI function format.")
     commit: str = Field("", description="Git roots: the commit the chunk was indexed at.")
     permalink: str = Field("", description="Git roots with a permalink template: a link to these lines at that commit.")
+    snippets: list[SnippetOut] = Field(
+        default_factory=list, description='With group "file": the file\'s next best matching chunks, best first.'
+    )
 
 
 class SearchOut(Schema):

@@ -137,6 +137,9 @@ class SearchResult(Sequence):
 # Grouped by file, a search that found fewer files than k asks its channels again for this many times more chunks,
 # up to the ceiling (the lexical channel's reads are bounded on their own: RAG_LEXICAL_POSTINGS).
 GROUP_FETCH_FACTOR = 4
+# A result grouped by file (the page's default, the API's group "file") shows each file's best chunk and up to this
+# many more: three places in a file a person scans at a glance, and a card small enough for five on a laptop screen.
+FILE_SNIPPETS = 2
 GROUP_FETCH_CEILING = 1000
 
 

@@ -186,7 +186,8 @@ TOOLS: tuple[McpTool, ...] = (
             "`content` (the chunk's text as indexed), `score`, and the channels that found it. Use it to locate where "
             "something is defined or explained; for a ready-to-read, token-budgeted text for a task use get_context. "
             "Hits are chunks, not whole files, and files may have changed since indexing: verify a citation with "
-            "read_range before quoting it. `sources` limits the kinds, `group: true` gives one hit per file or skill."
+            "read_range before quoting it. `sources` limits the kinds, `group: true` gives one hit per file or skill, "
+            '`group: "file"` adds each file\'s next best chunks as `snippets` (k then counts files).'
         ),
         schema_in=SearchIn,
         schema_out=SearchOut,

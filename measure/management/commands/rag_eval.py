@@ -206,12 +206,12 @@ class Command(BaseCommand):
         by_floor = context["by_floor"]
         columns = list(next(iter(by_floor.values())))
         self.stdout.write(
-            "  context by relevance floor (RAG_CONTEXT_MIN_SIMILARITY; at 1k; empty = share of the real queries "
+            "  context by relevance floor (RAG_CONTEXT_MIN_SIMILARITY; empty = share of the real queries "
             f"left with no evidence, gibberish_empty = of {GIBBERISH_QUERIES} gibberish ones)"
         )
-        self.stdout.write(f"  {'floor':>7}" + "".join(f"{name:>16}" for name in columns))
+        self.stdout.write(f"  {'floor':>7}" + "".join(f"{name:>13}" for name in columns))
         for floor, values in by_floor.items():
-            self.stdout.write(f"  {floor:>7}" + "".join(f"{values[name]:>16.3f}" for name in columns))
+            self.stdout.write(f"  {floor:>7}" + "".join(f"{values[name]:>13.3f}" for name in columns))
 
 
 def _dumps(data: dict) -> str:
