@@ -20,7 +20,7 @@ from kernel.errors import ApplicationError
 from retrieval.confidence import good_match
 from retrieval.config import CitedAnswerConfig, SearchConfig
 from retrieval.highlight import highlight_css, matching_words, snippet
-from retrieval.search import Hit, Mode, chunks_search, hits_tools
+from retrieval.search import FILE_SNIPPETS, Hit, Mode, chunks_search, hits_tools
 from retrieval.symbols import SYMBOL_NAME, symbol_hits
 from sources.models import (
     DESCRIPTION_KEY,
@@ -46,6 +46,12 @@ KINDS = (
     (Source.Kind.MEMORY, "Memories"),
 )
 MODES = (("hybrid", "Hybrid"), ("lexical", "Words"), ("vector", "Meaning"))
+# One card per file by default, as code search tools show results: a file's several matching chunks are one result
+# with its best places under it, not several cards that each repeat its root and path.
+GROUPS = (("file", "One per file"), ("chunk", "Every chunk"))
+# A grouped card's lines: its best chunk's, then each further chunk's, from the first matching line (five cards fit
+# a 1280x800 screen with the answer box: tests/surfaces/test_grouped_results_browser.py).
+CARD_LINES = (2, 1)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -57,6 +63,7 @@ class Filters:
     root: str = ""  # a root's id
     language: str = ""
     mode: str = "hybrid"
+    group: str = "file"
     page: int = 1
 
     @classmethod
@@ -64,6 +71,7 @@ class Filters:
         get = request.GET
         kind = get.get("kind", "")
         mode = get.get("mode", "hybrid")
+        group = get.get("group", "file")
         try:
             page = min(max(int(get.get("page", "1")), 1), settings.RAG_SEARCH_MAX_K // PAGE_SIZE)
         except ValueError:
@@ -74,6 +82,7 @@ class Filters:
             root=get.get("root", "") if get.get("root", "").isdigit() else "",
             language=get.get("language", "")[:32],
             mode=mode if mode in dict(MODES) else "hybrid",
+            group=group if group in dict(GROUPS) else "file",
             page=page,
         )
 
@@ -99,6 +108,7 @@ def search_page(request):
         "filters": filters,
         "kinds": KINDS,
         "modes": MODES,
+        "groups": GROUPS,
         "highlight_css": highlight_css(),
         **_filter_choices(scope),
     }
@@ -167,8 +177,9 @@ def _results(filters: Filters, scope, roots: list[WorkspaceRoot]) -> dict:
     narrowed = _narrowed(filters, scope, roots)
     if filters.root and not narrowed.source_ids:
         return _NO_HITS
-    k = filters.page * PAGE_SIZE
+    k = filters.page * PAGE_SIZE  # grouped, files
     config = SearchConfig.from_settings()
+    grouped = filters.group == "file"
     started = time.perf_counter()
     try:
         # A language narrows the fused pool (RAG_SEARCH_CANDIDATES chunks): languages are not in the indexes.
@@ -177,19 +188,21 @@ def _results(filters: Filters, scope, roots: list[WorkspaceRoot]) -> dict:
             k=max(k, config.candidates) if filters.language else k,
             mode=Mode.parse(filters.mode),
             scope=narrowed,
+            group=grouped,
+            snippets=FILE_SNIPPETS if grouped else 0,
             config=config,
         )
     except ApplicationError as exc:
         return {"error": exc.message}
     hits = [hit for hit in found if hit.chunk.language == filters.language] if filters.language else list(found)
     shown = hits[(filters.page - 1) * PAGE_SIZE : k]
-    words = matching_words(filters.query, [hit.chunk.content for hit in shown])
+    words = matching_words(filters.query, [h.chunk.content for hit in shown for h in (hit, *hit.snippets)])
     elapsed_ms = round((time.perf_counter() - started) * 1000)
     more = len(hits) > k or (len(found) == k and k < settings.RAG_SEARCH_MAX_K)
     return {
         # Ranks are relative: the first hit of a gibberish query is first all the same (retrieval/confidence.py).
         "weak": bool(hits) and not good_match(hits, min_similarity=settings.RAG_SEARCH_GOOD_MATCH_SIMILARITY),
-        "hits": _hit_views(shown, words, roots, first_rank=(filters.page - 1) * PAGE_SIZE + 1),
+        "hits": _hit_views(shown, words, roots, first_rank=(filters.page - 1) * PAGE_SIZE + 1, grouped=grouped),
         "total": min(len(hits), k),
         "more": more,
         "more_url": filters.url(page=filters.page + 1) + "&more=1" if more else "",
@@ -198,8 +211,11 @@ def _results(filters: Filters, scope, roots: list[WorkspaceRoot]) -> dict:
     }
 
 
-def _hit_views(shown: list[Hit], words: set[str], roots: list[WorkspaceRoot], *, first_rank: int) -> list[dict]:
-    """The page's view of ``shown``, numbered from ``first_rank``, with what they link to read in one query each."""
+def _hit_views(
+    shown: list[Hit], words: set[str], roots: list[WorkspaceRoot], *, first_rank: int, grouped: bool = False
+) -> list[dict]:
+    """The page's view of ``shown``, numbered from ``first_rank``, with what they link to read in one query each;
+    ``grouped``: each a file's card, its best chunk and its snippets in a few lines each."""
     slugs = dict(
         Skill.objects.filter(
             source_id__in={hit.chunk.source_id for hit in shown if hit.chunk.source.kind == Source.Kind.SKILL}
@@ -214,7 +230,7 @@ def _hit_views(shown: list[Hit], words: set[str], roots: list[WorkspaceRoot], *,
     # Two roots may both hold README.md: a file hit names its root when the person sees more than one.
     root_names = {root.pk: root.name for root in roots} if len(roots) > 1 else {}
     links = Links(slugs, uploaded, schemas, root_names)
-    return [_hit_view(hit, rank, words, links) for rank, hit in enumerate(shown, start=first_rank)]
+    return [_hit_view(hit, rank, words, links, grouped=grouped) for rank, hit in enumerate(shown, start=first_rank)]
 
 
 def _answer(filters: Filters) -> dict:
@@ -251,20 +267,27 @@ def _trail(prefix: str, title: str) -> str:
     return " › ".join(part for part in parts if part)
 
 
-def _hit_view(hit: Hit, rank: int, words: set[str], links: Links) -> dict:
-    """One hit as the page shows it."""
-    slugs, uploaded = links.slugs, links.uploaded
+def _hit_view(hit: Hit, rank: int, words: set[str], links: Links, *, grouped: bool = False) -> dict:
+    """One hit as the page shows it; grouped, with ``parts``: the best chunk and each snippet, a few lines each."""
     chunk, source = hit.chunk, hit.chunk.source
     shown = snippet(content=chunk.content, kind=source.kind, path=chunk.path, first_line=chunk.start_line, words=words)
-    anchor = f"#L{chunk.start_line}-L{chunk.end_line}"
-    if source.kind == Source.Kind.SKILL and source.pk in slugs:
-        url = reverse("view-skill", args=[slugs[source.pk]]) + anchor
-    elif source.kind == Source.Kind.FILE and source.root_id is not None:
-        url = reverse("view-file", args=[source.root_id, chunk.path]) + anchor
-    elif source.kind == Source.Kind.DOCUMENT and source.pk in uploaded:
-        url = reverse("view-document", args=[uploaded[source.pk]]) + anchor
-    else:
-        url = ""  # a tool is its schema, an evaluation document has no file: nothing more to open
+    url = _chunk_url(chunk, links)
+    parts = [
+        {
+            "snippet": snippet(
+                content=part.content,
+                kind=source.kind,
+                path=part.path,
+                first_line=part.start_line,
+                words=words,
+                window_lines=CARD_LINES[min(n, 1)],
+            ),
+            "url": _chunk_url(part, links),
+            "chunk": part,
+            "trail": _trail(part.context_prefix, hit.title),
+        }
+        for n, part in enumerate((chunk, *(more.chunk for more in hit.snippets)))
+    ]
     return {
         "hit": hit,
         "rank": rank,
@@ -275,7 +298,21 @@ def _hit_view(hit: Hit, rank: int, words: set[str], links: Links) -> dict:
         "trail": _trail(chunk.context_prefix, hit.title),
         "schema": links.schemas.get(source.pk, ""),
         "root_name": links.root_names.get(source.root_id, "") if source.root_id is not None else "",
+        "parts": parts if grouped else [],
     }
+
+
+def _chunk_url(chunk: Chunk, links: Links) -> str:
+    """Where the viewer shows ``chunk``'s lines; empty for a tool (its schema) or an evaluation document (no file)."""
+    source = chunk.source
+    anchor = f"#L{chunk.start_line}-L{chunk.end_line}"
+    if source.kind == Source.Kind.SKILL and source.pk in links.slugs:
+        return reverse("view-skill", args=[links.slugs[source.pk]]) + anchor
+    if source.kind == Source.Kind.FILE and source.root_id is not None:
+        return reverse("view-file", args=[source.root_id, chunk.path]) + anchor
+    if source.kind == Source.Kind.DOCUMENT and source.pk in links.uploaded:
+        return reverse("view-document", args=[links.uploaded[source.pk]]) + anchor
+    return ""
 
 
 def _root_source_ids(roots: list[WorkspaceRoot], root_id: str, scope) -> tuple[int, ...]:
