@@ -72,7 +72,7 @@ def test_one_card_per_file_and_five_fit_a_laptop_screen_with_answers_on(live_ser
 
         # The toggle: every chunk its own card, as before; the choice is in the URL.
         page.select_option("select[name=group]", "chunk")
-        expect(page.locator("#results .hit-file")).to_have_count(0)
+        expect(page.locator("#results .hit .card")).to_have_count(0)
         assert "group=chunk" in page.url
         chunks = page.locator("#results .hit h2").all_inner_texts()
         assert chunks.count("contenttypes/fields.py") >= 2

@@ -209,9 +209,10 @@ class Command(BaseCommand):
             "  context by relevance floor (RAG_CONTEXT_MIN_SIMILARITY; empty = share of the real queries "
             f"left with no evidence, gibberish_empty = of {GIBBERISH_QUERIES} gibberish ones)"
         )
-        self.stdout.write(f"  {'floor':>7}" + "".join(f"{name:>13}" for name in columns))
+        widths = {name: max(13, len(name) + 2) for name in columns}
+        self.stdout.write(f"  {'floor':>7}" + "".join(f"{name:>{widths[name]}}" for name in columns))
         for floor, values in by_floor.items():
-            self.stdout.write(f"  {floor:>7}" + "".join(f"{values[name]:>13.3f}" for name in columns))
+            self.stdout.write(f"  {floor:>7}" + "".join(f"{values[name]:>{widths[name]}.3f}" for name in columns))
 
 
 def _dumps(data: dict) -> str:
