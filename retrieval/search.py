@@ -137,10 +137,10 @@ class SearchResult(Sequence):
 # Grouped by file, a search that found fewer files than k asks its channels again for this many times more chunks,
 # up to the ceiling (the lexical channel's reads are bounded on their own: RAG_LEXICAL_POSTINGS).
 GROUP_FETCH_FACTOR = 4
+GROUP_FETCH_CEILING = 1000
 # A result grouped by file (the page's default, the API's group "file") shows each file's best chunk and up to this
 # many more: three places in a file a person scans at a glance, and a card small enough for five on a laptop screen.
 FILE_SNIPPETS = 2
-GROUP_FETCH_CEILING = 1000
 
 
 # Where a search's time went, in milliseconds (the API sends them as a
@@ -192,19 +192,21 @@ def chunks_search(
         attempt: list[str] = []
         # A long query waits for one of few slots (retrieval/admission.py).
         with search_admitted(query, limits=config.admission):
-            lists = _candidate_lists(
+            fetched = _candidate_lists(
                 query=query, mode=mode, scope=scope, limit=limit, config=config, warnings=attempt, timings=timings
             )
-        lists = thresholded(lists)
+        lists = thresholded(fetched)
         chunks = _fused(query, lists, mode=mode, config=config)
         order = best_per_source(chunks) if group else chunks
         # Grouped, k counts files: when the chunks fetched held fewer than k and a channel had more to give (its list
-        # was full), fetch more, once. A file's many chunks (a long module, a big stylesheet) cannot crowd out the rest.
-        if not group or len(order) >= k or limit >= GROUP_FETCH_CEILING or not _full(lists, limit):
+        # was full), fetch more, up to the ceiling. A file's many chunks (a long module, a big stylesheet) cannot
+        # crowd out the rest.
+        if not group or len(order) >= k or limit >= GROUP_FETCH_CEILING or not _full(fetched, limit):
             break
         limit = min(limit * GROUP_FETCH_FACTOR, GROUP_FETCH_CEILING)
     warnings.extend(attempt)
-    pool = order[:limit]
+    # The pool reranked and diversified stays its configured size, however many chunks it took to find k files.
+    pool = order[: max(config.candidates, k)]
     reranking = config.rerank.enabled if rerank is None else rerank
     rows = _rows(pool if reranking or mmr else pool[:k], embeddings=mmr)
     ranked = [(item.chunk_id, item.score) for item in pool]
