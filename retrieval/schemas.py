@@ -28,6 +28,17 @@ def _no_control_characters(value: str) -> str:
 Flag = Annotated[bool, Strict()]
 
 
+def _grouping(value: object) -> object:
+    # One message naming the three values, not one per member of the union.
+    if value is True or value is False or value == "file":
+        return value
+    raise ValueError('must be true, false or "file"')
+
+
+# Search's grouping: a Flag, or "file" (one hit per file with its next chunks as snippets).
+Grouping = Annotated[bool | Literal["file"], BeforeValidator(_grouping)]
+
+
 _JSON_TYPES = {
     str: "a string",
     list: "an array",
@@ -107,7 +118,7 @@ class SearchIn(ScopeIn):
     rerank: Flag | None = Field(
         None, description="Rerank the fused hits with the cross-encoder (RAG_RERANK_MODEL); default RAG_RERANK_ENABLED."
     )
-    group: Flag | Literal["file"] = Field(
+    group: Grouping = Field(
         False,
         description='true: at most one hit (the best chunk) per source: per skill, file or tool. "file": the same, '
         "each hit with up to two more of its file's (or skill's) matching chunks in `snippets`; k counts files.",
