@@ -208,7 +208,10 @@ def chunks_search(
     # The pool reranked and diversified stays its configured size, however many chunks it took to find k files.
     pool = order[: max(config.candidates, k)]
     reranking = config.rerank.enabled if rerank is None else rerank
-    rows = _rows(pool if reranking or mmr else pool[:k], embeddings=mmr)
+    heads = pool if reranking or mmr else pool[:k]
+    # Each head's snippets are loaded with the pool's rows, in the same query: no round trip of their own.
+    rest = group_rest(chunks, [item.chunk_id for item in heads], per_group=snippets) if group and snippets > 0 else {}
+    rows = _rows([*heads, *(item for items in rest.values() for item in items)], embeddings=mmr)
     ranked = [(item.chunk_id, item.score) for item in pool]
     reranked: dict[int, float] = {}
     if reranking:
@@ -219,7 +222,7 @@ def chunks_search(
         )
     hits = _explained(ranked[:k], rows, lists=lists, fused=order if len(lists) > 1 else [], reranked=reranked)
     if group and snippets > 0:
-        hits = _with_snippets(hits, chunks, rows, per_hit=snippets, lists=lists)
+        hits = _with_snippets(hits, rest, rows, fused_order=chunks if len(lists) > 1 else [], lists=lists)
     _timed_add(timings, "search", time.perf_counter() - started)
     metrics.search_observe(mode=mode.value, timings_ms=timings)
     return SearchResult(hits=hits, warnings=warnings, timings=timings)
@@ -230,13 +233,14 @@ def _full(lists: list[CandidateList], limit: int) -> bool:
 
 
 def _with_snippets(
-    hits: tuple[Hit, ...], chunks: list[Scored], rows: dict[int, Chunk], *, per_hit: int, lists: list[CandidateList]
+    hits: tuple[Hit, ...],
+    rest: dict[int, tuple[Scored, ...]],
+    rows: dict[int, Chunk],
+    *,
+    fused_order: list[Scored],
+    lists: list[CandidateList],
 ) -> tuple[Hit, ...]:
-    """Each grouped hit with up to ``per_hit`` more chunks of its file, in the fused order (one query loads them)."""
-    rest = group_rest(chunks, [hit.chunk.pk for hit in hits], per_group=per_hit)
-    missing = [item for items in rest.values() for item in items if item.chunk_id not in rows]
-    rows = {**rows, **_rows(missing, embeddings=False)}
-    fused_order = chunks if len(lists) > 1 else []
+    """Each grouped hit with its file's next chunks (``group_rest``), explained like the hits."""
     return tuple(
         replace(
             hit,
