@@ -4,8 +4,10 @@ optionally reranked and diversified. Every hit explains where its rank came from
 
 Database round trips: the session's first (settings, models, lexical
 statistics), the lexical BM25, one vector query per visible model, the
-session's last (settings put back), the pool's rows. In a caller's
-transaction each channel adds a savepoint.
+session's last (settings put back), the pool's rows (with a grouped
+search's snippets). In a caller's transaction each channel adds a savepoint.
+A grouped search whose full candidate lists held fewer than k files fetches
+again with longer lists: those round trips once more.
 """
 
 import enum
