@@ -284,7 +284,7 @@ def _hit_view(hit: Hit, rank: int, words: set[str], links: Links, *, grouped: bo
             ),
             "url": _chunk_url(part, links),
             "chunk": part,
-            "trail": _trail(part.context_prefix, hit.title),
+            "anchor": (part.metadata or {}).get("anchor", ""),
         }
         for n, part in enumerate((chunk, *(more.chunk for more in hit.snippets)))
     ]

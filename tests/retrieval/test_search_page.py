@@ -93,7 +93,7 @@ def test_file_hits_show_path_symbol_and_lines(client, person, tmp_path, settings
     assert f'<a class="open" href="/view/file/{root.pk}/billing.py#L4-L5">billing.py</a>' in partial
     assert "<code>refund_invoice</code>" in partial and "<code>billing.py:4-5</code>" not in partial  # path once
     lines = '<span class="visually-hidden">Lines </span>4-5'
-    assert f'<a href="/view/file/{root.pk}/billing.py#L4-L5">{lines}</a>' in partial
+    assert f'title="billing.py:4-5"><a href="/view/file/{root.pk}/billing.py#L4-L5">{lines}</a>' in partial
     chunks = client.get("/", {"q": "refund invoice", "group": "chunk"}, headers={"HX-Request": "true"})
     assert "<code>billing.py:4-5</code>" in chunks.content.decode()  # every chunk its own card, cited in full
     # Highlighted code with the file's own line numbers, the query's words marked (also inside the identifier).
