@@ -284,7 +284,7 @@ def _hit_view(hit: Hit, rank: int, words: set[str], links: Links, *, grouped: bo
             ),
             "url": _chunk_url(part, links),
             "chunk": part,
-            "anchor": (part.metadata or {}).get("anchor", ""),
+            **_where(part),
         }
         for n, part in enumerate((chunk, *(more.chunk for more in hit.snippets)))
     ]
@@ -300,6 +300,16 @@ def _hit_view(hit: Hit, rank: int, words: set[str], links: Links, *, grouped: bo
         "root_name": links.root_names.get(source.root_id, "") if source.root_id is not None else "",
         "parts": parts if grouped else [],
     }
+
+
+def _where(chunk: Chunk) -> dict[str, str]:
+    """A card part's range as shown beside its lines (``where``: a document's page first) and what only a screen
+    reader says before it (``unseen``: the path the card names once above, or "Lines"): together its citation."""
+    anchor = (chunk.metadata or {}).get("anchor", "")
+    if not anchor:
+        return {"unseen": "Lines ", "where": f"{chunk.start_line}-{chunk.end_line}"}
+    where = f"{anchor} (lines {chunk.start_line}-{chunk.end_line})"
+    return {"unseen": chunk.citation.removesuffix(where), "where": where}
 
 
 def _chunk_url(chunk: Chunk, links: Links) -> str:
