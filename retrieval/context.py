@@ -21,7 +21,7 @@ from retrieval.search import Hit, chunks_search, hits_tools
 from retrieval.tokens import token_count
 from sources.extract import extractor_for
 from sources.git_roots import permalink
-from sources.models import COMMIT_KEY, Chunk, IndexedFile, IndexStatus, Skill, Source, WorkspaceRoot
+from sources.models import COMMIT_KEY, IndexedFile, IndexStatus, Skill, Source, WorkspaceRoot
 
 # Kinds a caller may ask for, in the order their searches run.
 KINDS = (Source.Kind.SKILL, Source.Kind.FILE, Source.Kind.TOOL, Source.Kind.MEMORY)
@@ -209,16 +209,17 @@ def _section(hit: Hit) -> Hit:
     close to it in meaning: "how do I write front matter for a skill" ranked
     the writing-skills intro first and its "Front matter" section next. The
     skill's index line already names the skill; the text shown should answer.
+    A section's own opening gives way to a matching subsection the same way.
     """
-    if not _opening(hit.chunk):
-        return hit
-    return next((snippet for snippet in hit.snippets if not _opening(snippet.chunk)), hit)
+    matched = (hit, *hit.snippets)
+    # The markdown chunker's heading path joins levels with " > " (sources/chunking/markdown.py): the opening's path
+    # is empty (text before any heading) or the title's, which the other sections' paths extend.
+    paths = [found.chunk.context_prefix for found in matched]
 
+    def opening(path: str) -> bool:
+        return not path or any(other.startswith(f"{path} > ") for other in paths)
 
-def _opening(chunk: Chunk) -> bool:
-    # The markdown chunker's heading path joins levels with " > " (sources/chunking/markdown.py): one level is
-    # the title's, none the text before any heading.
-    return " > " not in chunk.context_prefix
+    return next((found for found in matched if not opening(found.chunk.context_prefix)), hit)
 
 
 def _why(hit: Hit, words: set[str]) -> str:
