@@ -17,7 +17,7 @@ from retrieval.assembly import Span, assemble
 from retrieval.choices import RerankBackend
 from retrieval.confidence import best_similarity, lexical_found
 from retrieval.config import ContextConfig, SearchConfig
-from retrieval.context import context_pieces, context_search
+from retrieval.context import context_floored, context_pieces, context_search
 from retrieval.search import Mode, chunks_search
 from retrieval.tokens import ENCODINGS, token_count
 from sources.chunking import chunk_text, chunker_identity
@@ -33,6 +33,9 @@ DEPTH = 100  # every channel ranks this many documents (Recall@100)
 # decides what fits.
 CONTEXT_BUDGETS = (1000, 2000, 4000)
 CONTEXT_CANDIDATES = 50
+# The context's relevance floors compared side by side (RAG_CONTEXT_MIN_SIMILARITY): every kind's hits below one
+# are left out; -1 keeps everything (the floor files had before issue 41).
+CONTEXT_FLOORS = (-1.0, 0.1, 0.2, 0.25, 0.3, 0.35, 0.4)
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,37 +169,65 @@ def dataset_context(dataset: Dataset, source: Source) -> dict[str, float]:
 
 def _context_coverage(
     queries: list[tuple[str, Callable[[list[tuple[str, int, int]]], dict[str, float]]]], scope: Scope, kind: str
-) -> dict[str, float]:
-    """``{"<metric>@<budget>": mean}`` of what ``inside`` says of each query's context: one search per query,
-    assembled at every budget.
+) -> dict:
+    """``{"<metric>@<budget>": mean}`` of what ``inside`` says of each query's context at RAG_CONTEXT_MIN_SIMILARITY:
+    one search per query, assembled at every budget.
 
     Also ``tokens/<encoding>``: the largest budget's texts counted in each
     other encoding, over their count in RAG_CONTEXT_TOKENIZER (how far a
-    budget is off for a model with another tokenizer).
+    budget is off for a model with another tokenizer); and ``by_floor``: per
+    floor of CONTEXT_FLOORS, the same metrics at every budget, the share
+    of these queries left with no evidence at all (``empty``) and the share of
+    GIBBERISH_QUERIES generated ones that are (``gibberish_empty``: noise kept
+    out).
     """
     config = ContextConfig.from_settings()
 
     def configured_count(text: str) -> int:
         return token_count(text, encoding=config.tokenizer)
 
+    floors = sorted({config.min_similarity, *CONTEXT_FLOORS})
     sums: dict[str, float] = {}
+    by_floor: dict[float, dict[str, float]] = {floor: {} for floor in floors}
     texts = []
     for text, inside in queries:
         hits, warnings = context_search(query=text, scope=scope, k={kind: CONTEXT_CANDIDATES}, config=config.search)
         _skipped.extend(warnings[:1])
-        skills, spans = context_pieces(hits, query=text)
-        for budget in CONTEXT_BUDGETS:
-            assembled = assemble(skills, spans, budget=budget, count=configured_count)
-            shown = [kept for part in assembled.parts if isinstance(part.item, Span) for kept in _kept(part.item)]
-            for metric, value in inside(shown).items():
-                name = f"{metric}@{budget // 1000}k"
-                sums[name] = sums.get(name, 0.0) + value
-        texts.append(assembled.text)
-    report = {name: total / max(len(queries), 1) for name, total in sums.items()}
+        for floor in floors:
+            skills, spans = context_pieces(context_floored(hits, floor=floor)[0], query=text)
+            for budget in CONTEXT_BUDGETS:
+                assembled = assemble(skills, spans, budget=budget, count=configured_count)
+                shown = [kept for part in assembled.parts if isinstance(part.item, Span) for kept in _kept(part.item)]
+                for metric, value in inside(shown).items():
+                    name = f"{metric}@{budget // 1000}k"
+                    if floor == config.min_similarity:
+                        sums[name] = sums.get(name, 0.0) + value
+                    by_floor[floor][name] = by_floor[floor].get(name, 0.0) + value
+                if floor == config.min_similarity:
+                    final = assembled.text
+            by_floor[floor]["empty"] = by_floor[floor].get("empty", 0.0) + float(not spans)
+        texts.append(final)
+    report: dict = {name: total / max(len(queries), 1) for name, total in sums.items()}
     configured = sum(configured_count(t) for t in texts) or 1
     for encoding in ENCODINGS:
         if encoding != config.tokenizer:
             report[f"tokens/{encoding}"] = sum(token_count(t, encoding=encoding) for t in texts) / configured
+    gibberish = [
+        context_search(query=text, scope=scope, k={kind: CONTEXT_CANDIDATES}, config=config.search)[0]
+        for text in gibberish_queries()
+    ]
+    report["floor"] = config.min_similarity
+    report["by_floor"] = {
+        f"{floor:g}": {
+            **{name: round(total / max(len(queries), 1), 4) for name, total in by_floor[floor].items()},
+            "gibberish_empty": round(
+                sum(not any(context_floored(found, floor=floor)[0].values()) for found in gibberish)
+                / GIBBERISH_QUERIES,
+                4,
+            ),
+        }
+        for floor in floors
+    }
     return report
 
 

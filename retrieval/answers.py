@@ -24,11 +24,12 @@ from retrieval.schemas import (
     SkillHitOut,
     SkillSearchIn,
     SkillSearchOut,
+    SnippetOut,
     ToolHitOut,
     ToolSearchIn,
     ToolSearchOut,
 )
-from retrieval.search import ChannelScore, Hit, Mode, chunks_search, hits_tools
+from retrieval.search import FILE_SNIPPETS, ChannelScore, Hit, Mode, chunks_search, hits_tools
 from sources.git_roots import permalink
 from sources.models import COMMIT_KEY, DESCRIPTION_KEY, Skill, Source, Tool, WorkspaceRoot
 
@@ -59,7 +60,8 @@ def search_answer(identity: Identity, payload: SearchIn, *, config: AnswerConfig
         mmr=payload.mmr,
         mmr_lambda=payload.mmr_lambda,
         rerank=payload.rerank,
-        group=payload.group,
+        group=payload.group is not False,
+        snippets=FILE_SNIPPETS if payload.group == "file" else 0,
         config=config.search,
         files_limits=config.files,
         narrowing=Narrowing(scope_fields=payload.model_dump(include={"bot_id", "client_id", "channels"})),
@@ -160,6 +162,19 @@ def _hit_out(rank: int, hit: Hit, tools: dict[int, Tool], templates: dict[int, s
         commit=commit,
         permalink=permalink(template, commit=commit, path=chunk.path, start=chunk.start_line, end=chunk.end_line),
         vector_pending=chunk.vector_pending,
+        snippets=[
+            SnippetOut(
+                chunk_id=chunk_public_id(more.chunk.pk, secret=id_secret),
+                citation=more.citation,
+                start_line=more.chunk.start_line,
+                end_line=more.chunk.end_line,
+                heading_path=more.chunk.context_prefix,
+                symbol=more.chunk.symbol,
+                content=more.chunk.content,
+                score=more.score,
+            )
+            for more in hit.snippets
+        ],
     )
 
 

@@ -151,3 +151,19 @@ def best_per_source(order: Iterable[Scored]) -> list[Scored]:
             seen.add((item.source_id, item.path))
             best.append(item)
     return best
+
+
+def group_rest(order: Iterable[Scored], heads: Iterable[int], *, per_group: int) -> dict[int, tuple[Scored, ...]]:
+    """For each head chunk (a group's best, as ``best_per_source`` kept it), up to ``per_group`` more chunks of its
+    source and path, in ``order``: the snippets a grouped result shows under its best chunk."""
+    wanted = set(heads)
+    where: dict[tuple[int, str], int] = {}
+    rest: dict[int, list[Scored]] = {}
+    for item in order:
+        key = (item.source_id, item.path)
+        if item.chunk_id in wanted:
+            where[key] = item.chunk_id
+            rest[item.chunk_id] = []
+        elif key in where and len(rest[where[key]]) < per_group:
+            rest[where[key]].append(item)
+    return {head: tuple(items) for head, items in rest.items()}

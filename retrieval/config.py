@@ -183,7 +183,7 @@ class ContextConfig:
     search: SearchConfig
     tokenizer: str  # a retrieval.tokens.ENCODINGS name
     skill_share: float = 0.0  # of the budget, for skills' best sections inline
-    skill_min_similarity: float = -1.0  # a skill's best chunk at least this close in meaning, or left out
+    min_similarity: float = -1.0  # every kind's hit at least this close in meaning, or left out
 
     @classmethod
     def from_settings(cls) -> "ContextConfig":
@@ -191,7 +191,7 @@ class ContextConfig:
             search=SearchConfig.from_settings(),
             tokenizer=settings.RAG_CONTEXT_TOKENIZER,
             skill_share=settings.RAG_CONTEXT_SKILL_SHARE,
-            skill_min_similarity=settings.RAG_CONTEXT_SKILL_MIN_SIMILARITY,
+            min_similarity=settings.RAG_CONTEXT_MIN_SIMILARITY,
         )
 
 

@@ -29,6 +29,8 @@ KINDS = (Source.Kind.SKILL, Source.Kind.FILE, Source.Kind.TOOL, Source.Kind.MEMO
 # (its k, its place in ``sources``) covers both; a caller has no second knob to learn.
 _SEARCHED: dict[str, tuple[str, ...]] = {Source.Kind.FILE: (Source.Kind.FILE, Source.Kind.DOCUMENT)}
 _WORD = re.compile(r"[A-Za-z0-9_]{3,}")
+# A skill's matching chunks its entry chooses its section from: its best and the next ones of the same skill.
+SKILL_SECTIONS = 3
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,6 +65,7 @@ def context_search(
             k=wanted,
             scope=replace(scope, kinds=_SEARCHED.get(kind, (kind,))),
             group=kind in (Source.Kind.SKILL, Source.Kind.TOOL, Source.Kind.MEMORY),
+            snippets=SKILL_SECTIONS if kind == Source.Kind.SKILL else 0,
             config=config,
         )
         hits[kind] = list(found)
@@ -78,31 +81,50 @@ def context_assemble(
     config: ContextConfig,
     warnings: list[str] | None = None,
 ) -> Context:
-    """``context_search``'s hits within ``budget`` tokens of ``config.tokenizer``; skills not close enough in
-    meaning are left out, and said so in ``dropped``."""
-    skill_hits = hits.get(Source.Kind.SKILL, [])
-    close = [hit for hit in skill_hits if _similarity(hit) >= config.skill_min_similarity]
-    skills, spans = context_pieces({**hits, Source.Kind.SKILL: close}, query=query)
+    """``context_search``'s hits within ``budget`` tokens of ``config.tokenizer``; hits of any kind not close enough
+    in meaning are left out, and said so in ``dropped``."""
+    close, far = context_floored(hits, floor=config.min_similarity)
+    skills, spans = context_pieces(close, query=query)
 
     def count(text: str) -> int:
         return token_count(text, encoding=config.tokenizer)
 
     assembled = assemble(skills, spans, budget=budget, count=count, skill_share=config.skill_share)
-    far = [
-        Dropped(
-            "skill",
-            hit.citation,
-            hit.score,
-            0,
-            f"below the relevance floor: {_similarity(hit):.2f} close in meaning, "
-            f"{config.skill_min_similarity:.2f} needed (RAG_CONTEXT_SKILL_MIN_SIMILARITY)",
-        )
-        for hit in skill_hits
-        if hit not in close
-    ]
     if far:
         assembled = replace(assembled, dropped=[*assembled.dropped, *far])
-    return Context(assembled=assembled, tools=_tool_schemas(hits.get(Source.Kind.TOOL, [])), warnings=warnings or [])
+    return Context(assembled=assembled, tools=_tool_schemas(close.get(Source.Kind.TOOL, [])), warnings=warnings or [])
+
+
+def context_floored(hits: dict[str, list[Hit]], *, floor: float) -> tuple[dict[str, list[Hit]], list[Dropped]]:
+    """The hits of every kind at least ``floor`` close in meaning to the query (RAG_CONTEXT_MIN_SIMILARITY), and the
+    others as dropped, with their reason.
+
+    One floor for skills, files, documents, memories and tools: a shared word
+    ranks a stylesheet or a skill's unrelated section high in fusion, but only
+    closeness in meaning says it answers the question. A skill's other matching
+    sections (its snippets) are held to the same floor.
+    """
+    close: dict[str, list[Hit]] = {}
+    far: list[Dropped] = []
+    for kind, found in hits.items():
+        kept = []
+        for hit in found:
+            similarity = _similarity(hit)
+            if similarity < floor:
+                far.append(
+                    Dropped(
+                        "skill" if kind == Source.Kind.SKILL else hit.chunk.source.kind,
+                        hit.citation,
+                        hit.score,
+                        0,
+                        f"below the relevance floor: {similarity:.2f} close in meaning, "
+                        f"{floor:.2f} needed (RAG_CONTEXT_MIN_SIMILARITY)",
+                    )
+                )
+                continue
+            kept.append(replace(hit, snippets=tuple(s for s in hit.snippets if _similarity(s) >= floor)))
+        close[kind] = kept
+    return close, far
 
 
 def _similarity(hit: Hit) -> float:
@@ -155,10 +177,11 @@ def _skill_entries(hits: list[Hit], query: str) -> list[SkillEntry]:
     }
     words = {w.lower() for w in _WORD.findall(query)}
     entries = []
-    for hit in hits:
-        skill = skills.get(hit.chunk.source_id)
+    for found in hits:
+        skill = skills.get(found.chunk.source_id)
         if skill is None:  # deleted since the search
             continue
+        hit = _section(found)
         entries.append(
             SkillEntry(
                 slug=skill.slug,
@@ -166,7 +189,7 @@ def _skill_entries(hits: list[Hit], query: str) -> list[SkillEntry]:
                 section=hit.chunk.context_prefix,
                 citation=hit.citation,
                 why=_why(hit, words),
-                score=hit.score,
+                score=found.score,
                 indexed_at=skill.indexed_at,
                 content_hash=skill.content_hash,
                 stale=skill.index_status != IndexStatus.INDEXED,  # edited, re-index queued or failed
@@ -176,6 +199,27 @@ def _skill_entries(hits: list[Hit], query: str) -> list[SkillEntry]:
             )
         )
     return entries
+
+
+def _section(hit: Hit) -> Hit:
+    """The chunk a skill shows: its best match, unless that is the skill's opening and another section matched.
+
+    The opening (the text under the title, before the first subheading) says
+    what the whole skill is about, so any question on the skill's topic is
+    close to it in meaning: "how do I write front matter for a skill" ranked
+    the writing-skills intro first and its "Front matter" section next. The
+    skill's index line already names the skill; the text shown should answer.
+    A section's own opening gives way to a matching subsection the same way.
+    """
+    matched = (hit, *hit.snippets)
+    # The markdown chunker's heading path joins levels with " > " (sources/chunking/markdown.py): the opening's path
+    # is empty (text before any heading) or the title's, which the other sections' paths extend.
+    paths = [found.chunk.context_prefix for found in matched]
+
+    def opening(path: str) -> bool:
+        return not path or any(other.startswith(f"{path} > ") for other in paths)
+
+    return next((found for found in matched if not opening(found.chunk.context_prefix)), hit)
 
 
 def _why(hit: Hit, words: set[str]) -> str:

@@ -103,15 +103,18 @@ def lexer_for(path: str):
         return TextLexer(stripnl=False)
 
 
-def snippet(*, content: str, kind: str, path: str, first_line: int, words: set[str]) -> Snippet:
-    """A window of whole lines of a chunk (around its first matching line), rendered and marked."""
+def snippet(
+    *, content: str, kind: str, path: str, first_line: int, words: set[str], window_lines: int = WINDOW_LINES
+) -> Snippet:
+    """A window of ``window_lines`` whole lines of a chunk (around its first matching line), rendered and marked."""
     lines = content.split("\n")
     skip = _leading_headings(lines) if kind == "skill" else 0
     first_line += skip
     lines = lines[skip:]
     first_match = next((n for n, line in enumerate(lines) if {w.lower() for w in word_parts(line)} & words), 0)
-    start = max(0, min(first_match - 2, len(lines) - WINDOW_LINES))
-    window = lines[start : start + WINDOW_LINES]
+    # Two lines lead into the match in a full window; a short one (a grouped card's) starts at the match.
+    start = max(0, min(first_match - min(2, window_lines // 4), len(lines) - window_lines))
+    window = lines[start : start + window_lines]
     text = "\n".join(window)
     if kind == "skill":
         rendered = _MARKDOWN.render(text)

@@ -66,12 +66,14 @@ def query_run(
     mmr_lambda: float | None = None,
     rerank: bool | None = None,
     group: bool = False,
+    snippets: int = 0,
     grep_max_matches: int = 50,
 ) -> QueryResult:
     """What ``query`` finds in ``scope`` (its kinds: what the request asked for), narrowed by ``narrowing``.
 
     ``files_limits``: grep's (for ``re:`` and a lone ``"exact text"``); left out, built from the settings (tests,
-    the shell)."""
+    the shell). ``group`` with ``snippets``: one hit per file with up to that many more of its matching chunks
+    (retrieval/search.py); when the query's filters narrow the hits, grouping follows them, without snippets."""
     query = _with_request_language(query, narrowing.language)
     kinds = _kinds(query, scope.kinds)
     form = query.form
@@ -104,6 +106,7 @@ def query_run(
         mmr_lambda=mmr_lambda,
         rerank=rerank,
         group=group and not query.narrows_hits,
+        snippets=snippets if group and not query.narrows_hits else 0,
         config=config,
     )
     kept = [hit for hit in found if _hit_kept(query, hit)]
@@ -187,11 +190,12 @@ def _hit_kept(query: ParsedQuery, hit: Hit, *, words_required: bool = False) -> 
 
 
 def _best_per_source(hits: list[Hit]) -> list[Hit]:
-    seen: set[int] = set()
+    """The best hit of each source (of each file, for a root's segment: one source of many files), in order."""
+    seen: set[tuple[int, str]] = set()
     best = []
     for hit in hits:
-        if hit.chunk.source_id not in seen:
-            seen.add(hit.chunk.source_id)
+        if (hit.chunk.source_id, hit.chunk.path) not in seen:
+            seen.add((hit.chunk.source_id, hit.chunk.path))
             best.append(hit)
     return best
 

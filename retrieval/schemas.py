@@ -31,6 +31,17 @@ def _no_control_characters(value: str) -> str:
 Flag = Annotated[bool, Strict()]
 
 
+def _grouping(value: object) -> object:
+    # One message naming the three values, not one per member of the union.
+    if value is True or value is False or value == "file":
+        return value
+    raise ValueError('must be true, false or "file"')
+
+
+# Search's grouping: a Flag, or "file" (one hit per file with its next chunks as snippets).
+Grouping = Annotated[bool | Literal["file"], BeforeValidator(_grouping)]
+
+
 _JSON_TYPES = {
     str: "a string",
     list: "an array",
@@ -125,7 +136,11 @@ class SearchIn(ScopeIn):
     rerank: Flag | None = Field(
         None, description="Rerank the fused hits with the cross-encoder (RAG_RERANK_MODEL); default RAG_RERANK_ENABLED."
     )
-    group: Flag = Field(False, description="At most one hit (the best chunk) per source: per skill, file or tool.")
+    group: Grouping = Field(
+        False,
+        description='true: at most one hit (the best chunk) per source: per skill, file or tool. "file": the same, '
+        "each hit with up to two more of its file's (or skill's) matching chunks in `snippets`; k counts files.",
+    )
     sources: list[SearchKind] = Field(
         default_factory=list,
         description="Kinds of source to search; empty = all (document: uploaded documents; memory: what bots "
@@ -136,6 +151,19 @@ class SearchIn(ScopeIn):
 class ChannelOut(Schema):
     rank: int
     score: float
+
+
+class SnippetOut(Schema):
+    """One more matching chunk of a grouped hit's file: where it is and its text."""
+
+    chunk_id: int
+    citation: str
+    start_line: int
+    end_line: int
+    heading_path: str
+    symbol: str
+    content: str
+    score: float = Field(..., description="Its fused score (the hit's order is its best chunk's).")
 
 
 class HitOut(Schema):
@@ -172,6 +200,9 @@ class HitOut(Schema):
         False,
         description="The chunk was written words first and waits for its vector (its root is being embedded): "
         "found and ranked by its words alone, or by the vector of the text it replaced.",
+    )
+    snippets: list[SnippetOut] = Field(
+        default_factory=list, description='With group "file": the file\'s next best matching chunks, best first.'
     )
 
 

@@ -4,8 +4,10 @@ optionally reranked and diversified. Every hit explains where its rank came from
 
 Database round trips: the session's first (settings, models, lexical
 statistics), the lexical BM25, one vector query per visible model, the
-session's last (settings put back), the pool's rows. In a caller's
-transaction each channel adds a savepoint.
+session's last (settings put back), the pool's rows (with a grouped
+search's snippets). In a caller's transaction each channel adds a savepoint.
+A grouped search whose full candidate lists held fewer than k files fetches
+again with longer lists: those round trips once more.
 """
 
 import enum
@@ -16,7 +18,7 @@ from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import nullcontext
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from django.db import OperationalError, transaction
 from psycopg.errors import QueryCanceled
@@ -36,6 +38,7 @@ from retrieval.candidates import (
     Scored,
     best_per_source,
     fused,
+    group_rest,
     thresholded,
 )
 from retrieval.choices import RerankBackend
@@ -98,6 +101,8 @@ class Hit:
     channels: dict[str, ChannelScore] = field(default_factory=dict)  # lexical / vector
     fused: ChannelScore | None = None
     rerank: ChannelScore | None = None
+    # A grouped search's more chunks of the same file (or skill), best first, shown under it (``snippets``).
+    snippets: tuple["Hit", ...] = ()
 
     @property
     def title(self) -> str:
@@ -131,6 +136,15 @@ class SearchResult(Sequence):
         return len(self.hits)
 
 
+# Grouped by file, a search that found fewer files than k asks its channels again for this many times more chunks,
+# up to the ceiling (the lexical channel's reads are bounded on their own: RAG_LEXICAL_POSTINGS).
+GROUP_FETCH_FACTOR = 4
+GROUP_FETCH_CEILING = 1000
+# A result grouped by file (the page's default, the API's group "file") shows each file's best chunk and up to this
+# many more: three places in a file a person scans at a glance, and a card small enough for five on a laptop screen.
+FILE_SNIPPETS = 2
+
+
 # Where a search's time went, in milliseconds (the API sends them as a
 # Server-Timing header; `rag_bench search` reports them). Each is a few
 # perf_counter() calls. lexical and vector: their SQL (lexical includes the
@@ -151,13 +165,15 @@ def chunks_search(
     mmr_lambda: float | None = None,
     rerank: bool | None = None,
     group: bool = False,
+    snippets: int = 0,
     config: SearchConfig | None = None,
 ) -> SearchResult:
     """The ``k`` best chunks for ``query``, each explaining its ranks.
 
     Vector matches below their source kind's similarity threshold are dropped
     unless the lexical channel found them too. ``group`` keeps the best chunk
-    per source (one hit per skill, tool or file). ``rerank`` (default
+    per source (one hit per skill, tool or file), and ``k`` then counts those; ``snippets`` (with ``group``) gives
+    each hit up to that many more of its file's matching chunks, best first. ``rerank`` (default
     RAG_RERANK_ENABLED) reorders the fused head with the cross-encoder; ``mmr``
     then trades relevance for diversity (``mmr_lambda``, default RAG_MMR_LAMBDA).
     ``config``: the edge builds it (``SearchConfig.from_settings()``); left out,
@@ -174,18 +190,30 @@ def chunks_search(
     warnings: list[str] = []
     timings: dict[str, float] = {}
 
-    # A long query waits for one of few slots (retrieval/admission.py).
-    with search_admitted(query, limits=config.admission):
-        lists = _candidate_lists(
-            query=query, mode=mode, scope=scope, limit=limit, config=config, warnings=warnings, timings=timings
-        )
-    lists = thresholded(lists)
-    order = _fused(query, lists, mode=mode, config=config)
-    if group:
-        order = best_per_source(order)
-    pool = order[:limit]
+    while True:
+        attempt: list[str] = []
+        # A long query waits for one of few slots (retrieval/admission.py).
+        with search_admitted(query, limits=config.admission):
+            fetched = _candidate_lists(
+                query=query, mode=mode, scope=scope, limit=limit, config=config, warnings=attempt, timings=timings
+            )
+        lists = thresholded(fetched)
+        chunks = _fused(query, lists, mode=mode, config=config)
+        order = best_per_source(chunks) if group else chunks
+        # Grouped, k counts files: when the chunks fetched held fewer than k and a channel had more to give (its list
+        # was full), fetch more, up to the ceiling. A file's many chunks (a long module, a big stylesheet) cannot
+        # crowd out the rest.
+        if not group or len(order) >= k or limit >= GROUP_FETCH_CEILING or not _full(fetched, limit):
+            break
+        limit = min(limit * GROUP_FETCH_FACTOR, GROUP_FETCH_CEILING)
+    warnings.extend(attempt)
+    # The pool reranked and diversified stays its configured size, however many chunks it took to find k files.
+    pool = order[: max(config.candidates, k)]
     reranking = config.rerank.enabled if rerank is None else rerank
-    rows = _rows(pool if reranking or mmr else pool[:k], embeddings=mmr)
+    heads = pool if reranking or mmr else pool[:k]
+    # Each head's snippets are loaded with the pool's rows, in the same query: no round trip of their own.
+    rest = group_rest(chunks, [item.chunk_id for item in heads], per_group=snippets) if group and snippets > 0 else {}
+    rows = _rows([*heads, *(item for items in rest.values() for item in items)], embeddings=mmr)
     ranked = [(item.chunk_id, item.score) for item in pool]
     reranked: dict[int, float] = {}
     if reranking:
@@ -195,6 +223,8 @@ def chunks_search(
             ranked, _vectors(ranked, rows), lambda_=config.mmr_lambda if mmr_lambda is None else mmr_lambda, k=k
         )
     hits = _explained(ranked[:k], rows, lists=lists, fused=order if len(lists) > 1 else [], reranked=reranked)
+    if group and snippets > 0:
+        hits = _with_snippets(hits, rest, rows, fused_order=chunks if len(lists) > 1 else [], lists=lists)
     if waiting := sum(hit.chunk.vector_pending for hit in hits):
         warnings.append(
             f"{waiting} of these hits wait for their vectors (their root is being embedded): ranked by their words"
@@ -205,6 +235,34 @@ def chunks_search(
     _timed_add(timings, "search", time.perf_counter() - started)
     metrics.search_observe(mode=mode.value, timings_ms=timings)
     return SearchResult(hits=hits, warnings=warnings, timings=timings)
+
+
+def _full(lists: list[CandidateList], limit: int) -> bool:
+    return any(len(found.candidates) >= limit for found in lists)
+
+
+def _with_snippets(
+    hits: tuple[Hit, ...],
+    rest: dict[int, tuple[Scored, ...]],
+    rows: dict[int, Chunk],
+    *,
+    fused_order: list[Scored],
+    lists: list[CandidateList],
+) -> tuple[Hit, ...]:
+    """Each grouped hit with its file's next chunks (``group_rest``), explained like the hits."""
+    return tuple(
+        replace(
+            hit,
+            snippets=_explained(
+                [(item.chunk_id, item.score) for item in rest.get(hit.chunk.pk, ())],
+                rows,
+                lists=lists,
+                fused=fused_order,
+                reranked={},
+            ),
+        )
+        for hit in hits
+    )
 
 
 def _fused(query: str, lists: list[CandidateList], *, mode: Mode, config: SearchConfig) -> list[Scored]:

@@ -187,7 +187,8 @@ TOOLS: tuple[McpTool, ...] = (
             "`content` (the chunk's text as indexed), `score`, and the channels that found it. Use it to locate where "
             "something is defined or explained; for a ready-to-read, token-budgeted text for a task use get_context. "
             "Hits are chunks, not whole files, and files may have changed since indexing: verify a citation with "
-            "read_range before quoting it. `sources` limits the kinds, `group: true` gives one hit per file or skill. "
+            "read_range before quoting it. `sources` limits the kinds, `group: true` gives one hit per file or skill, "
+            '`group: "file"` adds each file\'s next best chunks as `snippets` (k then counts files). '
             '`query` takes the query language: "exact text" (must be in the hit; alone: matching lines, in `grep`), '
             "sym:NAME (where a name is defined), re:PATTERN (lines matching an RE2 regex, in `grep`; the rest of the "
             "query), file:GLOB, lang:NAME, kind:KIND, root:NAME, -word (leave out); `form` says which answered."

@@ -22,7 +22,7 @@ from retrieval.highlight import highlight_css, matching_words, snippet
 from retrieval.kinds import SEARCH_KINDS
 from retrieval.query_language import Form, ParsedQuery, query_parse
 from retrieval.querying import Narrowing, query_run
-from retrieval.search import Hit, Mode, hits_tools
+from retrieval.search import FILE_SNIPPETS, Hit, Mode, hits_tools
 from retrieval.symbols import SYMBOL_NAME
 from sources.models import (
     DESCRIPTION_KEY,
@@ -40,6 +40,12 @@ from surfaces.code_search import GREP_MAX_MATCHES, grep_view
 PAGE_SIZE = 10
 KINDS = (("", "Everything"), *SEARCH_KINDS.items())
 MODES = (("hybrid", "Hybrid"), ("lexical", "Words"), ("vector", "Meaning"))
+# One card per file by default, as code search tools show results: a file's several matching chunks are one result
+# with its best places under it, not several cards that each repeat its root and path.
+GROUPS = (("file", "One per file"), ("chunk", "Every chunk"))
+# A grouped card's lines: its best chunk's, then each further chunk's, from the first matching line (five cards fit
+# a 1280x800 screen with the answer box: tests/surfaces/test_grouped_results_browser.py).
+CARD_LINES = (2, 1)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -51,6 +57,7 @@ class Filters:
     root: str = ""  # a root's id
     language: str = ""
     mode: str = "hybrid"
+    group: str = "file"
     page: int = 1
 
     @classmethod
@@ -58,6 +65,7 @@ class Filters:
         get = request.GET
         kind = get.get("kind", "")
         mode = get.get("mode", "hybrid")
+        group = get.get("group", "file")
         try:
             page = min(max(int(get.get("page", "1")), 1), settings.RAG_SEARCH_MAX_K // PAGE_SIZE)
         except ValueError:
@@ -68,6 +76,7 @@ class Filters:
             root=get.get("root", "") if get.get("root", "").isdigit() else "",
             language=get.get("language", "")[:32],
             mode=mode if mode in dict(MODES) else "hybrid",
+            group=group if group in dict(GROUPS) else "file",
             page=page,
         )
 
@@ -93,6 +102,7 @@ def search_page(request):
         "filters": filters,
         "kinds": KINDS,
         "modes": MODES,
+        "groups": GROUPS,
         "highlight_css": highlight_css(),
         **_filter_choices(scope),
     }
@@ -121,7 +131,8 @@ def search_page(request):
 def _query_results(identity, filters: Filters, scope, roots: list[WorkspaceRoot]) -> dict:
     """What the query finds, as the page shows it: the engine parses and runs it (retrieval/querying.py, the API's
     own), with the menus' kind, root and language beside the query's filters."""
-    k = filters.page * PAGE_SIZE
+    k = filters.page * PAGE_SIZE  # grouped, files
+    grouped = filters.group == "file"
     started = time.perf_counter()
     try:
         query = query_parse(filters.query)
@@ -135,6 +146,8 @@ def _query_results(identity, filters: Filters, scope, roots: list[WorkspaceRoot]
             files_limits=FilesLimits.from_settings(),
             narrowing=Narrowing(root=filters.root, language=filters.language),
             grep_max_matches=GREP_MAX_MATCHES,
+            group=grouped,
+            snippets=FILE_SNIPPETS if grouped else 0,
         )
     except InvalidInput as exc:  # the query's own mistake (a kind that does not exist, an invalid regex): say it
         return {"query_error": exc.message}
@@ -145,11 +158,13 @@ def _query_results(identity, filters: Filters, scope, roots: list[WorkspaceRoot]
     if found.grep is not None:
         return {"grep": grep_view(found.grep, query, root_ids={root.name: root.pk for root in roots})}
     shown = list(found.hits[(filters.page - 1) * PAGE_SIZE : k])
-    words = matching_words(query.symbol or query.search_text, [hit.chunk.content for hit in shown])
+    words = matching_words(
+        query.symbol or query.search_text, [h.chunk.content for hit in shown for h in (hit, *hit.snippets)]
+    )
     more = found.more and k < settings.RAG_SEARCH_MAX_K
     results = {
         "weak": found.weak,
-        "hits": _hit_views(shown, words, roots, first_rank=(filters.page - 1) * PAGE_SIZE + 1),
+        "hits": _hit_views(shown, words, roots, first_rank=(filters.page - 1) * PAGE_SIZE + 1, grouped=grouped),
         "total": len(found.hits),
         "more": more,
         "more_url": filters.url(page=filters.page + 1) + "&more=1" if more else "",
@@ -181,8 +196,11 @@ def _definitions(identity, filters: Filters, scope, roots: list[WorkspaceRoot]) 
     return _hit_views(list(found.hits), words, roots, first_rank=1)
 
 
-def _hit_views(shown: list[Hit], words: set[str], roots: list[WorkspaceRoot], *, first_rank: int) -> list[dict]:
-    """The page's view of ``shown``, numbered from ``first_rank``, with what they link to read in one query each."""
+def _hit_views(
+    shown: list[Hit], words: set[str], roots: list[WorkspaceRoot], *, first_rank: int, grouped: bool = False
+) -> list[dict]:
+    """The page's view of ``shown``, numbered from ``first_rank``, with what they link to read in one query each;
+    ``grouped``: each a file's card, its best chunk and its snippets in a few lines each."""
     slugs = dict(
         Skill.objects.filter(
             source_id__in={hit.chunk.source_id for hit in shown if hit.chunk.source.kind == Source.Kind.SKILL}
@@ -197,7 +215,7 @@ def _hit_views(shown: list[Hit], words: set[str], roots: list[WorkspaceRoot], *,
     # Two roots may both hold README.md: a file hit names its root when the person sees more than one.
     root_names = {root.pk: root.name for root in roots} if len(roots) > 1 else {}
     links = Links(slugs, uploaded, schemas, root_names)
-    return [_hit_view(hit, rank, words, links) for rank, hit in enumerate(shown, start=first_rank)]
+    return [_hit_view(hit, rank, words, links, grouped=grouped) for rank, hit in enumerate(shown, start=first_rank)]
 
 
 def _answer(filters: Filters) -> dict:
@@ -234,20 +252,27 @@ def _trail(prefix: str, title: str) -> str:
     return " › ".join(part for part in parts if part)
 
 
-def _hit_view(hit: Hit, rank: int, words: set[str], links: Links) -> dict:
-    """One hit as the page shows it."""
-    slugs, uploaded = links.slugs, links.uploaded
+def _hit_view(hit: Hit, rank: int, words: set[str], links: Links, *, grouped: bool = False) -> dict:
+    """One hit as the page shows it; grouped, with ``parts``: the best chunk and each snippet, a few lines each."""
     chunk, source = hit.chunk, hit.chunk.source
     shown = snippet(content=chunk.content, kind=source.kind, path=chunk.path, first_line=chunk.start_line, words=words)
-    anchor = f"#L{chunk.start_line}-L{chunk.end_line}"
-    if source.kind == Source.Kind.SKILL and source.pk in slugs:
-        url = reverse("view-skill", args=[slugs[source.pk]]) + anchor
-    elif source.kind == Source.Kind.FILE and source.root_id is not None:
-        url = reverse("view-file", args=[source.root_id, chunk.path]) + anchor
-    elif source.kind == Source.Kind.DOCUMENT and source.pk in uploaded:
-        url = reverse("view-document", args=[uploaded[source.pk]]) + anchor
-    else:
-        url = ""  # a tool is its schema, an evaluation document has no file: nothing more to open
+    url = _chunk_url(chunk, links)
+    parts = [
+        {
+            "snippet": snippet(
+                content=part.content,
+                kind=source.kind,
+                path=part.path,
+                first_line=part.start_line,
+                words=words,
+                window_lines=CARD_LINES[min(n, 1)],
+            ),
+            "url": _chunk_url(part, links),
+            "chunk": part,
+            **_where(part),
+        }
+        for n, part in enumerate((chunk, *(more.chunk for more in hit.snippets)))
+    ]
     return {
         "hit": hit,
         "rank": rank,
@@ -258,7 +283,31 @@ def _hit_view(hit: Hit, rank: int, words: set[str], links: Links) -> dict:
         "trail": _trail(chunk.context_prefix, hit.title),
         "schema": links.schemas.get(source.pk, ""),
         "root_name": links.root_names.get(source.root_id, "") if source.root_id is not None else "",
+        "parts": parts if grouped else [],
     }
+
+
+def _where(chunk: Chunk) -> dict[str, str]:
+    """A card part's range as shown beside its lines (``where``: a document's page first) and what only a screen
+    reader says before it (``unseen``: the path the card names once above, or "Lines"): together its citation."""
+    anchor = (chunk.metadata or {}).get("anchor", "")
+    if not anchor:
+        return {"unseen": "Lines ", "where": f"{chunk.start_line}-{chunk.end_line}"}
+    where = f"{anchor} (lines {chunk.start_line}-{chunk.end_line})"
+    return {"unseen": chunk.citation.removesuffix(where), "where": where}
+
+
+def _chunk_url(chunk: Chunk, links: Links) -> str:
+    """Where the viewer shows ``chunk``'s lines; empty for a tool (its schema) or an evaluation document (no file)."""
+    source = chunk.source
+    anchor = f"#L{chunk.start_line}-L{chunk.end_line}"
+    if source.kind == Source.Kind.SKILL and source.pk in links.slugs:
+        return reverse("view-skill", args=[links.slugs[source.pk]]) + anchor
+    if source.kind == Source.Kind.FILE and source.root_id is not None:
+        return reverse("view-file", args=[source.root_id, chunk.path]) + anchor
+    if source.kind == Source.Kind.DOCUMENT and source.pk in links.uploaded:
+        return reverse("view-document", args=[links.uploaded[source.pk]]) + anchor
+    return ""
 
 
 def _filter_choices(scope) -> dict:

@@ -64,6 +64,11 @@ def test_every_channel_is_scored_from_one_run(dataset):
     assert context["context@1k"] == context["best@1k"] == context["recall@4k"] == 1.0
     assert {"tokens/cl100k_base", "tokens/llama3", "tokens/qwen3"} <= set(context)
     assert all(0.5 < context[name] < 2.0 for name in context if name.startswith("tokens/"))
+    # The context's relevance floor side by side: without one, every query's context holds evidence, noise included.
+    floors = context["by_floor"]
+    assert context["floor"] == 0.3 and {"-1", "0.3", "0.4"} <= set(floors)
+    assert floors["-1"]["empty"] == 0.0 and floors["-1"]["gibberish_empty"] == 0.0
+    assert floors["0.3"]["context@1k"] == 1.0 and floors["0.3"]["gibberish_empty"] > 0.5
     assert not Source.objects.filter(kind="dataset").exists()  # removed without --keep
     assert report["searches_skipping_work"] == []  # every search did all its work: these are the service's numbers
     # Both real queries share words with the corpus: never "no good match". Most of the gibberish is called so.

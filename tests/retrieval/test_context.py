@@ -191,3 +191,62 @@ def test_a_bot_can_verify_each_cited_range_with_read(corpus, key_client):
         )
         assert read.status_code == 200, read.content
         assert read.json()["content"] == part["content"] and read.json()["citation"] == part["citation"]
+
+
+RANKING_MD = """# Ranking
+
+How ranking works: the lexical channel scores words with BM25, the vector channel scores meaning by cosine
+similarity, and fusion merges the two ranked lists into one order before the reranker reorders the head.
+"""
+# A stylesheet that shares a word with the question ("work") and nothing of its meaning.
+BASE_CSS = "".join(
+    f".work-area-{n} {{ display: grid; margin: {n}px auto; padding: 0 {n}px; color: #{n:03d}; }}\n" for n in range(60)
+)
+
+
+def test_a_stylesheet_that_only_shares_a_word_is_left_out_of_the_context(tmp_path, settings, key_client):
+    settings.RAG_ROOT_BASE_DIRS = [str(tmp_path)]
+    settings.RAG_RATE_LIMIT_PER_MINUTE = 0
+    tree = tmp_path / "site"
+    tree.mkdir()
+    (tree / "ranking.md").write_text(RANKING_MD)
+    (tree / "base.css").write_text(BASE_CSS)
+    index_root(WorkspaceRoot.objects.create(name="site", path=str(tree)))
+    query = "how does ranking work"
+    searched = key_client.post(
+        "/api/v1/search",
+        data=json.dumps({"query": query, "sources": ["file"], "group": True}),
+        content_type="application/json",
+    ).json()["hits"]
+    css = next(hit for hit in searched if hit["path"] == "base.css")  # search finds it: a shared word
+    assert "lexical" in css["channels"] and css["channels"]["vector"]["score"] < settings.RAG_CONTEXT_MIN_SIMILARITY
+
+    answer = context(key_client, query=query, budget_tokens=1500)
+    assert {part["path"] for part in answer["parts"] if part["kind"] == "file"} == {"ranking.md"}
+    assert "base.css" not in answer["text"]
+    dropped = [d for d in answer["dropped"] if d["citation"].startswith("base.css")]
+    assert dropped and all("below the relevance floor" in d["reason"] for d in dropped)
+    assert "RAG_CONTEXT_MIN_SIMILARITY" in dropped[0]["reason"]
+
+    settings.RAG_CONTEXT_MIN_SIMILARITY = -1.0  # no floor: the stylesheet spends the budget
+    unfloored = context(key_client, query=query, budget_tokens=1500)
+    assert "base.css" in {part["path"] for part in unfloored["parts"] if part["kind"] == "file"}
+
+
+def test_a_skill_gives_its_matching_section_not_its_opening(db, settings, key_client):
+    settings.RAG_RATE_LIMIT_PER_MINUTE = 0
+    for slug in demo_skills_load():
+        services.skill_index(skill_id=Skill.objects.get(slug=slug).pk)
+    query = "how do I write front matter for a skill"
+    searched = key_client.post(
+        "/api/v1/search", data=json.dumps({"query": query, "sources": ["skill"]}), content_type="application/json"
+    ).json()["hits"]
+    sections = [hit["heading_path"] for hit in searched if hit["source_key"].endswith("writing-skills")]
+    # The opening (under the title alone) ranks first in meaning; the section that answers follows.
+    assert sections[0] == "# Writing skills" and "# Writing skills > ## Front matter" in sections[1:]
+
+    answer = context(key_client, query=query, budget_tokens=1500, k={"skill": 3, "file": 0, "tool": 0})
+    skill = next(part for part in answer["parts"] if part["kind"] == "skill" and part["slug"] == "writing-skills")
+    assert skill["section"] == "# Writing skills > ## Front matter"
+    assert "YAML front matter" in skill["content"] and "A skill is a markdown document" not in skill["content"]
+    assert skill["citation"] == "skill:writing-skills:9-14"

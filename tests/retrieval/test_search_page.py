@@ -91,7 +91,11 @@ def test_file_hits_show_path_symbol_and_lines(client, person, tmp_path, settings
     pipeline.root_index(job=jobs.job_start(job_id=job.pk))
     partial = client.get("/", {"q": "refund invoice"}, headers={"HX-Request": "true"}).content.decode()
     assert f'<a class="open" href="/view/file/{root.pk}/billing.py#L4-L5">billing.py</a>' in partial
-    assert "<code>refund_invoice</code>" in partial and "<code>billing.py:4-5</code>" in partial
+    assert "<code>refund_invoice</code>" in partial and "<code>billing.py:4-5</code>" not in partial  # path once
+    lines = '<span class="visually-hidden">Lines </span>4-5'
+    assert f'title="billing.py:4-5"><a href="/view/file/{root.pk}/billing.py#L4-L5">{lines}</a>' in partial
+    chunks = client.get("/", {"q": "refund invoice", "group": "chunk"}, headers={"HX-Request": "true"})
+    assert "<code>billing.py:4-5</code>" in chunks.content.decode()  # every chunk its own card, cited in full
     # Highlighted code with the file's own line numbers, the query's words marked (also inside the identifier).
     assert '<pre class="linenos" aria-hidden="true">4\n5</pre>' in partial
     assert '<span class="nf"><mark>refund</mark>_<mark>invoice</mark></span>' in partial
@@ -147,7 +151,10 @@ def test_filters_live_in_the_url_and_only_offer_what_the_person_can_see(client, 
 
 
 def test_skills_render_as_safe_markdown_with_the_query_marked(client, person, mixed):
-    partial = client.get("/", {"q": "make deploy", "kind": "skill"}, headers={"HX-Request": "true"}).content.decode()
+    # Every chunk its own card: a file's card (the default) shows two lines of each, not the code block below.
+    partial = client.get(
+        "/", {"q": "make deploy", "kind": "skill", "group": "chunk"}, headers={"HX-Request": "true"}
+    ).content.decode()
     assert "<h1><mark>Deploy</mark></h1>" not in partial  # the title above says it
     assert '<pre><code class="language-bash"><mark>make</mark> <mark>deploy</mark>' in partial
     assert "<script>" not in partial and "&lt;script&gt;" in partial  # raw HTML is shown, never run

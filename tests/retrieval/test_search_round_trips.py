@@ -44,8 +44,15 @@ def session_settings() -> tuple:
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.parametrize(
     "options",
-    [{}, {"group": True}, {"mmr": True}, {"rerank": True}, {"group": True, "mmr": True, "rerank": True}],
-    ids=["hybrid", "group", "mmr", "rerank", "all"],
+    [
+        {},
+        {"group": True},
+        {"group": True, "snippets": 2},
+        {"mmr": True},
+        {"rerank": True},
+        {"group": True, "snippets": 2, "mmr": True, "rerank": True},
+    ],
+    ids=["hybrid", "group", "snippets", "mmr", "rerank", "all"],
 )
 def test_a_hybrid_search_makes_at_most_five_round_trips(skills, tiny_model, django_assert_max_num_queries, options):
     config = SearchConfig.from_settings()

@@ -180,11 +180,16 @@ class Command(BaseCommand):
         for name, values in channels.items():
             self.stdout.write(f"  {name:<15}" + "".join(f"{values[m]:>12.3f}" for m in metrics))
 
-    def _context(self, context: dict[str, float], *, what: str) -> None:
-        shares = {name: value for name, value in context.items() if not name.startswith("tokens/")}
+    def _context(self, context: dict, *, what: str) -> None:
+        shares = {
+            name: value
+            for name, value in context.items()
+            if not name.startswith("tokens/") and name not in ("floor", "by_floor")
+        }
         ratios = {name.removeprefix("tokens/"): value for name, value in context.items() if name.startswith("tokens/")}
         self.stdout.write(
-            f"  /api/v1/context at budgets of 1k, 2k, 4k {settings.RAG_CONTEXT_TOKENIZER} tokens: "
+            f"  /api/v1/context at budgets of 1k, 2k, 4k {settings.RAG_CONTEXT_TOKENIZER} tokens "
+            f"(RAG_CONTEXT_MIN_SIMILARITY={context['floor']:g}): "
             f"context = share of queries with {what} inside the text"
             + (
                 "; best = with a passage of the query's best grade; recall = share of the relevant passages"
@@ -198,6 +203,16 @@ class Command(BaseCommand):
             "  the same texts in other tokenizers, tokens relative to the budget's: "
             + ", ".join(f"{name} {value:.3f}" for name, value in ratios.items())
         )
+        by_floor = context["by_floor"]
+        columns = list(next(iter(by_floor.values())))
+        self.stdout.write(
+            "  context by relevance floor (RAG_CONTEXT_MIN_SIMILARITY; empty = share of the real queries "
+            f"left with no evidence, gibberish_empty = of {GIBBERISH_QUERIES} gibberish ones)"
+        )
+        widths = {name: max(13, len(name) + 2) for name in columns}
+        self.stdout.write(f"  {'floor':>7}" + "".join(f"{name:>{widths[name]}}" for name in columns))
+        for floor, values in by_floor.items():
+            self.stdout.write(f"  {floor:>7}" + "".join(f"{values[name]:>{widths[name]}.3f}" for name in columns))
 
 
 def _dumps(data: dict) -> str:
