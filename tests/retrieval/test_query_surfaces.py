@@ -90,7 +90,9 @@ def test_kind_document_narrows_to_uploaded_documents_on_the_page_and_through_the
     assert api["hits"][0]["path"] == "report.pdf"
     page = page_hits(client, query)
     assert page and all(link.startswith("/view/document/") for link in page)
-    assert len(page) == len(api["hits"])
+    # The page shows one card per file: the API's hits grouped the same way.
+    grouped = search(key_client, {"query": query, "group": "file"})
+    assert len(page) == len(grouped["hits"]) == len({hit["source_key"] for hit in api["hits"]})
     # The request's own field says the same: "sources": ["document"] (422 before there was one list of kinds).
     asked = search(key_client, {"query": documents.PAGE_THREE_PHRASE, "sources": ["document"]})
     assert [hit["chunk_id"] for hit in asked["hits"]] == [hit["chunk_id"] for hit in api["hits"]]
