@@ -1,7 +1,7 @@
 """The search page's code-search forms: ``re:PATTERN`` and ``"exact text"`` (grep over the files one may see) and
 ``sym:NAME`` (the chunks that define a name), as Sourcegraph and grep.app spell them.
 
-Grep is the API's own (retrieval/files.py: the scope rule, RE2, the time limit); the page groups its lines by file
+Grep is the API's own (retrieval/grep.py: the scope rule, the trigram index, RE2); the page groups its lines by file
 and marks what matched. Anything else in the box is an ordinary search.
 """
 
@@ -14,7 +14,7 @@ from django.urls import reverse
 from access.identity import Identity
 from kernel.errors import ApplicationError
 from retrieval.config import FilesLimits
-from retrieval.files import grep_answer, grep_matcher
+from retrieval.grep import grep_answer, grep_matcher
 from retrieval.schemas import GrepIn, GrepMatchOut
 
 GREP_MAX_MATCHES = 200  # lines a page shows; the API's grep can page further

@@ -39,7 +39,8 @@ from kernel.errors import ApplicationError, connection_lost, http_status
 from retrieval.answers import search_answer, skills_search_answer, tools_search_answer
 from retrieval.config import AnswerConfig, ContextConfig, FilesLimits, SearchConfig
 from retrieval.context import context_answer
-from retrieval.files import grep_answer, read_answer
+from retrieval.files import read_answer
+from retrieval.grep import grep_answer
 from retrieval.memories import memories_recall, memory_forget, memory_remember
 from retrieval.memory_schemas import ForgetIn, ForgetOut, MemoryIn, MemoryOut, RecallIn, RecallOut
 from retrieval.schemas import (

@@ -1,0 +1,212 @@
+"""Grep answered from the index: exhaustive, over every file the caller may see (``/api/v1/grep``, MCP, the page).
+
+Each indexed file's text is stored beside its chunks (sources.models.FileText,
+under a pg_trgm GIN index). A pattern becomes the literals every matching
+line holds (retrieval/grep_plan.py); PostgreSQL's trigram index rules out the
+files without them, and RE2 checks the lines of the rest, in (root name,
+path, line) order, as zoekt and Sourcegraph answer from a trigram index.
+
+No time limit: a pattern with a usable plan is answered over every file. One
+without (``.*``, ``a``, ``==``: no three letters or digits in a row the index
+can use) is scanned in file order, up to ``limits.grep_scan_files`` files
+(RAG_GREP_SCAN_FILES): the answer then says ``"stopped": "scan limit"`` and
+"searched N of M files" in its counts, and the caller narrows by root, glob,
+language or a longer pattern.
+
+The text searched is the text indexed, the lines the chunks cite: a file
+changed on disk since is found as it was until the next index job (read
+verifies a file against the disk; grep does not read it). Files indexed
+before texts were stored have none until their next index job, which stores
+it without embedding again; they are counted in ``files_skipped``.
+"""
+
+import fnmatch
+import json
+import os
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+import re2
+
+from access.identity import Identity, scope_for
+from access.scope import Scope
+from kernel.citations import citation_text
+from kernel.errors import InvalidInput
+from kernel.replicas import read_connection
+from retrieval.config import FilesLimits
+from retrieval.files import VisibleFile, _root_chosen, _root_fd, file_lines, files_visible
+from retrieval.grep_plan import GrepPlan, grep_plan
+from retrieval.schemas import GrepIn, GrepMatchOut, GrepOut
+from sources.chunking import language_for
+from sources.file_texts import anchors_of
+from sources.models import FileText, Source
+
+GREP_LINE_CHARS = 400  # one minified line must not fill the answer
+_TEXTS_PER_FETCH = 64  # texts read per query: the answer stops at max_matches without reading the rest
+# A regex without text anchors (\A, \z) or a flag group turning a flag off
+# (e.g. "(?-m)") that matches a line also matches the whole text under (?m),
+# so one search of the whole text rules a file out before it is split.
+_NOT_LINE_LOCAL = re2.compile(r"\\[Az]|\(\?[a-zA-Z]*-")
+
+
+@dataclass(frozen=True, slots=True)
+class GrepMatcher:
+    line: Callable[[str], object]
+    text: Callable[[str], object] | None  # a whole-file pre-check, None when it could miss a line's match
+
+
+def grep_matcher(*, pattern: str, regex: bool, case_sensitive: bool) -> GrepMatcher:
+    """``pattern`` compiled with RE2 (linear time: no pattern can backtrack for ever); 422 when RE2 refuses it."""
+    options = re2.Options()
+    options.log_errors = False  # a bad pattern is the caller's mistake, answered with 422, not a server log line
+    options.case_sensitive = case_sensitive
+    options.literal = not regex
+    try:
+        line = re2.compile(pattern, options)
+        text = (
+            line if not regex else None if _NOT_LINE_LOCAL.search(pattern) else re2.compile("(?m)" + pattern, options)
+        )
+    except re2.error as exc:
+        reason = exc.args[0].decode("utf-8", "replace") if exc.args and isinstance(exc.args[0], bytes) else str(exc)
+        raise InvalidInput(
+            f"invalid regex (RE2 syntax: no backreferences or lookaround): {reason}", details={"field": "pattern"}
+        ) from None
+    return GrepMatcher(line=line.search, text=text.search if text is not None else None)
+
+
+def grep_answer(identity: Identity, payload: GrepIn, *, limits: FilesLimits) -> GrepOut:
+    """The lines of the indexed files the caller may see that match ``payload.pattern``, in (root name, path, line)
+    order, to ``max_matches``; over every file, or up to RAG_GREP_SCAN_FILES when the pattern has no usable plan."""
+    matcher = grep_matcher(pattern=payload.pattern, regex=payload.regex, case_sensitive=payload.case_sensitive)
+    plan = grep_plan(pattern=payload.pattern, regex=payload.regex, case_sensitive=payload.case_sensitive)
+    scope = scope_for(
+        identity,
+        bot_id=payload.bot_id,
+        client_id=payload.client_id,
+        channels=payload.channels,
+        kinds=[Source.Kind.FILE],
+    )
+    roots, files = files_visible(scope=scope, root=payload.root)
+    if payload.root is not None:
+        chosen = _root_chosen(roots, payload.root)
+        files = [f for f in files if f.root.id == chosen.id]
+        if not chosen.web_url:
+            os.close(_root_fd(chosen))  # a root asked for by name that is no longer its directory is refused
+    if payload.glob is not None:
+        files = [f for f in files if fnmatch.fnmatchcase(f.path, payload.glob)]
+    if payload.lang is not None:
+        files = [f for f in files if language_for(f.path) == payload.lang]
+    root_ids = sorted({f.root.id for f in files})
+    stored = _texts_stored(scope, root_ids)
+    with_text = [(f, stored[f.root.id, f.path]) for f in files if (f.root.id, f.path) in stored]
+    scan_limited = False
+    if plan.indexed:
+        candidates = _candidates(scope, root_ids, plan)
+        chosen_files = [(f, text_id) for f, text_id in with_text if text_id in candidates]
+    else:
+        scan_limited = len(with_text) > limits.grep_scan_files
+        chosen_files = with_text[: limits.grep_scan_files]
+    searched = min(len(with_text), limits.grep_scan_files) if scan_limited else len(with_text)
+    position = {text_id: n for n, (_, text_id) in enumerate(with_text, start=1)}
+    matches: list[GrepMatchOut] = []
+    stopped: str | None = "scan limit" if scan_limited else None
+    for file, text_id, number, line, anchor in _matching_lines(chosen_files, matcher):
+        if len(matches) == payload.max_matches:
+            stopped = "max matches"  # one more match than asked for: there are more
+            searched = position[text_id]  # the files up to this one, in order
+            break
+        matches.append(
+            GrepMatchOut(
+                root=file.root.name,
+                path=file.path,
+                line=number,
+                text=line[:GREP_LINE_CHARS],
+                citation=citation_text(file.path, number, number, anchor=anchor),
+                page=anchor or None,
+            )
+        )
+    return GrepOut(
+        pattern=payload.pattern,
+        matches=matches,
+        files_searched=searched,
+        files_total=len(files),
+        files_skipped=len(files) - len(with_text),
+        truncated=stopped is not None,
+        stopped=stopped,  # type: ignore[arg-type]  # one of the schema's literals
+        message=_message(plan, searched=searched, total=len(files), scan_limited=scan_limited),
+    )
+
+
+def _message(plan: GrepPlan, *, searched: int, total: int, scan_limited: bool) -> str:
+    if scan_limited:
+        return (
+            f"searched {searched} of {total} files: the pattern has no three letters or digits in a row the index "
+            "can use, so files are scanned up to RAG_GREP_SCAN_FILES; narrow it (a longer literal, root, glob or "
+            "lang) to search them all"
+        )
+    return ""
+
+
+def _texts_stored(scope: Scope, root_ids: list[int]) -> dict[tuple[int, str], int]:
+    """(root id, path) -> the stored text's id, of the active generation of each source in scope."""
+    where, params = scope.source_sql()
+    sql = f"""
+        SELECT s.root_id, t.path, t.id
+        FROM {FileText._meta.db_table} t
+        JOIN {Source._meta.db_table} s ON s.id = t.source_id AND t.generation = s.active_generation
+        WHERE {where} AND s.root_id = ANY(%(grep_roots)s::bigint[])
+    """
+    with read_connection().cursor() as cursor:
+        cursor.execute(sql, {**params, "grep_roots": root_ids})
+        found: dict[tuple[int, str], int] = {}
+        for root_id, path, text_id in cursor.fetchall():
+            found.setdefault((root_id, path), text_id)
+    return found
+
+
+def _candidates(scope: Scope, root_ids: list[int], plan: GrepPlan) -> set[int]:
+    """The stored texts holding one literal of every clause: what pg_trgm's GIN index lets through."""
+    where, params = scope.source_sql()
+    operator = "ILIKE" if plan.insensitive else "LIKE"
+    conditions = []
+    for i, clause in enumerate(plan.clauses):
+        alternatives = []
+        for j, like in enumerate(clause):
+            params[f"grep_{i}_{j}"] = like
+            alternatives.append(f"t.text {operator} %(grep_{i}_{j})s")
+        conditions.append("(" + " OR ".join(alternatives) + ")")
+    sql = f"""
+        SELECT t.id
+        FROM {FileText._meta.db_table} t
+        JOIN {Source._meta.db_table} s ON s.id = t.source_id AND t.generation = s.active_generation
+        WHERE {where} AND s.root_id = ANY(%(grep_roots)s::bigint[]) AND {" AND ".join(conditions)}
+    """
+    with read_connection().cursor() as cursor:
+        cursor.execute(sql, {**params, "grep_roots": root_ids})
+        return {row[0] for row in cursor.fetchall()}
+
+
+def _matching_lines(
+    files: list[tuple[VisibleFile, int]], matcher: GrepMatcher
+) -> Iterator[tuple[VisibleFile, int, int, str, str]]:
+    """(file, text id, line number, line, its page) of every matching line, in the files' order; a document's lines
+    numbered as its chunks cite them."""
+    for start in range(0, len(files), _TEXTS_PER_FETCH):
+        part = files[start : start + _TEXTS_PER_FETCH]
+        with read_connection().cursor() as cursor:
+            cursor.execute(
+                f"SELECT id, text, anchors FROM {FileText._meta.db_table} WHERE id = ANY(%s::bigint[])",
+                [[text_id for _, text_id in part]],
+            )
+            texts = {text_id: (text, anchors) for text_id, text, anchors in cursor.fetchall()}
+        for file, text_id in part:
+            if text_id not in texts:
+                continue  # replaced by a job since the list was read: the next grep finds its new text
+            text, stored = texts[text_id]
+            if matcher.text is not None and not matcher.text(text):
+                continue
+            anchors = anchors_of(json.loads(stored) if isinstance(stored, str) else stored)
+            for number, line in enumerate(file_lines(text), start=1):
+                if matcher.line(line):
+                    page = next((a.label for a in anchors if a.start_line <= number <= a.end_line), "")
+                    yield file, text_id, number, line, page
