@@ -48,6 +48,7 @@ from sources.roots import RootChanged, root_directory_open
 MAX_PATH_CHARS = 1024  # IndexedFile.path's length: no longer path was ever indexed
 MISSING = "no longer exists"
 _PATH_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_WEB_PAGE = ("http://", "https://")
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,6 +111,8 @@ def path_problem(path: str) -> str | None:
         return f"the path is longer than {MAX_PATH_CHARS} characters"
     if _PATH_CONTROL.search(path):
         return "the path contains a NUL or control character"
+    if path.startswith(_WEB_PAGE):
+        return None  # a web root's page is cited by its URL; only a web root has such a path indexed
     if "\\" in path:
         return 'the path contains a backslash: separate directories with "/"'
     if path.startswith("/"):

@@ -41,4 +41,10 @@ class Migration(migrations.Migration):
                 ],
             },
         ),
+        # Stored out of line but not compressed: grep's LIKE recheck and its line scan read whole texts, and
+        # decompressing each costs more than the disk it saves.
+        migrations.RunSQL(
+            "ALTER TABLE sources_filetext ALTER COLUMN text SET STORAGE EXTERNAL",
+            reverse_sql=migrations.RunSQL.noop,
+        ),
     ]
