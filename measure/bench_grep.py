@@ -80,6 +80,7 @@ def grep_bench(options: GrepBenchOptions, *, log: Callable[[str], None] = print)
     try:
         report = {"root": root.name, "path": root.path, "store_seconds": round(stored_seconds, 2)}
         report |= _compare(root, log)
+        report["storage_mb"] = _storage_mb()
         report["latency"] = _latency(root, options, log)
         return report
     finally:
@@ -135,6 +136,17 @@ def _texts_store(tree: Path, log: Callable[[str], None]) -> tuple[WorkspaceRoot,
     seconds = time.perf_counter() - started
     log(f"stored the texts of {len(texts)} files of {tree} in {seconds:.1f} s")
     return root, seconds
+
+
+def _storage_mb() -> dict[str, float]:
+    """The stored texts' table (its out-of-line texts included) and their trigram index, every root's."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT pg_total_relation_size(%(table)s) - pg_relation_size(%(index)s), pg_relation_size(%(index)s)",
+            {"table": FileText._meta.db_table, "index": "file_text_trgm"},
+        )
+        texts, index = cursor.fetchone()
+    return {"texts": round(texts / 1e6, 1), "trigram_index": round(index / 1e6, 1)}
 
 
 def _indexed_paths(root: WorkspaceRoot) -> list[str]:

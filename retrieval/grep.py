@@ -54,6 +54,9 @@ _NOT_LINE_LOCAL = re2.compile(r"\\[Az]|\(\?[a-zA-Z]*-")
 class GrepMatcher:
     line: Callable[[str], object]
     text: Callable[[str], object] | None  # a whole-file pre-check, None when it could miss a line's match
+    # The whole-file search over UTF-8 bytes from a byte offset (None where ``text`` is): it finds the next line
+    # that may match without splitting the file or encoding it again per line (google-re2 encodes a str per call).
+    scan: Callable[[bytes, int], "re2._Match | None"] | None = None
 
 
 def grep_matcher(*, pattern: str, regex: bool, case_sensitive: bool) -> GrepMatcher:
@@ -67,12 +70,17 @@ def grep_matcher(*, pattern: str, regex: bool, case_sensitive: bool) -> GrepMatc
         text = (
             line if not regex else None if _NOT_LINE_LOCAL.search(pattern) else re2.compile("(?m)" + pattern, options)
         )
+        scan = None if text is None else re2.compile(text.pattern.encode("utf-8"), options)
     except re2.error as exc:
         reason = exc.args[0].decode("utf-8", "replace") if exc.args and isinstance(exc.args[0], bytes) else str(exc)
         raise InvalidInput(
             f"invalid regex (RE2 syntax: no backreferences or lookaround): {reason}", details={"field": "pattern"}
         ) from None
-    return GrepMatcher(line=line.search, text=text.search if text is not None else None)
+    return GrepMatcher(
+        line=line.search,
+        text=text.search if text is not None else None,
+        scan=scan.search if scan is not None else None,
+    )
 
 
 def grep_answer(identity: Identity, payload: GrepIn, *, limits: FilesLimits) -> GrepOut:
@@ -168,7 +176,7 @@ def _texts_stored(scope: Scope, root_ids: list[int]) -> dict[tuple[int, str], in
 def _candidates(scope: Scope, root_ids: list[int], plan: GrepPlan) -> set[int]:
     """The stored texts holding one literal of every clause: what pg_trgm's GIN index lets through."""
     where, params = scope.source_sql()
-    operator = "ILIKE" if plan.insensitive else "LIKE"
+    operator = plan.operator
     conditions = []
     for i, clause in enumerate(plan.clauses):
         alternatives = []
@@ -216,10 +224,41 @@ def _matching_lines(
             if text_id not in texts:
                 continue  # replaced by a job since the list was read: the next grep finds its new text
             text, stored = texts[text_id]
-            if matcher.text is not None and not matcher.text(text):
-                continue
             anchors = anchors_of(json.loads(stored) if isinstance(stored, str) else stored)
-            for number, line in enumerate(file_lines(text), start=1):
-                if matcher.line(line):
-                    page = next((a.label for a in anchors if a.start_line <= number <= a.end_line), "")
-                    yield file, text_id, number, line, page
+            lines = _lines_scanned(text, matcher) if matcher.scan is not None else _lines_each(text, matcher)
+            for number, line in lines:
+                page = next((a.label for a in anchors if a.start_line <= number <= a.end_line), "")
+                yield file, text_id, number, line, page
+
+
+def _lines_each(text: str, matcher: GrepMatcher) -> Iterator[tuple[int, str]]:
+    """(number, line) of each matching line, every line tried (a regex whose matches depend on the text's ends)."""
+    if matcher.text is not None and not matcher.text(text):
+        return
+    for number, line in enumerate(file_lines(text), start=1):
+        if matcher.line(line):
+            yield number, line
+
+
+def _lines_scanned(text: str, matcher: GrepMatcher) -> Iterator[tuple[int, str]]:
+    """(number, line) of each matching line: the whole-file search jumps to the next line that may match, the
+    line's own search decides (a match of the whole file may run past its line; one of a line is always one of
+    the whole file, starting at the same place, under (?m)). Lines as ``file_lines`` counts them."""
+    assert matcher.scan is not None
+    data = text.encode("utf-8", "surrogatepass")
+    position, number, start = 0, 1, 0  # ``number`` is the line beginning at byte ``start``
+    while (found := matcher.scan(data, position)) is not None:
+        at = found.start()
+        number += data.count(b"\n", start, at)
+        start = data.rfind(b"\n", 0, at) + 1
+        if start == len(data):
+            return  # past the last newline: no line there (a final newline starts none)
+        end = data.find(b"\n", at)
+        end = len(data) if end < 0 else end
+        line = data[start:end].decode("utf-8", "surrogatepass")
+        if matcher.line(line):
+            yield number, line
+        position = start = end + 1
+        number += 1
+        if position > len(data):
+            return

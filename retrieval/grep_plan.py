@@ -1,4 +1,4 @@
-"""What a grep pattern needs of a file's text, as trigram-indexable LIKE patterns. Pure Python, no Django.
+"""What a grep pattern needs of a file's text, as trigram-indexable SQL patterns. Pure Python, no Django.
 
 A line matching the pattern holds, for every clause of the plan, at least
 one of the clause's literals (an AND of ORs, as Google's codesearch and
@@ -10,8 +10,11 @@ reads with a warning (``[[:alpha:]]``, RE2's own escapes), gets no plan and
 is scanned, never guessed at.
 
 A clause is kept only when every literal has three letters or digits in a
-row: pg_trgm's GIN index serves such a LIKE pattern; a shorter one it can
-only scan (``.*``, ``a``, ``==`` have no usable plan).
+row: pg_trgm's GIN index serves such a pattern; a shorter one it can only
+scan (``.*``, ``a``, ``==`` have no usable plan). A case-sensitive literal is
+a LIKE pattern; a case-insensitive one a PostgreSQL regex for ``~*`` (the
+index serves both; rechecking the candidates, ``~*`` ran 2-4 times faster
+than ILIKE on Django's source, which lower-cases each whole text first).
 """
 
 import re
@@ -25,16 +28,20 @@ _MAX_EXACT = 16  # alternatives one sub-pattern may expand to (ab[cd] is 2) befo
 _MAX_CLASS = 4  # characters of a class kept as alternatives ([xy] yes, [a-z] no)
 _TRIGRAM = re.compile(r"[^\W_]{3}")  # pg_trgm's words are letters and digits
 # Under case-insensitive matching RE2 folds these onto other characters (k: the Kelvin sign, s: the long s; any
-# non-ASCII letter may have such a partner), which PostgreSQL's ILIKE does not: each is any one character there.
+# non-ASCII letter may have such a partner), which PostgreSQL's ~* does not: each is any one character there.
 _FOLDS_WIDER = re.compile(r"[^\x00-\x7f]|[ksKS]")
 
 
 @dataclass(frozen=True, slots=True)
 class GrepPlan:
-    """The LIKE patterns every file holding a match satisfies: all clauses, one LIKE pattern of each."""
+    """The SQL patterns every file holding a match satisfies: all clauses, one pattern of each."""
 
     clauses: tuple[tuple[str, ...], ...]
-    insensitive: bool  # ILIKE, else LIKE
+    insensitive: bool  # regexes for ~*, else LIKE patterns
+
+    @property
+    def operator(self) -> str:
+        return "~*" if self.insensitive else "LIKE"
 
     @property
     def indexed(self) -> bool:
@@ -54,18 +61,20 @@ def grep_plan(*, pattern: str, regex: bool, case_sensitive: bool) -> GrepPlan:
     return _plan(info.required(), insensitive=True)
 
 
-def like_pattern(literal: str, *, insensitive: bool) -> str:
-    """``literal`` as a LIKE pattern matching any text that contains it (backslash escapes)."""
-    escaped = literal.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+def sql_pattern(literal: str, *, insensitive: bool) -> str:
+    """``literal`` as a pattern matching any text that contains it: a LIKE pattern (backslash escapes), or with
+    ``insensitive`` a regex for ``~*`` (each character escaped, those RE2 folds more widely than PostgreSQL any
+    character)."""
     if insensitive:
-        escaped = _FOLDS_WIDER.sub("_", escaped)
+        return "".join("." if _FOLDS_WIDER.match(char) else char if char.isalnum() else "\\" + char for char in literal)
+    escaped = literal.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
     return f"%{escaped}%"
 
 
 def _plan(clauses: list[tuple[str, ...]], *, insensitive: bool) -> GrepPlan:
     kept = []
     for clause in clauses:
-        likes = tuple(sorted({like_pattern(literal, insensitive=insensitive) for literal in clause}))
+        likes = tuple(sorted({sql_pattern(literal, insensitive=insensitive) for literal in clause}))
         if likes and all(_TRIGRAM.search(like) for like in likes):
             kept.append(likes)
     return GrepPlan(tuple(sorted(set(kept))), insensitive=insensitive)

@@ -55,18 +55,27 @@ class GrepResults:
     lines: int = 0
     truncated: bool = False
     stopped: str = ""
+    message: str = ""  # "searched N of M files ..." when a pattern the index cannot narrow met the scan limit
     error: str = ""
 
 
-def grep_results(identity: Identity, form: QueryForm, *, root_id: str, root_ids: dict[str, int]) -> GrepResults:
-    """``form`` (regex or exact) over the files ``identity`` may see (only root ``root_id`` when given); ``root_ids``:
-    each visible root's id by name, for the viewer's links."""
+def grep_results(
+    identity: Identity, form: QueryForm, *, root_id: str, root_ids: dict[str, int], language: str = ""
+) -> GrepResults:
+    """``form`` (regex or exact) over the files ``identity`` may see (only root ``root_id``, only ``language``, when
+    given); ``root_ids``: each visible root's id by name, for the viewer's links."""
     regex = form.kind == "regex"
     try:
         found = grep_answer(
             identity,
             GrepIn.model_validate(
-                {"pattern": form.text, "regex": regex, "root": root_id or None, "max_matches": GREP_MAX_MATCHES}
+                {
+                    "pattern": form.text,
+                    "regex": regex,
+                    "root": root_id or None,
+                    "lang": language or None,
+                    "max_matches": GREP_MAX_MATCHES,
+                }
             ),
             limits=FilesLimits.from_settings(),
         )
@@ -91,7 +100,13 @@ def grep_results(identity: Identity, form: QueryForm, *, root_id: str, root_ids:
                 more=len(matches) - len(shown),
             )
         )
-    return GrepResults(files=files, lines=len(found.matches), truncated=found.truncated, stopped=found.stopped or "")
+    return GrepResults(
+        files=files,
+        lines=len(found.matches),
+        truncated=found.truncated,
+        stopped=found.stopped or "",
+        message=found.message,
+    )
 
 
 def _marked(match: GrepMatchOut, search) -> str:

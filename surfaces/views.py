@@ -106,7 +106,9 @@ def search_page(request):
         form = query_form(filters.query)
         if form.kind in ("regex", "exact"):
             root_ids = {root.name: root.pk for root in context["roots"]}
-            context["grep"] = grep_results(identity, form, root_id=filters.root, root_ids=root_ids)
+            context["grep"] = grep_results(
+                identity, form, root_id=filters.root, root_ids=root_ids, language=filters.language
+            )
         elif form.kind == "symbol":
             context.update(_symbol_results(filters, scope, context["roots"], form.text))
         else:

@@ -9,14 +9,15 @@ import re
 import pytest
 import re2
 
-from retrieval.grep_plan import grep_plan, like_pattern
+from retrieval.grep_plan import grep_plan, sql_pattern
 
 
-def like_matches(like: str, text: str, *, insensitive: bool) -> bool:
-    """PostgreSQL's LIKE / ILIKE (both sides lower-cased, character by character) with a backslash escape."""
+def sql_matches(pattern: str, text: str, *, insensitive: bool) -> bool:
+    """PostgreSQL's ``~*`` (both sides lower-cased, character by character; "." any character) or LIKE with a
+    backslash escape."""
     if insensitive:
-        like, text = like.lower(), text.lower()
-    parts, i = [], 0
+        return re.search(pattern.lower(), text.lower(), re.DOTALL) is not None
+    like, parts, i = pattern, [], 0
     while i < len(like):
         char = like[i]
         if char == "\\":
@@ -30,19 +31,20 @@ def like_matches(like: str, text: str, *, insensitive: bool) -> bool:
 
 def test_a_literal_is_one_clause_and_case_folding_partners_are_any_character():
     plan = grep_plan(pattern="Cannot resolve keyword", regex=False, case_sensitive=False)
-    assert plan.clauses == (("%Cannot re_olve _eyword%",),) and plan.insensitive
+    assert plan.clauses == (("Cannot\\ re.olve\\ .eyword",),) and plan.operator == "~*"
     exact = grep_plan(pattern="50%_off", regex=False, case_sensitive=True)
-    assert exact.clauses == (("%50\\%\\_off%",),) and not exact.insensitive
+    assert exact.clauses == (("%50\\%\\_off%",),) and exact.operator == "LIKE"
 
 
 def test_a_regex_requires_the_literals_around_its_unknown_parts():
     assert grep_plan(pattern=r"def get_\w*queryset", regex=True, case_sensitive=False).clauses == (
-        ("%def get\\_%",),
-        ("%query_et%",),
+        ("def\\ get\\_",),
+        ("query.et",),
     )
-    assert grep_plan(pattern=r"TODO|FIXME", regex=True, case_sensitive=True).clauses == (("%FIXME%", "%TODO%"),)
-    assert grep_plan(pattern=r"ab[cd]ef", regex=True, case_sensitive=True).clauses == (("%abcef%", "%abdef%"),)
-    assert grep_plan(pattern=r"x{3}", regex=True, case_sensitive=True).clauses == (("%xxx%",),)
+    # A regex's literals are matched ignoring case: it may turn case folding on inside itself.
+    assert grep_plan(pattern=r"TODO|FIXME", regex=True, case_sensitive=True).clauses == (("FIXME", "TODO"),)
+    assert grep_plan(pattern=r"ab[cd]ef", regex=True, case_sensitive=True).clauses == (("abcef", "abdef"),)
+    assert grep_plan(pattern=r"x{3}", regex=True, case_sensitive=True).clauses == (("xxx",),)
 
 
 @pytest.mark.parametrize(
@@ -92,8 +94,32 @@ def test_every_line_re2_matches_satisfies_every_clause(pattern, regex, case_sens
     matched = [line for line in LINES if compiled.search(line)]
     for line in matched:
         for clause in plan.clauses:
-            assert any(like_matches(like, line, insensitive=plan.insensitive) for like in clause), (line, clause)
+            assert any(sql_matches(sql, line, insensitive=plan.insensitive) for sql in clause), (line, clause)
 
 
-def test_like_escapes_its_wildcards_and_its_escape():
-    assert like_pattern("100%_\\", insensitive=False) == "%100\\%\\_\\\\%"
+def test_sql_patterns_escape_what_is_special_to_them():
+    assert sql_pattern("100%_\\", insensitive=False) == "%100\\%\\_\\\\%"
+    assert sql_pattern("a.b(c)*", insensitive=True) == "a\\.b\\(c\\)\\*"
+
+
+TEXTS = [
+    "",
+    "\n",
+    "def get_queryset(self):\r\n    return x\r\n\r\n",
+    "naïve café\nCannot reſolve keyword\n\nTODO end",
+    "a\n\n\nab\nabc\n",
+    "xxx yyy\nabxxxcd\n\n",
+]
+
+
+@pytest.mark.parametrize(
+    ("pattern", "regex"),
+    [*PATTERNS, ("", True), ("^", True), ("$", True), (r"^$", True), (r"\s*$", True), (r"[^x]+", True), ("a", False)],
+)
+@pytest.mark.parametrize("text", TEXTS)
+def test_the_whole_file_scan_finds_exactly_the_lines_each_line_tried_finds(pattern, regex, text):
+    from retrieval.grep import _lines_each, _lines_scanned, grep_matcher
+
+    matcher = grep_matcher(pattern=pattern, regex=regex, case_sensitive=False)
+    assert matcher.scan is not None
+    assert list(_lines_scanned(text, matcher)) == list(_lines_each(text, matcher))

@@ -231,6 +231,8 @@ class Command(BaseCommand):
                 f"  {row['pattern']!r:<34} {row['regex']!s:>5} {row['ours']:>6} {row['ripgrep']:>6} "
                 f"{row['files']:>6} {row['identical']!s:>5} {row['first_ms']:>7}"
             )
+        storage = report["storage_mb"]
+        self.stdout.write(f"  stored texts {storage['texts']} MB, trigram index {storage['trigram_index']} MB")
         for clients, row in report["latency"].items():
             self.stdout.write(
                 f"  /api/v1/grep {clients:>3} clients: p50 {row['p50_ms']} ms, p95 {row['p95_ms']} ms, "
