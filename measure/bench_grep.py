@@ -158,6 +158,7 @@ def _indexed_paths(root: WorkspaceRoot) -> list[str]:
 
 def _compare(root: WorkspaceRoot, log: Callable[[str], None]) -> dict:
     paths = _indexed_paths(root)
+    compared = set(paths)
     limits = FilesLimits.from_settings()
     rows = []
     for pattern, regex in PATTERNS:
@@ -168,7 +169,7 @@ def _compare(root: WorkspaceRoot, log: Callable[[str], None]) -> dict:
         started = time.perf_counter()
         answer = grep_answer(identity_anonymous(), payload, limits=limits)
         seconds = time.perf_counter() - started
-        ours = {(m.path, m.line) for m in answer.matches if m.path in set(paths)}
+        ours = {(m.path, m.line) for m in answer.matches if m.path in compared}
         theirs = ripgrep(Path(root.path), paths, pattern, regex=regex)
         rows.append(
             {

@@ -60,6 +60,7 @@ ALLOWED: dict[str, str] = {
     "measure.bench_bulk": _MEASURE,
     "measure.bench_corpus": _MEASURE,
     "measure.bench_freshness": _MEASURE,
+    "measure.bench_grep": _MEASURE,
     "measure.bench_index": _MEASURE,
     "measure.bench_login_flood": _MEASURE,
     "measure.bench_search": _MEASURE,
