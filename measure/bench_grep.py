@@ -82,6 +82,8 @@ def grep_bench(options: GrepBenchOptions, *, log: Callable[[str], None] = print)
         report |= _compare(root, log)
         report["storage_mb"] = _storage_mb()
         report["latency"] = _latency(root, options, log)
+        # The machine's other work: on a shared 2-core machine the latencies measure the neighbours too.
+        report["load_average"] = [round(load, 2) for load in os.getloadavg()]
         return report
     finally:
         if temporary:

@@ -231,6 +231,7 @@ class Command(BaseCommand):
                 f"  {row['pattern']!r:<34} {row['regex']!s:>5} {row['ours']:>6} {row['ripgrep']:>6} "
                 f"{row['files']:>6} {row['identical']!s:>5} {row['first_ms']:>7}"
             )
+        self.stdout.write(f"  load average {' '.join(map(str, report['load_average']))}")
         storage = report["storage_mb"]
         self.stdout.write(f"  stored texts {storage['texts']} MB, trigram index {storage['trigram_index']} MB")
         for clients, row in report["latency"].items():
