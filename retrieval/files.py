@@ -141,15 +141,16 @@ def files_visible(
     scope: Scope,
     root: str | None = None,
     path: str | None = None,
+    with_files: bool = True,
 ) -> tuple[list[VisibleRoot], list[VisibleFile]]:
     """The roots (``root``: a name or id; None: all) with a source in ``scope``, and their indexed files, in one query.
 
     Files are those of each source's active generation (only ``path`` when
-    given), ordered by root name, then path, byte by byte (the same
-    order whatever the database's locale).
+    given; none without ``with_files``), ordered by root name, then path, byte by
+    byte (the same order whatever the database's locale).
     """
     where, params = scope.source_sql()
-    file_filter = "AND f.path = %(path)s" if path is not None else ""
+    file_filter = "AND f.path = %(path)s" if path is not None else "" if with_files else "AND FALSE"
     root_filter = "AND (r.name = %(root)s OR r.id = %(root_id)s)" if root is not None else ""
     params.update(path=path, root=root, root_id=_as_id(root) if root is not None else None)
     sql = f"""

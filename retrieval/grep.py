@@ -35,12 +35,12 @@ from kernel.citations import citation_text
 from kernel.errors import InvalidInput
 from kernel.replicas import read_alias, read_connection
 from retrieval.config import FilesLimits
-from retrieval.files import VisibleFile, _root_chosen, _root_fd, file_lines, files_visible
+from retrieval.files import VisibleRoot, _root_chosen, _root_fd, file_lines, files_visible
 from retrieval.grep_plan import GrepPlan, grep_plan
 from retrieval.schemas import GrepIn, GrepMatchOut, GrepOut
 from sources.chunking import language_for
 from sources.file_texts import anchors_of
-from sources.models import FileText, Source
+from sources.models import FileText, IndexedFile, Source
 
 GREP_LINE_CHARS = 400  # one minified line must not fill the answer
 _TEXTS_PER_FETCH = 64  # texts read per query: the answer stops at max_matches without reading the rest
@@ -48,6 +48,13 @@ _TEXTS_PER_FETCH = 64  # texts read per query: the answer stops at max_matches w
 # (e.g. "(?-m)") that matches a line also matches the whole text under (?m),
 # so one search of the whole text rules a file out before it is split.
 _NOT_LINE_LOCAL = re2.compile(r"\\[Az]|\(\?[a-zA-Z]*-")
+
+
+@dataclass(frozen=True, slots=True)
+class _Listed:
+    root: VisibleRoot
+    path: str
+    text_id: int | None  # None: indexed before texts were stored, none yet
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,22 +102,21 @@ def grep_answer(identity: Identity, payload: GrepIn, *, limits: FilesLimits) -> 
         channels=payload.channels,
         kinds=[Source.Kind.FILE],
     )
-    roots, files = files_visible(scope=scope, root=payload.root)
+    roots, _ = files_visible(scope=scope, root=payload.root, with_files=False)
     if payload.root is not None:
         chosen = _root_chosen(roots, payload.root)
-        files = [f for f in files if f.root.id == chosen.id]
+        roots = [chosen]
         if not chosen.web_url:
             os.close(_root_fd(chosen))  # a root asked for by name that is no longer its directory is refused
+    files = _files_listed(scope, roots)
     if payload.glob is not None:
         files = [f for f in files if fnmatch.fnmatchcase(f.path, payload.glob)]
     if payload.lang is not None:
         files = [f for f in files if language_for(f.path) == payload.lang]
-    root_ids = sorted({f.root.id for f in files})
-    stored = _texts_stored(scope, root_ids)
-    with_text = [(f, stored[f.root.id, f.path]) for f in files if (f.root.id, f.path) in stored]
+    with_text = [(f, f.text_id) for f in files if f.text_id is not None]
     scan_limited = False
     if plan.indexed:
-        candidates = _candidates(scope, root_ids, plan)
+        candidates = _candidates(scope, [r.id for r in roots], plan)
         chosen_files = [(f, text_id) for f, text_id in with_text if text_id in candidates]
     else:
         scan_limited = len(with_text) > limits.grep_scan_files
@@ -156,21 +162,29 @@ def _message(plan: GrepPlan, *, searched: int, total: int, scan_limited: bool) -
     return ""
 
 
-def _texts_stored(scope: Scope, root_ids: list[int]) -> dict[tuple[int, str], int]:
-    """(root id, path) -> the stored text's id, of the active generation of each source in scope."""
+def _files_listed(scope: Scope, roots: list[VisibleRoot]) -> list[_Listed]:
+    """The indexed files of ``roots`` in ``scope`` (files_visible's rule: each source's active generation), each
+    with its stored text's id, in (root name, path) order; only what grep needs of them, in one query."""
     where, params = scope.source_sql()
     sql = f"""
-        SELECT s.root_id, t.path, t.id
-        FROM {FileText._meta.db_table} t
-        JOIN {Source._meta.db_table} s ON s.id = t.source_id AND t.generation = s.active_generation
+        SELECT s.root_id, f.path, t.id
+        FROM {Source._meta.db_table} s
+        JOIN {IndexedFile._meta.db_table} f ON f.source_id = s.id AND f.generation = s.active_generation
+        LEFT JOIN {FileText._meta.db_table} t
+            ON t.source_id = f.source_id AND t.generation = f.generation AND t.path = f.path
         WHERE {where} AND s.root_id = ANY(%(grep_roots)s::bigint[])
+        ORDER BY f.path COLLATE "C"
     """
+    by_id = {root.id: root for root in roots}
     with read_connection().cursor() as cursor:
-        cursor.execute(sql, {**params, "grep_roots": root_ids})
-        found: dict[tuple[int, str], int] = {}
-        for root_id, path, text_id in cursor.fetchall():
-            found.setdefault((root_id, path), text_id)
-    return found
+        cursor.execute(sql, {**params, "grep_roots": list(by_id)})
+        rows = cursor.fetchall()
+    files: dict[tuple[int, str], _Listed] = {}
+    for root_id, path, text_id in rows:
+        # While segments are reassigned a path may briefly have two rows: the first one counts.
+        files.setdefault((root_id, path), _Listed(by_id[root_id], path, text_id))
+    order = {root.id: n for n, root in enumerate(roots)}  # files_visible's: by root name, byte by byte
+    return sorted(files.values(), key=lambda f: order[f.root.id])  # stable: paths stay in order within a root
 
 
 def _candidates(scope: Scope, root_ids: list[int], plan: GrepPlan) -> set[int]:
@@ -205,8 +219,8 @@ def _candidates(scope: Scope, root_ids: list[int], plan: GrepPlan) -> set[int]:
 
 
 def _matching_lines(
-    files: list[tuple[VisibleFile, int]], matcher: GrepMatcher
-) -> Iterator[tuple[VisibleFile, int, int, str, str]]:
+    files: list[tuple[_Listed, int]], matcher: GrepMatcher
+) -> Iterator[tuple[_Listed, int, int, str, str]]:
     """(file, text id, line number, line, its page) of every matching line, in the files' order; a document's lines
     numbered as its chunks cite them."""
     start, size = 0, 8

@@ -72,12 +72,12 @@ def file_texts_delete(*, source_id: int, generation: int | None = None, paths: I
     return rows.delete()[0]
 
 
-def file_texts_present(*, keys: Iterable[tuple[int, int]]) -> set[tuple[int, int, str]]:
-    """(source id, generation, path) of every stored text of the given (source id, generation) pairs."""
-    where = Q(pk__in=[])
-    for source_id, generation in keys:
-        where |= Q(source_id=source_id, generation=generation)
-    return set(FileText.objects.filter(where).values_list("source_id", "generation", "path"))
+def file_texts_present(*, sources: Iterable[Source], about: Q | None = None) -> set[tuple[int, int, str]]:
+    """(source id, generation, path) of the stored texts of ``sources`` (only paths ``about`` selects, if given)."""
+    rows = FileText.objects.filter(source__in=list(sources))
+    if about is not None:
+        rows = rows.filter(about)
+    return set(rows.values_list("source_id", "generation", "path"))
 
 
 def anchors_of(stored: list) -> tuple[Anchor, ...]:

@@ -117,6 +117,7 @@ class _Run:
         plans = segment_plans(root, self.embedding, rebuild=self.connector.rebuild)
         targeted = self._targeted(plans)
         files = IndexedFile.objects.filter(source__in=[p.source for p in plans])
+        about = None
         if targeted:
             # Only what the job is about: a path, or (a directory, perhaps gone) the files below it.
             about = Q(path__in=targeted)
@@ -124,7 +125,7 @@ class _Run:
                 about |= Q(path__startswith=path + "/")
             files = files.filter(about)
         states = self.states = {(s.source_id, s.generation, s.path): s for s in files}
-        self.texted = file_texts_present(keys={(p.source.pk, p.generation) for p in plans})
+        self.texted = file_texts_present(sources=[p.source for p in plans], about=about)
         self.job.phase = Phase.LISTING
         self._beat(force=True)
         known = self._known(plans, states)
