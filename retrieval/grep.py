@@ -215,7 +215,9 @@ def _candidates(scope: Scope, root_ids: list[int], plan: GrepPlan) -> set[int]:
         # trigram index, which reads the texts of the few candidate files only.
         cursor.execute("SET LOCAL enable_seqscan = off")
         cursor.execute(sql, {**params, "grep_roots": root_ids})
-        return {row[0] for row in cursor.fetchall()}
+        found = {row[0] for row in cursor.fetchall()}
+        cursor.execute("RESET enable_seqscan")  # within a request's own transaction, for this query only
+    return found
 
 
 def _matching_lines(

@@ -29,7 +29,8 @@ _MAX_CLASS = 4  # characters of a class kept as alternatives ([xy] yes, [a-z] no
 _TRIGRAM = re.compile(r"[^\W_]{3}")  # pg_trgm's words are letters and digits
 # Under case-insensitive matching RE2 folds these onto other characters (k: the Kelvin sign, s: the long s; any
 # non-ASCII letter may have such a partner), which PostgreSQL's ~* does not: each is any one character there.
-_FOLDS_WIDER = re.compile(r"[^\x00-\x7f]|[ksKS]")
+# A NUL (a regex's \x00) is any character too: PostgreSQL takes none in a pattern, and no stored text holds one.
+_FOLDS_WIDER = re.compile(r"[^\x01-\x7f]|[ksKS]")
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,7 +68,7 @@ def sql_pattern(literal: str, *, insensitive: bool) -> str:
     character)."""
     if insensitive:
         return "".join("." if _FOLDS_WIDER.match(char) else char if char.isalnum() else "\\" + char for char in literal)
-    escaped = literal.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    escaped = literal.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_").replace("\x00", "_")
     return f"%{escaped}%"
 
 

@@ -97,6 +97,10 @@ def test_every_line_re2_matches_satisfies_every_clause(pattern, regex, case_sens
             assert any(sql_matches(sql, line, insensitive=plan.insensitive) for sql in clause), (line, clause)
 
 
+def test_a_nul_in_a_regex_is_any_character_in_sql_which_takes_none():
+    assert grep_plan(pattern=r"\x00abc", regex=True, case_sensitive=True).clauses == ((".abc",),)
+
+
 def test_sql_patterns_escape_what_is_special_to_them():
     assert sql_pattern("100%_\\", insensitive=False) == "%100\\%\\_\\\\%"
     assert sql_pattern("a.b(c)*", insensitive=True) == "a\\.b\\(c\\)\\*"
