@@ -62,6 +62,10 @@ browser:
 	  && echo "installing python3-doc for the web crawler's test ..." \
 	  && { apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-doc >/dev/null; } \
 	  || echo "python3-doc is not installed: the web crawler's documentation test will be skipped"; }
+	@command -v rg >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 \
+	  && echo "installing ripgrep for grep's comparison (tests and rag_bench grep) ..." \
+	  && { apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq ripgrep >/dev/null; } \
+	  || echo "ripgrep is not installed: grep's comparison with it will be skipped"; }
 
 # Speed, measured by the project's own command (numbers for the notes).
 DJANGO_DIR = $$($(PY) -c 'import django, os; print(os.path.dirname(django.__file__))')

@@ -1132,14 +1132,16 @@ DECLARED: tuple[Setting, ...] = (
         maximum=100000,
         doc="Largest `max_matches` a `/api/v1/grep` request may ask for.",
     ),
-    FloatSetting(
-        name="RAG_GREP_TIMEOUT_SECONDS",
+    IntSetting(
+        name="RAG_GREP_SCAN_FILES",
         topic=SEARCH,
-        default=3.0,
-        minimum=0.1,
-        maximum=600.0,
+        default=20000,
+        minimum=1,
+        maximum=10000000,
         doc=(
-            'Wall-clock budget of one grep, checked between files; past it the answer says `"stopped": "time limit"`.'
+            "Most files one grep scans when its pattern has no three letters or digits in a row the trigram index "
+            'can use (`.*`, `==`); past it the answer says `"stopped": "scan limit"` and "searched N of M files". '
+            "A pattern the index can use is always answered over every file."
         ),
     ),
     ChoiceSetting(

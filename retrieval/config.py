@@ -224,11 +224,11 @@ class CitedAnswerConfig:
 
 @dataclass(frozen=True, slots=True)
 class FilesLimits:
-    """How much one read answers and how long one grep runs (retrieval/files.py)."""
+    """How much one read answers (retrieval/files.py) and how many files one unindexable grep scans (grep.py)."""
 
     read_max_lines: int
     read_max_chars: int
-    grep_timeout_seconds: float
+    grep_scan_files: int
     # A document is served as its extracted text, extracted again under indexing's limits (retrieval/documents.py).
     extract: Limits = Limits()
     max_document_bytes: int = 0
@@ -238,7 +238,7 @@ class FilesLimits:
         return cls(
             read_max_lines=settings.RAG_READ_MAX_LINES,
             read_max_chars=settings.RAG_READ_MAX_CHARS,
-            grep_timeout_seconds=settings.RAG_GREP_TIMEOUT_SECONDS,
+            grep_scan_files=settings.RAG_GREP_SCAN_FILES,
             extract=extract_limits(),
             max_document_bytes=settings.RAG_EXTRACT_MAX_FILE_MB * 1024 * 1024,
         )

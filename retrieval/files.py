@@ -1,4 +1,5 @@
-"""Read and grep the indexed files of workspace roots: how a bot checks a citation before quoting it.
+"""Read the indexed files of workspace roots: how a bot checks a citation before quoting it (grep, which answers
+from the index, is retrieval/grep.py and shares the scope rule here: ``files_visible``).
 
 The scope rule is search's (``access.identity.scope_for``): a file is
 visible when it is indexed in the active generation of a file Source the
@@ -14,23 +15,19 @@ the indexer checks it (size cap, binary, UTF-8, secrets).
 A document (PDF, Office, CSV, an HTML page) is served as its extracted text
 (retrieval/documents.py), whose lines its chunks cite, never as its bytes;
 only ``file_original`` hands out the bytes, for the viewer's download.
+A web root has no directory: its pages are served from the text stored when
+they were indexed (sources.models.FileText).
 """
 
-import fnmatch
 import hashlib
 import os
 import re
 import stat
-import time
-from collections.abc import Callable, Generator, Iterable
-from contextlib import closing
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
-from itertools import groupby
-from operator import attrgetter
-from typing import Literal
 
-import re2
+from django.db.models import F
 
 from access.identity import Identity, scope_for
 from access.scope import Scope
@@ -39,22 +36,19 @@ from kernel.errors import ApplicationError, Conflict, InvalidInput, NotFound, Un
 from kernel.replicas import read_connection
 from retrieval.config import FilesLimits
 from retrieval.documents import document_text, is_document
-from retrieval.schemas import GrepIn, GrepMatchOut, GrepOut, PageOut, ReadOut
+from retrieval.schemas import PageOut, ReadOut
 from sources import walk
 from sources.chunking import language_for
 from sources.extract import Anchor, extractor_for
+from sources.file_texts import anchors_of
 from sources.ingest import content_hash
-from sources.models import IndexedFile, Source, WorkspaceRoot
+from sources.models import FileText, IndexedFile, Source, WorkspaceRoot
 from sources.roots import RootChanged, root_directory_open
 
 MAX_PATH_CHARS = 1024  # IndexedFile.path's length: no longer path was ever indexed
-GREP_LINE_CHARS = 400  # one minified line must not fill the answer
 MISSING = "no longer exists"
 _PATH_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
-# A regex without text anchors (\A, \z) or a flag group turning a flag off
-# (e.g. "(?-m)") that matches a line also matches the whole text under (?m),
-# so one search of the whole text rules a file out before it is split.
-_NOT_LINE_LOCAL = re.compile(r"\\[Az]|\(\?[a-zA-Z]*-")
+_WEB_PAGE = ("http://", "https://")
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +61,7 @@ class VisibleRoot:
     hard_links_inside: bool
     directory_identity: str
     symlink_target: str
+    web_url: str  # a web root: no directory; its pages are served from their stored text
 
 
 _ROOT_FIELDS = (
@@ -77,6 +72,7 @@ _ROOT_FIELDS = (
     "hard_links_inside",
     "directory_identity",
     "symlink_target",
+    "web_url",
 )
 _ROOT_COLUMNS = ", ".join(f"r.{name}" for name in _ROOT_FIELDS)
 
@@ -107,19 +103,6 @@ class CurrentText:
         return [a for a in self.anchors if a.start_line <= end and a.end_line >= start]
 
 
-@dataclass(frozen=True, slots=True)
-class GrepMatcher:
-    line: Callable[[str], object]
-    text: Callable[[str], object] | None  # a whole-file pre-check, None when it could miss a line's match
-
-
-@dataclass(slots=True)
-class _Counts:
-    searched: int = 0
-    skipped: int = 0
-    timed_out: bool = False
-
-
 def path_problem(path: str) -> str | None:
     """Why ``path`` is refused before anything is looked up, or None: only plain relative paths below a root."""
     if not path:
@@ -128,6 +111,8 @@ def path_problem(path: str) -> str | None:
         return f"the path is longer than {MAX_PATH_CHARS} characters"
     if _PATH_CONTROL.search(path):
         return "the path contains a NUL or control character"
+    if path.startswith(_WEB_PAGE):
+        return None  # a web root's page is cited by its URL; only a web root has such a path indexed
     if "\\" in path:
         return 'the path contains a backslash: separate directories with "/"'
     if path.startswith("/"):
@@ -156,15 +141,16 @@ def files_visible(
     scope: Scope,
     root: str | None = None,
     path: str | None = None,
+    with_files: bool = True,
 ) -> tuple[list[VisibleRoot], list[VisibleFile]]:
     """The roots (``root``: a name or id; None: all) with a source in ``scope``, and their indexed files, in one query.
 
     Files are those of each source's active generation (only ``path`` when
-    given), ordered by root name, then path, byte by byte (the same
-    order whatever the database's locale).
+    given; none without ``with_files``), ordered by root name, then path, byte by
+    byte (the same order whatever the database's locale).
     """
     where, params = scope.source_sql()
-    file_filter = "AND f.path = %(path)s" if path is not None else ""
+    file_filter = "AND f.path = %(path)s" if path is not None else "" if with_files else "AND FALSE"
     root_filter = "AND (r.name = %(root)s OR r.id = %(root_id)s)" if root is not None else ""
     params.update(path=path, root=root, root_id=_as_id(root) if root is not None else None)
     sql = f"""
@@ -269,7 +255,7 @@ def file_original(
     job (409).
     """
     file = file_visible(identity, root=root, path=path)
-    if extractor_for(path) is None:
+    if extractor_for(path) is None or file.root.web_url:
         raise NotFound(f"file {path!r} is not a document: only documents are offered for download")
     root_fd = _root_fd(file.root)
     try:
@@ -294,79 +280,6 @@ def file_original(
             "reads the new one"
         )
     return file, raw
-
-
-def grep_answer(identity: Identity, payload: GrepIn, *, limits: FilesLimits) -> GrepOut:
-    """The lines of the indexed files the caller may see that match ``payload.pattern``.
-
-    In (root name, path, line) order.
-
-    The scan stops at ``max_matches`` or at ``limits.grep_timeout_seconds``
-    (RAG_GREP_TIMEOUT_SECONDS, checked between files); files that cannot be read now are counted, not fatal.
-    """
-    deadline = time.monotonic() + limits.grep_timeout_seconds
-    matcher = grep_matcher(pattern=payload.pattern, regex=payload.regex, case_sensitive=payload.case_sensitive)
-    scope = scope_for(
-        identity,
-        bot_id=payload.bot_id,
-        client_id=payload.client_id,
-        channels=payload.channels,
-        kinds=[Source.Kind.FILE],
-    )
-    roots, files = files_visible(scope=scope, root=payload.root)
-    if payload.root is not None:
-        chosen = _root_chosen(roots, payload.root)
-        files = [f for f in files if f.root.id == chosen.id]
-        os.close(_root_fd(chosen))  # a root asked for by name that is no longer its directory is refused, not skipped
-    if payload.glob is not None:
-        files = [f for f in files if fnmatch.fnmatchcase(f.path, payload.glob)]
-    counts = _Counts()
-    matches: list[GrepMatchOut] = []
-    stopped: Literal["time limit", "max matches"] | None = None
-    with closing(_matching_lines(files, matcher, counts, deadline=deadline, limits=limits)) as found:
-        for file, number, line, anchor in found:
-            if len(matches) == payload.max_matches:
-                stopped = "max matches"  # one more match than asked for: there are more
-                break
-            matches.append(
-                GrepMatchOut(
-                    root=file.root.name,
-                    path=file.path,
-                    line=number,
-                    text=line[:GREP_LINE_CHARS],
-                    citation=citation_text(file.path, number, number, anchor=anchor),
-                    page=anchor or None,
-                )
-            )
-    if stopped is None and counts.timed_out:
-        stopped = "time limit"
-    return GrepOut(
-        pattern=payload.pattern,
-        matches=matches,
-        files_searched=counts.searched,
-        files_skipped=counts.skipped,
-        truncated=stopped is not None,
-        stopped=stopped,
-    )
-
-
-def grep_matcher(*, pattern: str, regex: bool, case_sensitive: bool) -> GrepMatcher:
-    """``pattern`` compiled with RE2 (linear time: no pattern can backtrack for ever); 422 when RE2 refuses it."""
-    options = re2.Options()
-    options.log_errors = False  # a bad pattern is the caller's mistake, answered with 422, not a server log line
-    options.case_sensitive = case_sensitive
-    options.literal = not regex
-    try:
-        line = re2.compile(pattern, options)
-        text = (
-            line if not regex else None if _NOT_LINE_LOCAL.search(pattern) else re2.compile("(?m)" + pattern, options)
-        )
-    except re2.error as exc:
-        reason = exc.args[0].decode("utf-8", "replace") if exc.args and isinstance(exc.args[0], bytes) else str(exc)
-        raise InvalidInput(
-            f"invalid regex (RE2 syntax: no backreferences or lookaround): {reason}", details={"field": "pattern"}
-        ) from None
-    return GrepMatcher(line=line.search, text=text.search if text is not None else None)
 
 
 def files_stat(*, root_id: int, paths: list[str]) -> dict[str, tuple[int, int] | None]:
@@ -512,6 +425,8 @@ def _rules(root: VisibleRoot, limits: FilesLimits | None) -> walk.WalkRules:
 
 
 def _current_or_error(file: VisibleFile, limits: FilesLimits) -> CurrentText:
+    if file.root.web_url:
+        return _stored_text(file)
     root_fd = _root_fd(file.root)
     try:
         current = _current_text(root_fd, file.path, file.root, indexed_hash=file.content_hash, limits=limits)
@@ -522,6 +437,20 @@ def _current_or_error(file: VisibleFile, limits: FilesLimits) -> CurrentText:
     if isinstance(current, str):
         raise InvalidInput(f"file {file.path!r} cannot be read: {current}", details={"reason": current})
     return current
+
+
+def _stored_text(file: VisibleFile) -> CurrentText:
+    """A web page's text as indexed (a web root has no directory to read again): the lines its chunks cite."""
+    row = (
+        FileText.objects.filter(source__root_id=file.root.id, generation=F("source__active_generation"), path=file.path)
+        .values_list("text", "anchors")
+        .first()
+    )
+    if row is None:
+        raise Unavailable(
+            f"page {file.path!r} of root {file.root.name!r} has no stored text yet: the next index job stores it"
+        )
+    return CurrentText(row[0], file.size, file.mtime_ns, anchors_of(row[1]))
 
 
 def _lines_out(file: VisibleFile, current: CurrentText, *, start: int, end: int | None, limits: FilesLimits) -> ReadOut:
@@ -565,36 +494,6 @@ def lines_within_chars(lines: list[str], cap: int) -> tuple[list[str], bool]:
         if used > cap:
             return (lines[:count], True) if count else ([line[:cap]], True)
     return lines, False
-
-
-def _matching_lines(
-    files: list[VisibleFile], matcher: GrepMatcher, counts: _Counts, *, deadline: float, limits: FilesLimits
-) -> Generator[tuple[VisibleFile, int, str, str]]:
-    """(file, line number, line, its page) of every matching line, root by root; counts what was searched and
-    skipped. A document is searched in its extracted text, its lines numbered as its chunks cite them."""
-    for root, grouped in groupby(files, key=attrgetter("root")):
-        group = list(grouped)
-        root_fd = _root_open(root)
-        if root_fd is None:
-            counts.skipped += len(group)
-            continue
-        try:
-            for file in group:
-                if time.monotonic() >= deadline:
-                    counts.timed_out = True
-                    return
-                current = _current_text(root_fd, file.path, root, indexed_hash=file.content_hash, limits=limits)
-                if isinstance(current, str):
-                    counts.skipped += 1
-                    continue
-                counts.searched += 1
-                if matcher.text is not None and not matcher.text(current.text):
-                    continue
-                for number, line in enumerate(file_lines(current.text), start=1):
-                    if matcher.line(line):
-                        yield file, number, line, current.anchor_at(number)
-        finally:
-            os.close(root_fd)
 
 
 def files_text(*, root_id: int, paths: list[str]) -> dict[str, CurrentText | None]:

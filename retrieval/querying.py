@@ -17,7 +17,7 @@ from access.scope import Scope
 from kernel.errors import InvalidInput
 from retrieval.confidence import good_match
 from retrieval.config import FilesLimits, SearchConfig
-from retrieval.files import grep_answer
+from retrieval.grep import grep_answer
 from retrieval.kinds import SEARCH_KINDS, kind_problem
 from retrieval.query_language import Form, ParsedQuery, text_kept
 from retrieval.schemas import GrepIn, GrepOut
@@ -220,7 +220,7 @@ def _grep(
     limits: FilesLimits,
     max_matches: int,
 ) -> GrepOut:
-    """``re:`` or a lone ``"exact text"``: grep's own answer (retrieval/files.py), its lines then checked against
+    """``re:`` or a lone ``"exact text"``: grep's own answer (retrieval/grep.py), its lines then checked against
     the query's other filters."""
     if kinds and FILE not in kinds:
         raise InvalidInput(
@@ -241,6 +241,8 @@ def _grep(
                 "root": roots,
                 # One glob narrows the files grep reads; the lines are checked against every path filter below.
                 "glob": globs[0] if len(globs) == 1 and len(query.paths) == 1 else None,
+                # One language narrows the files grep reads (its index knows each file's); the lines are checked too.
+                "lang": rest.languages[0] if len(rest.languages) == 1 else None,
                 "max_matches": max_matches,
             }
         ),

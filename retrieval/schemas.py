@@ -462,6 +462,10 @@ class GrepIn(ScopeIn):
         description='Only files whose path inside the root matches this fnmatch pattern ("*" crosses "/"), '
         'e.g. "*.py", "docs/**".',
     )
+    lang: Annotated[str, StringConstraints(min_length=1, max_length=32, pattern=r"^[a-z0-9+#_-]+$")] | None = Field(
+        None,
+        description='Only files of this language, as search names them ("python", "markdown", "javascript", "text").',
+    )
     max_matches: int = Field(
         min(50, _LIMITS.grep_max_matches),
         ge=1,
@@ -482,18 +486,27 @@ class GrepMatchOut(Schema):
 class GrepOut(Schema):
     pattern: str
     matches: list[GrepMatchOut] = Field(..., description="In file order: root name, then path, then line.")
-    files_searched: int
+    files_searched: int = Field(
+        ...,
+        description="Files whose indexed text the answer covers, in file order (all of files_total less "
+        "files_skipped, unless it stopped early).",
+    )
+    files_total: int = Field(0, description="Indexed files the caller may see, after root, glob and lang.")
     files_skipped: int = Field(
         ...,
-        description="Indexed files that could not be read now (deleted, replaced by a symlink, binary, too large).",
+        description="Indexed files with no stored text yet (indexed before grep was answered from the index; the "
+        "next index job stores it).",
     )
-    truncated: bool = Field(..., description="More matches may exist: the scan stopped early.")
-    stopped: Literal["time limit", "max matches"] | None = Field(
+    truncated: bool = Field(..., description="More matches may exist: the search stopped early.")
+    stopped: Literal["max matches", "scan limit"] | None = Field(
         None,
         description=(
-            "Why the scan stopped early: RAG_GREP_TIMEOUT_SECONDS or max_matches; null when every file was searched."
+            'Why the search stopped early: max_matches, or "scan limit" when a pattern the trigram index cannot '
+            "narrow (no three letters or digits in a row) was scanned up to RAG_GREP_SCAN_FILES files; null when "
+            "every file was searched."
         ),
     )
+    message: str = Field("", description='"searched N of M files" and how to narrow, when the scan limit stopped it.')
 
 
 SearchOut.model_rebuild()  # its grep field is a GrepOut, declared with grep's schemas above

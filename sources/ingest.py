@@ -43,6 +43,8 @@ from sources.config import EmbeddingConfig, IndexingConfig, IngestSettings
 from sources.contextual import ContextualConfig, DescriptionRequest, descriptions_get
 from sources.embedding import EmbeddingError, embedder_for, model_reference
 from sources.encoder_thread import BackgroundWork
+from sources.extract import Anchor
+from sources.file_texts import file_texts_store
 from sources.models import (
     DESCRIPTION_KEY,
     Chunk,
@@ -121,8 +123,10 @@ class Document:
     size: int = 0
     mtime_ns: int = 0
     marker: str = ""  # a connector's change marker where a stat is not one (an ETag)
-    # The document's text, for contextual descriptions only (empty: its chunks joined).
+    # The document's text as its chunks cite it: a file's is stored for grep (sources/file_texts.py); contextual
+    # descriptions read it (empty: its chunks joined).
     text: str = ""
+    anchors: tuple[Anchor, ...] = ()  # a document's pages, slides or sheets, stored with its text
     vectors: np.ndarray | None = None
     undescribed: int = 0  # chunks whose contextual description could not be written
     # Words first (Batch(vectors_later=True)): stored without vectors of its own, each chunk pending its vector
@@ -439,6 +443,7 @@ def documents_replace(documents: Sequence[Document], *, track_files: bool) -> in
         batch_size=1000,
     )
     if track_files:
+        file_texts_store(documents)
         IndexedFile.objects.bulk_create(
             [
                 IndexedFile(

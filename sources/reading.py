@@ -22,7 +22,7 @@ import hashlib
 from dataclasses import dataclass
 
 from sources.chunking import ChunkResult, chunk_text
-from sources.extract import ExtractionRefused, Extractor, Limits, extractor_for
+from sources.extract import Anchor, ExtractionRefused, Extractor, Limits, extractor_for
 from sources.extract.chunks import document_chunks
 from sources.extract.html import html_document
 from sources.extract.sandbox import extract
@@ -69,8 +69,9 @@ class Content:
 
 @dataclass(frozen=True, slots=True)
 class Chunked:
-    text: str  # the whole text (the extracted one for a document), for contextual descriptions
+    text: str  # the whole text (the extracted one for a document), stored for grep and contextual descriptions
     chunks: list[ChunkResult]
+    anchors: tuple[Anchor, ...] = ()  # a document's pages, slides or sheets
 
 
 def extractor_identity(path: str) -> str:
@@ -113,7 +114,7 @@ def content_chunks(content: Content, rules: ReadRules) -> Chunked | Skipped:
     if rules.scan_secrets and (secret := secret_found(extracted.text)):
         return Skipped(content.path, f"contains a secret ({secret})")
     chunks = document_chunks(extracted, content.path, max_chars=rules.max_chars, overlap=rules.overlap)
-    return Chunked(extracted.text, chunks)
+    return Chunked(extracted.text, chunks, tuple(extracted.anchors))
 
 
 def bytes_chunks(raw: bytes, path: str, rules: ReadRules, *, name: str = "") -> tuple[Content, Chunked] | Skipped:

@@ -20,7 +20,7 @@ from django.db import transaction
 
 from kernel.errors import ApplicationError, Conflict
 from sources.config import root_base_dirs
-from sources.models import Chunk, IndexedFile, Segment, Source, WorkspaceRoot, source_key, words
+from sources.models import Chunk, FileText, IndexedFile, Segment, Source, WorkspaceRoot, source_key, words
 from sources.walk import root_open
 
 log = logging.getLogger(__name__)
@@ -209,6 +209,7 @@ def root_chunks_withdraw(*, root: WorkspaceRoot) -> int:
     """Delete every chunk and file state of the root (all segments); the next good job rebuilds them."""
     sources = root_sources(root)
     IndexedFile.objects.filter(source__in=sources).delete()
+    FileText.objects.filter(source__in=sources).delete()
     return Chunk.objects.filter(source__in=sources).delete()[0]
 
 
@@ -301,20 +302,25 @@ def _files_reassign(*, owners: list[tuple[str, Source]], sources: list[Source]) 
         old, new = by_id[source_id], by_id[target_id]
         chunks = Chunk.objects.filter(source=old, path__in=paths)
         files = IndexedFile.objects.filter(source=old, path__in=paths)
+        texts = FileText.objects.filter(source=old, path__in=paths)  # a file's text goes where its state goes
         keeps_vectors = new.embedding_model_id in (None, old.embedding_model_id)
         if keeps_vectors:
             Chunk.objects.filter(source=new, path__in=paths).delete()
             IndexedFile.objects.filter(source=new, path__in=paths).delete()
+            FileText.objects.filter(source=new, path__in=paths).delete()
             chunks.exclude(generation=old.active_generation).delete()
             files.exclude(generation=old.active_generation).delete()
+            texts.exclude(generation=old.active_generation).delete()
             chunks.update(source=new, generation=new.active_generation)
             files.update(source=new, generation=new.active_generation)
+            texts.update(source=new, generation=new.active_generation)
             if new.embedding_model_id is None and old.embedding_model_id is not None:
                 Source.objects.filter(pk=new.pk).update(embedding_model_id=old.embedding_model_id)
                 new.embedding_model_id = old.embedding_model_id
         else:
             chunks.delete()
             files.delete()
+            texts.delete()
         log.info(
             "moved %d file(s) from %s to %s%s", len(paths), old.key, new.key, "" if keeps_vectors else " (to re-embed)"
         )

@@ -2,7 +2,7 @@
 spell them): grouped by file, what matched marked.
 
 What the query means and what it finds is the engine's (retrieval/query_language.py, retrieval/querying.py, which
-calls grep: the scope rule, RE2, the limits); this only renders its answer.
+calls grep, retrieval/grep.py: the scope rule, the trigram index, RE2); this only renders its answer.
 """
 
 import html
@@ -11,7 +11,7 @@ from itertools import groupby
 
 from django.urls import reverse
 
-from retrieval.files import grep_matcher
+from retrieval.grep import grep_matcher
 from retrieval.query_language import ParsedQuery
 from retrieval.schemas import GrepMatchOut, GrepOut
 
@@ -36,6 +36,7 @@ class GrepResults:
     truncated: bool = False
     stopped: str = ""
     regex: bool = False  # re:, not "exact text"
+    message: str = ""  # "searched N of M files ..." when a pattern the index cannot narrow met the scan limit
 
 
 def grep_view(found: GrepOut, query: ParsedQuery, *, root_ids: dict[str, int]) -> GrepResults:
@@ -60,7 +61,12 @@ def grep_view(found: GrepOut, query: ParsedQuery, *, root_ids: dict[str, int]) -
             )
         )
     return GrepResults(
-        files=files, lines=len(found.matches), truncated=found.truncated, stopped=found.stopped or "", regex=regex
+        files=files,
+        lines=len(found.matches),
+        truncated=found.truncated,
+        stopped=found.stopped or "",
+        regex=regex,
+        message=found.message,
     )
 
 

@@ -39,7 +39,8 @@ from kernel.errors import ApplicationError, connection_lost, http_status
 from retrieval.answers import search_answer, skills_search_answer, tools_search_answer
 from retrieval.config import AnswerConfig, ContextConfig, FilesLimits, SearchConfig
 from retrieval.context import context_answer
-from retrieval.files import grep_answer, read_answer
+from retrieval.files import read_answer
+from retrieval.grep import grep_answer
 from retrieval.memories import memories_recall, memory_forget, memory_remember
 from retrieval.memory_schemas import ForgetIn, ForgetOut, MemoryIn, MemoryOut, RecallIn, RecallOut
 from retrieval.schemas import (
@@ -174,6 +175,8 @@ def _grep_text(out: GrepOut) -> str:
     summary = f"{len(out.matches)} matching lines in {out.files_searched} files"
     if out.stopped:
         summary += f"; stopped early ({out.stopped}): there may be more"
+    if out.message:
+        summary += f"; {out.message}"
     return "\n".join([summary, *lines])
 
 
@@ -286,8 +289,9 @@ TOOLS: tuple[McpTool, ...] = (
             "The lines of the indexed files this key may see that contain `pattern`: literal and case-insensitive by "
             "default, an RE2 regular expression with `regex: true`. Each match has its root, path, line number and "
             "citation (path:7-7). Use it for exact strings, identifiers and error messages, where search (which "
-            'ranks by meaning) may miss or blur them; narrow with `root` and `glob` ("*.py", "docs/**"). '
-            "`stopped` says when the scan ended early (max_matches or the time limit)."
+            'ranks by meaning) may miss or blur them; narrow with `root`, `glob` ("*.py", "docs/**") and `lang` '
+            '("python"). Every file is searched, from an index; `stopped` says when the answer ended early '
+            '(max_matches, or "scan limit" for a pattern without three letters or digits in a row: narrow it).'
         ),
         schema_in=GrepIn,
         schema_out=GrepOut,

@@ -60,6 +60,7 @@ ALLOWED: dict[str, str] = {
     "measure.bench_bulk": _MEASURE,
     "measure.bench_corpus": _MEASURE,
     "measure.bench_freshness": _MEASURE,
+    "measure.bench_grep": _MEASURE,
     "measure.bench_index": _MEASURE,
     "measure.bench_login_flood": _MEASURE,
     "measure.bench_search": _MEASURE,
@@ -139,10 +140,10 @@ def test_no_engine_module_of_retrieval_reads_settings():
 def test_the_builders_read_settings_when_called_not_at_import(settings):
     from retrieval.config import AnswerConfig, ContextConfig, FilesLimits, SearchConfig, WarmUpConfig
 
-    settings.RAG_READ_MAX_LINES, settings.RAG_GREP_TIMEOUT_SECONDS = 7, 0.5
+    settings.RAG_READ_MAX_LINES, settings.RAG_GREP_SCAN_FILES = 7, 5
     settings.RAG_SEARCH_LONG_QUERY_WORDS, settings.RAG_QUERY_EMBEDDING_CACHE = 9, 3
     settings.RAG_CONTEXT_TOKENIZER, settings.RAG_EMBEDDING_MODEL = "cl100k_base", "another-model"
-    assert (FilesLimits.from_settings().read_max_lines, FilesLimits.from_settings().grep_timeout_seconds) == (7, 0.5)
+    assert (FilesLimits.from_settings().read_max_lines, FilesLimits.from_settings().grep_scan_files) == (7, 5)
     search = SearchConfig.from_settings()
     assert (search.admission.long_query_words, search.query_embedding_cache) == (9, 3)
     assert ContextConfig.from_settings().tokenizer == WarmUpConfig.from_settings().tokenizer == "cl100k_base"

@@ -125,12 +125,12 @@ RAG_HNSW_EF_CONSTRUCTION = read_int("RAG_HNSW_EF_CONSTRUCTION")
 # Past this many chunks ef_search grows with the square root of the count
 # (retrieval/vector.py): HNSW recall at a fixed ef_search falls as it grows.
 RAG_HNSW_EF_SEARCH_SCALE_CHUNKS = read_int("RAG_HNSW_EF_SEARCH_SCALE_CHUNKS")
-# /api/v1/read and /api/v1/grep (retrieval/files.py): bots verify citations
-# against the files on disk. Caps keep one answer small: lines per read,
-# matches per grep, and a wall-clock budget checked between files (RE2 is
-# linear in the text, so the scan, not one regex, is what grows).
+# /api/v1/read and /api/v1/grep (retrieval/files.py, retrieval/grep.py): bots
+# verify citations. Caps keep one answer small: lines per read, matches per
+# grep, and the files one grep scans when the trigram index cannot narrow its
+# pattern (every other pattern is answered over every file, from the index).
 RAG_READ_MAX_LINES = read_int("RAG_READ_MAX_LINES")
 # One minified line can be the whole file: read's content is cut at whole lines below this many characters.
 RAG_READ_MAX_CHARS = read_int("RAG_READ_MAX_CHARS")
 RAG_GREP_MAX_MATCHES = read_int("RAG_GREP_MAX_MATCHES")
-RAG_GREP_TIMEOUT_SECONDS = read_float("RAG_GREP_TIMEOUT_SECONDS")
+RAG_GREP_SCAN_FILES = read_int("RAG_GREP_SCAN_FILES")

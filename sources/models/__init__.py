@@ -26,6 +26,7 @@ from sources.models.roots import (
     WorkspaceRoot,
 )
 from sources.models.skills import Skill
+from sources.models.texts import FileText
 from sources.models.tools import Tool
 
 __all__ = [
@@ -40,6 +41,7 @@ __all__ = [
     "Chunk",
     "ChunkDescription",
     "EmbeddingModel",
+    "FileText",
     "IndexJob",
     "IndexStatus",
     "Indexed",

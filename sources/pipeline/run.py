@@ -24,20 +24,22 @@ from sources.chunking import chunker_identity
 from sources.config import IndexingConfig, indexing_config
 from sources.connectors.base import KEPT, Item
 from sources.connectors.registry import connector_for
+from sources.file_texts import TextOnly, file_texts_delete, file_texts_present, file_texts_store
 from sources.ingest import Batch, Document, fingerprint
 from sources.job_report import job_facts
 from sources.jobs import HandOff
-from sources.models import Chunk, IndexedFile, IndexJob, JobStatus, Source, WorkspaceRoot
+from sources.models import Chunk, FileText, IndexedFile, IndexJob, JobStatus, Source, WorkspaceRoot
 from sources.outcomes import job_outcome, reasons_count
 from sources.pipeline.plans import SegmentPlan, segment_for, segment_plans
 from sources.pipeline.vectors import Position, pending_count, vectors_fill
 from sources.progress import Phase
-from sources.reading import ReadRules, content_chunks, content_read, extractor_identity, reason_failed
+from sources.reading import Content, ReadRules, content_chunks, content_read, extractor_identity, reason_failed
 from sources.walk import REPLACED, Skipped
 
 log = logging.getLogger(__name__)
 
 _HEARTBEAT_SECONDS = 2.0
+_TEXTS_PER_WRITE = 200  # texts stored alone (no embedding) are written in bulk, as the batch writes chunks
 
 
 def root_index(*, job: IndexJob, config: IndexingConfig | None = None) -> str:
@@ -106,6 +108,10 @@ class _Run:
         )
         self.states: dict[tuple[int, int, str], IndexedFile] = {}
         self.moved: set[tuple[int, int, str]] = set()  # renamed files' former keys: their chunks went with them
+        # Files with a stored text (sources/file_texts.py): one indexed before texts were stored is read once more
+        # and its text stored, without embedding it again.
+        self.texted: set[tuple[int, int, str]] = set()
+        self.texts: list[TextOnly] = []
 
     def run(self) -> None:
         if (nothing := self.connector.prepare()) is not None:
@@ -125,6 +131,7 @@ class _Run:
         plans = segment_plans(root, self.embedding, rebuild=self.connector.rebuild)
         targeted = self._targeted(plans)
         files = IndexedFile.objects.filter(source__in=[p.source for p in plans])
+        about = None
         if targeted:
             # Only what the job is about: a path, or (a directory, perhaps gone) the files below it.
             about = Q(path__in=targeted)
@@ -132,6 +139,7 @@ class _Run:
                 about |= Q(path__startswith=path + "/")
             files = files.filter(about)
         states = self.states = {(s.source_id, s.generation, s.path): s for s in files}
+        self.texted = file_texts_present(sources=[p.source for p in plans], about=about)
         self.job.phase = Phase.LISTING
         self._beat(force=True)
         known = self._known(plans, states)
@@ -212,7 +220,8 @@ class _Run:
         known = {}
         for (source_id, generation, path), state in states.items():
             plan = written.get((source_id, generation))
-            if plan is not None and state.marker and segment_for(path, plans) is plan:
+            has_text = (source_id, generation, path) in self.texted
+            if plan is not None and state.marker and has_text and segment_for(path, plans) is plan:
                 if self._current(state, plan, self.connector.reader_name(path, state.marker)):
                     known[path] = state.marker
         return known
@@ -221,7 +230,8 @@ class _Run:
         """Queue the item if it changed; True when it stays in the index."""
         name = self.connector.reader_name(entry.path, entry.marker)
         current = self._current(state, plan, name)
-        if current and state is not None and _unchanged(state, entry):
+        has_text = (plan.source.pk, plan.generation, entry.path) in self.texted
+        if current and state is not None and has_text and _unchanged(state, entry):
             self.job.files_unchanged += 1  # not even read
             return True
         raw = self.connector.read(entry)
@@ -235,6 +245,8 @@ class _Run:
             return False
         digest = content.digest
         if current and state is not None and state.content_hash == digest:
+            if not has_text and not self._text_store(content, plan, entry.path):
+                return False
             state.size, state.mtime_ns, state.marker = entry.size, entry.mtime_ns, entry.marker
             self.touched.append(state)  # saved in bulk at the next flush
             self.job.files_unchanged += 1  # touched, same content (a document is not extracted again)
@@ -264,10 +276,25 @@ class _Run:
                 size=entry.size,
                 mtime_ns=entry.mtime_ns,
                 marker=entry.marker,
-                text=text if self.config.contextual else "",
+                text=text,
+                anchors=chunked.anchors,
                 reuse=self.forced_since is None,  # a forced job embeds every chunk again
             )
         )
+        return True
+
+    def _text_store(self, content: Content, plan: SegmentPlan, path: str) -> bool:
+        """Queue the text of a current file that has none stored yet (indexed before texts were); False when it
+        cannot be read now (a document extracted again may fail)."""
+        chunked = content_chunks(content, self.read_rules) if content.document else None
+        if isinstance(chunked, Skipped):
+            self._skip(chunked, failed=reason_failed(chunked.reason))
+            return False
+        text, anchors = (chunked.text, chunked.anchors) if chunked is not None else (content.text, ())
+        self.texts.append(TextOnly(plan.source, plan.generation, path, text, anchors))
+        if len(self.texts) >= _TEXTS_PER_WRITE:
+            file_texts_store(self.texts)
+            self.texts = []
         return True
 
     def _moved(self, entry: Item, plan: SegmentPlan, digest: str) -> bool:
@@ -293,6 +320,8 @@ class _Run:
             IndexedFile.objects.filter(pk=old.pk).update(
                 path=entry.path, size=entry.size, mtime_ns=entry.mtime_ns, marker=entry.marker
             )
+            file_texts_delete(source_id=key[0], generation=key[1], paths=[entry.path])
+            FileText.objects.filter(source_id=key[0], generation=key[1], path=former).update(path=entry.path)
         self.moved.add(key)
         self.job.files_changed += 1
         return True
@@ -340,6 +369,8 @@ class _Run:
 
     def _flush(self) -> None:
         self._store(None)
+        file_texts_store(self.texts)
+        self.texts = []
         if self.touched:
             IndexedFile.objects.bulk_update(self.touched, ["size", "mtime_ns", "marker"], batch_size=1000)
             self.touched = []
@@ -370,6 +401,7 @@ class _Run:
                     source_id=source_id, generation=generation, path__in=paths
                 ).delete()[0]
                 IndexedFile.objects.filter(source_id=source_id, generation=generation, path__in=paths).delete()
+                file_texts_delete(source_id=source_id, generation=generation, paths=paths)
                 self.job.files_deleted += len(paths)
 
     def _flip(self, plans: list[SegmentPlan]) -> None:
@@ -382,6 +414,7 @@ class _Run:
                 if plan.rebuilding:
                     Chunk.objects.filter(source=plan.source, generation__lt=plan.generation).delete()
                     IndexedFile.objects.filter(source=plan.source, generation__lt=plan.generation).delete()
+                    FileText.objects.filter(source=plan.source, generation__lt=plan.generation).delete()
 
     def _beat(self, *, force: bool = False) -> None:
         now = time.monotonic()

@@ -12,7 +12,8 @@ from access.auth import READ_AUTH
 from retrieval.answers import search_answer, skills_search_answer, tools_search_answer
 from retrieval.config import AnswerConfig, ContextConfig, FilesLimits, SearchConfig
 from retrieval.context import context_answer
-from retrieval.files import grep_answer, read_answer
+from retrieval.files import read_answer
+from retrieval.grep import grep_answer
 from retrieval.schemas import (
     API_ERRORS,
     ContextIn,
@@ -109,10 +110,11 @@ def grep(request, payload: GrepIn):
 
     Literal and case-insensitive by default; ``regex: true`` reads the
     pattern as RE2 (linear time; no backreferences or lookaround: 422).
-    ``root`` (name or id; 404 if the caller may not see it) and ``glob``
-    (``"*.py"``, ``"docs/**"``) narrow the files. Stops at ``max_matches`` or
-    after RAG_GREP_TIMEOUT_SECONDS, and says so in ``stopped``; files that
-    cannot be read now are counted in ``files_skipped``.
+    ``root`` (name or id; 404 if the caller may not see it), ``glob``
+    (``"*.py"``, ``"docs/**"``) and ``lang`` narrow the files. Answered from
+    the index over every file (retrieval/grep.py); stops at ``max_matches``,
+    or for a pattern the trigram index cannot narrow at RAG_GREP_SCAN_FILES
+    files, and says so in ``stopped`` and ``message``.
     """
     return grep_answer(request.auth, payload, limits=FilesLimits.from_settings())
 

@@ -9,7 +9,7 @@ from django.db.models import Count
 
 from sources import git, git_roots, jobs, pipeline, queues
 from sources.config import git_config
-from sources.models import COMMIT_KEY, Chunk, IndexJob, JobStatus, Source, WorkspaceRoot
+from sources.models import COMMIT_KEY, Chunk, FileText, IndexJob, JobStatus, Source, WorkspaceRoot
 from tests.gitrepo import Origin
 
 pytestmark = pytest.mark.django_db
@@ -100,6 +100,9 @@ def test_a_renamed_file_keeps_its_vectors(origin, indexed):
     assert after.pk == before.pk and list(after.embedding) == list(before.embedding)
     assert after.metadata[COMMIT_KEY] == tip
     assert "docs/guide.md" not in stored(indexed)
+    # Its stored text (what grep searches) moved with it.
+    texts = set(FileText.objects.filter(source__root=indexed).values_list("path", flat=True))
+    assert "manual/guide.md" in texts and "docs/guide.md" not in texts
 
 
 def test_a_fetch_with_no_new_commit_embeds_nothing(indexed):

@@ -13,7 +13,7 @@ from retrieval.search import Mode, chunks_search
 from sources import jobs, pipeline, roots
 from sources.chunking import chunk_text
 from sources.connectors import folder
-from sources.models import Chunk, IndexedFile, IndexJob, JobStatus, Segment, Source, WorkspaceRoot
+from sources.models import Chunk, FileText, IndexedFile, IndexJob, JobStatus, Segment, Source, WorkspaceRoot
 from tests.conftest import index_root
 from tests.tree import tree_make
 
@@ -358,6 +358,7 @@ def test_a_segment_gated_after_indexing_stops_serving_its_files_at_once(root):
         == before
     )
     assert IndexedFile.objects.get(path="docs/support.md").source_id == segment.source_id
+    assert FileText.objects.get(path="docs/support.md").source_id == segment.source_id  # grep's text moved too
     queued = IndexJob.objects.get(root=root, status=JobStatus.QUEUED)
     assert queued.trigger == "segments" and not queued.force  # only moved files may need embedding
     IndexJob.objects.filter(pk=queued.pk).update(status=JobStatus.CANCELLED)

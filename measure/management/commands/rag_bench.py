@@ -23,7 +23,9 @@ class Command(BaseCommand):
         "beside a bulk job, and a skill saved meanwhile. "
         "`answers`: search latency alone and beside --streams streamed answers from a slow fake chat model. "
         "`searchable PATH`: seconds from saving a root on PATH to its first file and to all of it searchable by "
-        "words, and to all of it by meaning."
+        "words, and to all of it by meaning. "
+        "`grep PATH` (or `grep --root NAME`): /api/v1/grep against ripgrep over the same files, identical (file, "
+        "line) sets per pattern, and p50/p95 at --clients."
     )
 
     def add_arguments(self, parser) -> None:
@@ -39,6 +41,7 @@ class Command(BaseCommand):
                 "freshness",
                 "answers",
                 "searchable",
+                "grep",
             ],
             help="What to measure.",
         )
@@ -116,6 +119,8 @@ class Command(BaseCommand):
             action="store_true",
             help="With --site: then crawl it again unchanged (page bodies sent) and after removing a page (gone?).",
         )
+        grep = parser.add_argument_group("grep (also --clients, --seconds)")
+        grep.add_argument("--root", default="", help="An indexed root to measure instead of PATH's stored texts.")
         fresh = parser.add_argument_group("freshness")
         fresh.add_argument("--rounds", type=int, default=20, help="Changes of each kind per phase (default 20).")
         fresh.add_argument(
@@ -137,6 +142,9 @@ class Command(BaseCommand):
             return
         if what == "answers":
             self._answers(as_json=json, **options)
+            return
+        if what == "grep":
+            self._grep(path, as_json=json, **options)
             return
         if what == "login-flood":
             from measure.bench_login_flood import login_flood_command
@@ -276,6 +284,43 @@ class Command(BaseCommand):
             "commit < 1 s)"
         )
         self.stdout.write("\n".join(freshness_table(report)))
+
+    def _grep(self, path: Path | None, *, as_json: bool, **options) -> None:
+        from django.core.management import call_command
+
+        from measure.bench_grep import GrepBenchOptions, grep_bench
+
+        call_command("migrate", interactive=False, verbosity=0)
+        bench = GrepBenchOptions(
+            path=path,
+            root_name=options["root"],
+            clients=tuple(int(n) for n in options["clients"].split(",")),
+            seconds=options["seconds"],
+        )
+        try:
+            report = grep_bench(bench, log=(lambda line: None) if as_json else self.stdout.write)
+        except ApplicationError as exc:
+            raise CommandError(exc.message) from None
+        if as_json:
+            self.stdout.write(_json(report))
+            return
+        self.stdout.write(
+            f"{report['files']} files of {report['path']}; identical to ripgrep: {report['all_identical']}"
+        )
+        self.stdout.write(f"  {'pattern':<34} {'regex':>5} {'ours':>6} {'rg':>6} {'files':>6} {'same':>5} {'ms':>7}")
+        for row in report["patterns"]:
+            self.stdout.write(
+                f"  {row['pattern']!r:<34} {row['regex']!s:>5} {row['ours']:>6} {row['ripgrep']:>6} "
+                f"{row['files']:>6} {row['identical']!s:>5} {row['first_ms']:>7}"
+            )
+        self.stdout.write(f"  load average {' '.join(map(str, report['load_average']))}")
+        storage = report["storage_mb"]
+        self.stdout.write(f"  stored texts {storage['texts']} MB, trigram index {storage['trigram_index']} MB")
+        for clients, row in report["latency"].items():
+            self.stdout.write(
+                f"  /api/v1/grep {clients:>3} clients: p50 {row['p50_ms']} ms, p95 {row['p95_ms']} ms, "
+                f"{row['qps']} q/s, {row['errors']} errors ({row['requests']} requests)"
+            )
 
     def _extract(self, path: Path, *, as_json: bool) -> None:
         from measure.bench_extract import extract_bench
