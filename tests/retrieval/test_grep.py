@@ -153,3 +153,15 @@ def test_a_web_roots_pages_are_grepped_and_read_from_their_stored_text(web_root,
     whole = key_client.get("/api/v1/read", {"root": "birds", "path": page}).json()
     assert whole["content"].startswith("# Herons")  # the extracted text the chunks cite, not the HTML
     assert key_client.get("/api/v1/read", {"root": "birds", "path": page + "x"}).status_code == 404
+
+
+def test_a_web_page_opens_in_the_viewer_from_its_stored_text(web_root, client, person):  # noqa: F811
+    from django.urls import reverse
+
+    assert index_root(web_root, force=False).status == JobStatus.SUCCEEDED
+    page = web_root.web_url + "herons.html"
+    shown = client.get(reverse("view-file", args=[web_root.pk, page]))
+    assert shown.status_code == 200, shown.content[:500]
+    body = shown.content.decode()
+    assert "grey heron" in body and "Herons" in body
+    assert client.get(reverse("view-file", args=[web_root.pk, page + "x"])).status_code == 404
