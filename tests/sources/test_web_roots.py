@@ -256,9 +256,9 @@ class _Quiet(SimpleHTTPRequestHandler):
 def test_a_section_of_the_python_documentation_is_indexed_recrawled_without_a_body_and_a_removed_page_leaves(
     python_docs, settings
 ):
-    """Its HOWTOs (20 pages, 2 MB): the whole site (530 pages, 67 MB) is crawled completely by the crawler's own
-    test; through the pipeline here, each page is also extracted in its sandbox and embedded, which took over 20
-    minutes for the whole site on two shared cores."""
+    """Its HOWTOs (20 pages, 2 MB): the whole site (524 pages, 13,206 chunks) goes through the pipeline in
+    `rag_bench searchable --site --again` (docs/sources.md has its figures); its vectors take far longer than a
+    test may on two cores."""
     directory, url = python_docs
     settings.RAG_WEB_ALLOW_PRIVATE = True
     start = url + "howto/index.html"
