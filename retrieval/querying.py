@@ -168,11 +168,11 @@ def _root_source_ids(query: ParsedQuery, asked: str, scope: Scope, warnings: lis
     wanted = {by_key[name] for name in query.roots if name in by_key}
     for name in query.roots:
         if name not in by_key:
-            warnings.append(f"root:{name}: no root of that name that you can see")
+            warnings.append(f"{_typed('root', [name])}: no root of that name that you can see")
     if asked:
         if query.roots and by_key.get(asked) not in wanted:
             raise InvalidInput(
-                f"root:{' root:'.join(query.roots)} in the query and the root asked for beside it cannot both hold: "
+                f"{_typed('root', query.roots)} in the query and the root asked for beside it cannot both hold: "
                 "drop one",
                 details={"field": "query"},
             )
@@ -182,6 +182,11 @@ def _root_source_ids(query: ParsedQuery, asked: str, scope: Scope, warnings: lis
     return tuple(
         Source.objects.filter(scope.source_filter(), root_id__in=wanted).order_by("pk").values_list("pk", flat=True)
     )
+
+
+def _typed(operator: str, values) -> str:
+    """Filters as the query spells them ("root:docs root:api"), for messages."""
+    return " ".join(f"{operator}:{value}" for value in values)
 
 
 def _hit_kept(query: ParsedQuery, hit: Hit, *, words_required: bool = False) -> bool:

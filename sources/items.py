@@ -28,7 +28,7 @@ class ItemKind:
     model: ItemModel
     index: Index
     # As a row is saved (its scope and enabled flag apply to search at once) and before it is deleted; the one pair
-    # of signal receivers (sources/signals.py) calls them for every kind.
+    # of signal receivers (sources/signals.py) calls them for every kind. Each looks its service up when called.
     source_sync: Callable[[Any], object]
     deleting: Callable[[Any], object]
     # Before a forced send: what makes even a task re-sent without its options (after a broker outage) re-embed.
@@ -57,7 +57,7 @@ ITEM_KINDS: dict[str, ItemKind] = {
             "skill",
             Skill,
             lambda pk, force, config: services.skill_index(skill_id=pk, force=force, config=config),
-            source_sync=services.skill_source_sync,
+            source_sync=lambda skill: services.skill_source_sync(skill),
             deleting=lambda skill: services.skill_delete_source(skill_id=skill.pk),
             forget=lambda pk: services.skill_fingerprint_forget(skill_id=pk),
         ),
@@ -65,14 +65,14 @@ ITEM_KINDS: dict[str, ItemKind] = {
             "tool",
             Tool,
             lambda pk, force, config: tools.tool_index(tool_id=pk, config=config),
-            source_sync=tools.tool_source_sync,
+            source_sync=lambda tool: tools.tool_source_sync(tool),
             deleting=lambda tool: Source.objects.filter(tool__pk=tool.pk).delete(),
         ),
         ItemKind(
             "document",
             UploadedDocument,
             lambda pk, force, config: uploads.document_index(document_id=pk, force=force, config=config),
-            source_sync=uploads.document_source_sync,
+            source_sync=lambda document: uploads.document_source_sync(document),
             deleting=_document_deleting,
         ),
         ItemKind(
@@ -80,7 +80,7 @@ ITEM_KINDS: dict[str, ItemKind] = {
             Memory,
             lambda pk, force, config: memories.memory_index(memory_id=pk, config=config),
             # Scope, approval, supersession and expiry apply at once; only a new text is embedded again.
-            source_sync=memories.memory_source_sync,
+            source_sync=lambda memory: memories.memory_source_sync(memory),
             deleting=lambda memory: memories.memory_delete_source(memory_id=memory.pk),
             reindexes=lambda update_fields: update_fields is None or "text" in update_fields,
         ),

@@ -64,6 +64,8 @@ ALLOWED: dict[str, str] = {
     "measure.bench_index": _MEASURE,
     "measure.bench_login_flood": _MEASURE,
     "measure.bench_search": _MEASURE,
+    "measure.bench_searchable": _MEASURE,
+    "measure.bench_workers": _MEASURE,
     "measure.evaluation": _MEASURE,
     "measure.management.commands.rag_eval": _MEASURE,
     "measure.management.commands.rag_bench": _MEASURE,

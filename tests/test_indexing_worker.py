@@ -80,11 +80,13 @@ def test_a_job_whose_worker_is_killed_is_taken_over_by_the_next_worker_and_match
         "doomed", RAG_EMBED_BATCH_SIZE="16", RAG_INDEX_FLUSH_CHUNKS="32", RAG_JOB_STALE_SECONDS="3600"
     ) as doomed:
         job, _ = tasks.root_reindex_request(root_id=root.pk, trigger="test")
+        # Words first: every file is written before the vectors stage, which the kill lands in.
         wait_for(lambda: IndexJob.objects.get(pk=job.pk).chunks_embedded >= 64, what="the job to be under way")
         os.kill(doomed.pid, signal.SIGKILL)
         doomed.wait(timeout=30)
     killed = IndexJob.objects.get(pk=job.pk)
-    assert killed.status == JobStatus.RUNNING and killed.files_seen < killed.files_total  # killed mid-job
+    assert killed.status == JobStatus.RUNNING and killed.chunks_embedded < killed.chunks_queued  # killed mid-job
+    assert Chunk.objects.filter(source__key=f"root:{root.pk}", vector_pending=True).exists()
     # Its database session ends with it, and so does its hold on the root: that is the proof it is gone.
     wait_for(lambda: locks.root_lock_holder(root.pk) is None, timeout=30, what="the killed worker's session to end")
 
@@ -100,6 +102,9 @@ def test_a_job_whose_worker_is_killed_is_taken_over_by_the_next_worker_and_match
     assert done.status == JobStatus.SUCCEEDED, done.message
     assert done.attempt == 2 and done.worker != killed.worker
     assert done.files_unchanged > 0  # it resumed: files finished before the kill were not redone
+    # Only the chunks still waiting were embedded by the new attempt.
+    assert done.chunks_embedded == done.chunks_queued < Chunk.objects.filter(source__key=f"root:{root.pk}").count()
+    assert not Chunk.objects.filter(source__key=f"root:{root.pk}", vector_pending=True).exists()
     assert done.files_changed + done.files_unchanged == done.files_total == 600  # counted once, by the new attempt
     assert IndexJob.objects.filter(root=root).count() == 1  # the same job carried on, no new one
 

@@ -41,10 +41,10 @@ def corpus(tmp_path, settings, django_user_model):
     return root
 
 
-def api_search(base_url: str, key: str, query: str) -> dict:
+def api_search(base_url: str, key: str, query: str, **fields) -> dict:
     request = urllib.request.Request(
         base_url + "/api/v1/search",
-        data=json.dumps({"query": query}).encode(),
+        data=json.dumps({"query": query, **fields}).encode(),
         headers={"Authorization": f"Bearer {key}", "Content-Type": "application/json"},
     )
     with urllib.request.urlopen(request, timeout=60) as response:
@@ -79,7 +79,7 @@ def test_sym_and_kind_document_on_the_page_find_what_the_api_finds(live_server, 
         expect(page.locator("#results .hit .path").first).to_contain_text("document")
         expect(page.locator("#results")).not_to_contain_text("notes.md")  # the root's note is a file, not a document
         documents_shown = page.locator("#results .hit a.open").evaluate_all("links => links.map(a => a.href)")
-        api = api_search(live_server.url, key, query)
+        api = api_search(live_server.url, key, query, group="file")  # the page shows one card per file
         assert api["hits"] and {hit["source"] for hit in api["hits"]} == {"document"}
         assert len(documents_shown) == len(api["hits"])
         assert all("/view/document/" in link for link in documents_shown)
