@@ -190,17 +190,10 @@ class Command(BaseCommand):
         **_,
     ) -> None:
         from django.conf import settings
-        from django.core.management import call_command
 
-        from measure.bench_search import database_is_embedded
         from measure.bench_searchable import searchable_bench, searchable_table
 
-        if not yes and not database_is_embedded():
-            raise CommandError(
-                "this database is not this checkout's embedded one (var/postgres): the bench adds and removes a "
-                "root named bench-searchable. Pass --yes to go ahead."
-            )
-        call_command("migrate", verbosity=0)
+        _bench_database(yes=yes, leaves="a root named bench-searchable")
         try:
             report = searchable_bench(
                 path,
@@ -257,17 +250,10 @@ class Command(BaseCommand):
         self, *, as_json: bool, rounds: int, bulk_files: int, concurrency: int | None, yes: bool, **_
     ) -> None:
         from django.conf import settings
-        from django.core.management import call_command
 
         from measure.bench_freshness import FreshnessOptions, freshness_bench, freshness_table
-        from measure.bench_search import database_is_embedded
 
-        if not yes and not database_is_embedded():
-            raise CommandError(
-                "this database is not this checkout's embedded one (var/postgres): the bench adds and removes "
-                "roots and skills named bench-freshness. Pass --yes to go ahead."
-            )
-        call_command("migrate", interactive=False, verbosity=0)
+        _bench_database(yes=yes, leaves="roots and skills named bench-freshness")
         options = FreshnessOptions(
             rounds=rounds, bulk_files=bulk_files, concurrency=concurrency or settings.RAG_WORKER_CONCURRENCY
         )
@@ -434,3 +420,18 @@ def _numbers(value: str, option: str) -> list[int]:
 
 def _json(data: dict) -> str:
     return json.dumps(data, indent=2)
+
+
+def _bench_database(*, yes: bool, leaves: str) -> None:
+    """A bench that writes rows of its own (``leaves``) runs on this checkout's embedded database unless --yes says
+    otherwise; migrated first (a fresh var/ has no tables yet)."""
+    from django.core.management import call_command
+
+    from measure.bench_search import database_is_embedded
+
+    if not yes and not database_is_embedded():
+        raise CommandError(
+            f"this database is not this checkout's embedded one (var/postgres): the bench adds and removes {leaves}. "
+            "Pass --yes to go ahead."
+        )
+    call_command("migrate", interactive=False, verbosity=0)
