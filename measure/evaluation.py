@@ -18,6 +18,7 @@ from retrieval.choices import RerankBackend
 from retrieval.confidence import best_similarity, lexical_found
 from retrieval.config import ContextConfig, SearchConfig
 from retrieval.context import context_floored, context_pieces, context_search
+from retrieval.query_language import words_only
 from retrieval.search import Mode, chunks_search
 from retrieval.tokens import ENCODINGS, token_count
 from sources.chunking import chunk_text, chunker_identity
@@ -191,7 +192,9 @@ def _context_coverage(
     by_floor: dict[float, dict[str, float]] = {floor: {} for floor in floors}
     texts = []
     for text, inside in queries:
-        hits, warnings = context_search(query=text, scope=scope, k={kind: CONTEXT_CANDIDATES}, config=config.search)
+        hits, warnings = context_search(
+            query=words_only(text), scope=scope, k={kind: CONTEXT_CANDIDATES}, config=config.search
+        )
         _skipped.extend(warnings[:1])
         for floor in floors:
             skills, spans = context_pieces(context_floored(hits, floor=floor)[0], query=text)
@@ -213,7 +216,7 @@ def _context_coverage(
         if encoding != config.tokenizer:
             report[f"tokens/{encoding}"] = sum(token_count(t, encoding=encoding) for t in texts) / configured
     gibberish = [
-        context_search(query=text, scope=scope, k={kind: CONTEXT_CANDIDATES}, config=config.search)[0]
+        context_search(query=words_only(text), scope=scope, k={kind: CONTEXT_CANDIDATES}, config=config.search)[0]
         for text in gibberish_queries()
     ]
     report["floor"] = config.min_similarity

@@ -29,7 +29,7 @@ from retrieval.schemas import (
     ToolSearchIn,
     ToolSearchOut,
 )
-from retrieval.search import FILE_SNIPPETS, ChannelScore, Hit, Mode, chunks_search, hits_tools
+from retrieval.search import FILE_SNIPPETS, ChannelScore, Hit, Mode, hits_tools
 from sources.git_roots import permalink
 from sources.models import COMMIT_KEY, DESCRIPTION_KEY, Skill, Source, Tool, WorkspaceRoot
 
@@ -89,11 +89,14 @@ def search_answer(identity: Identity, payload: SearchIn, *, config: AnswerConfig
 def skills_search_answer(identity: Identity, payload: SkillSearchIn, *, config: SearchConfig) -> SkillSearchOut:
     """What /skills/search answers (the endpoint and the MCP tool ``search_skills``)."""
     scope = payload_scope(identity, payload, kinds=[Source.Kind.SKILL])
-    hits = chunks_search(query=payload.query, k=payload.k, scope=scope, group=True, config=config)
+    found = query_run(
+        identity, query_parse(payload.query), scope=scope, k=payload.k, group=True, config=config, lines=False
+    )
+    hits = found.hits
     slugs = dict(Skill.objects.filter(source_id__in=[h.chunk.source_id for h in hits]).values_list("source_id", "slug"))
     return SkillSearchOut(
         query=payload.query,
-        warnings=hits.warnings,
+        warnings=found.warnings,
         skills=[
             SkillHitOut(
                 slug=slugs[h.chunk.source_id],
@@ -111,11 +114,14 @@ def skills_search_answer(identity: Identity, payload: SkillSearchIn, *, config: 
 def tools_search_answer(identity: Identity, payload: ToolSearchIn, *, config: SearchConfig) -> ToolSearchOut:
     """What /tools/search answers (the endpoint and the MCP tool ``search_tools``)."""
     scope = payload_scope(identity, payload, kinds=[Source.Kind.TOOL])
-    hits = chunks_search(query=payload.query, k=payload.k, scope=scope, group=True, config=config)
+    found = query_run(
+        identity, query_parse(payload.query), scope=scope, k=payload.k, group=True, config=config, lines=False
+    )
+    hits = found.hits
     tools = hits_tools(hits)
     return ToolSearchOut(
         query=payload.query,
-        warnings=hits.warnings,
+        warnings=found.warnings,
         tools=[
             ToolHitOut(
                 key=tools[h.chunk.source_id].key, score=h.score, openai_schema=tools[h.chunk.source_id].openai_schema

@@ -16,8 +16,10 @@ from access.scope import Scope
 from retrieval.assembly import Assembled, Dropped, Part, SkillEntry, Span, assemble, spans_merge
 from retrieval.config import ContextConfig, SearchConfig
 from retrieval.files import file_lines, files_stat, files_text
+from retrieval.query_language import ParsedQuery, query_parse
+from retrieval.querying import query_kinds, query_run
 from retrieval.schemas import ContextIn, ContextOut, ContextPartOut, DroppedOut
-from retrieval.search import Hit, chunks_search, hits_tools
+from retrieval.search import Hit, hits_tools
 from retrieval.tokens import token_count
 from sources.extract import extractor_for
 from sources.git_roots import permalink
@@ -41,35 +43,46 @@ class Context:
 
 
 def context_build(*, query: str, budget: int, scope: Scope, k: dict[str, int], config: ContextConfig) -> Context:
-    """The context for ``query``: ``k[kind]`` hits of each kind in ``scope`` (0: none), cut to ``budget`` tokens
-    counted in ``config.tokenizer``.
+    """The context for ``query`` (the query language, retrieval/query_language.py): ``k[kind]`` hits of each kind
+    in ``scope`` (0: none), cut to ``budget`` tokens counted in ``config.tokenizer``.
 
     Kinds: skill (an index entry each), file, dataset and memory (evidence
     spans), tool (schemas, outside the text).
     """
-    hits, warnings = context_search(query=query, scope=scope, k=k, config=config.search)
-    return context_assemble(hits, query=query, budget=budget, config=config, warnings=warnings)
+    parsed = query_parse(query)
+    hits, warnings = context_search(query=parsed, scope=scope, k=k, config=config.search)
+    return context_assemble(hits, query=parsed.search_text, budget=budget, config=config, warnings=warnings)
 
 
 def context_search(
-    *, query: str, scope: Scope, k: dict[str, int], config: SearchConfig
+    *, query: ParsedQuery, scope: Scope, k: dict[str, int], config: SearchConfig
 ) -> tuple[dict[str, list[Hit]], list[str]]:
-    """One search per kind (its own ``k``), and their warnings."""
+    """One search per kind (its own ``k``), and their warnings. The query's filters hold in each (the search page's
+    and /search's rules, retrieval/querying.py); ``kind:`` picks the kinds searched, and ``sym:``, ``root:`` and
+    ``lang:``, which only a root's files have, leave the other kinds out."""
+    wanted = query_kinds(query)
+    files_only = bool(query.symbol or query.roots or query.languages)
     warnings: list[str] = []
     hits: dict[str, list[Hit]] = {}
-    for kind, wanted in k.items():
-        if wanted <= 0:
+    for kind, count in k.items():
+        searched = tuple(s for s in _SEARCHED.get(kind, (kind,)) if not wanted or s in wanted)
+        if count <= 0 or not searched or (files_only and kind != Source.Kind.FILE):
             continue
-        found = chunks_search(
-            query=query,
-            k=wanted,
-            scope=replace(scope, kinds=_SEARCHED.get(kind, (kind,))),
+        found = query_run(
+            None,
+            query,
+            scope=replace(scope, kinds=searched),
+            k=count,
             group=kind in (Source.Kind.SKILL, Source.Kind.TOOL, Source.Kind.MEMORY),
             snippets=SKILL_SECTIONS if kind == Source.Kind.SKILL else 0,
             config=config,
+            lines=False,
         )
-        hits[kind] = list(found)
+        hits[kind] = list(found.hits)
         warnings.extend(w for w in found.warnings if w not in warnings)
+    if wanted and not hits:
+        asked = ", ".join(kind for kind, count in k.items() if count > 0)
+        warnings.append(f"kind:{' kind:'.join(wanted)}: not among the kinds this context searches ({asked})")
     return hits, warnings
 
 

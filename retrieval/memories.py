@@ -25,7 +25,8 @@ from retrieval.memory_schemas import (
     RecallIn,
     RecallOut,
 )
-from retrieval.search import chunks_search
+from retrieval.query_language import query_parse
+from retrieval.querying import query_run
 from sources.memories import Provenance, memory_change, memory_write
 from sources.models import Memory, MemoryStatus, Source, memory_status_filter
 
@@ -102,7 +103,10 @@ def memories_recall(identity: Identity, payload: RecallIn, *, config: SearchConf
     scope = payload_scope(identity, payload, kinds=[Source.Kind.MEMORY])
     # From the primary, replicas or not: an agent recalls what it remembered a moment ago.
     with primary_reads():
-        hits = chunks_search(query=payload.query, k=payload.k, scope=scope, group=True, config=config)
+        found = query_run(
+            identity, query_parse(payload.query), scope=scope, k=payload.k, group=True, config=config, lines=False
+        )
+    hits = found.hits
     by_source = {
         m.source_id: m
         for m in Memory.objects.filter(source_id__in=[h.chunk.source_id for h in hits]).select_related("superseded_by")
@@ -112,7 +116,7 @@ def memories_recall(identity: Identity, payload: RecallIn, *, config: SearchConf
         for h in hits
         if h.chunk.source_id in by_source and by_source[h.chunk.source_id].status == MemoryStatus.ACTIVE
     ]
-    return RecallOut(query=payload.query, memories=recalled, warnings=hits.warnings)
+    return RecallOut(query=payload.query, memories=recalled, warnings=found.warnings)
 
 
 def _reloaded(memory_id: int) -> Memory:

@@ -131,7 +131,7 @@ class MemoryListOut(Schema):
 
 
 class RecallIn(ScopeIn):
-    query: Query = Field(..., description="What to recall, in plain words.")
+    query: Query = Field(..., description="What to recall, in words or the query language (docs/api.md; not re:).")
     k: int = Field(5, ge=1, le=50, description="How many memories at most.")
 
 

@@ -157,6 +157,12 @@ def query_parse(text: str) -> ParsedQuery:
     )
 
 
+def words_only(text: str) -> ParsedQuery:
+    """``text`` as words alone, no filter read into it: what an evaluation's natural-language queries are (a quote or
+    a ``-`` in a docstring is no operator there)."""
+    return ParsedQuery(text=text, words=(text,), searched=(text,))
+
+
 _EXAMPLES = {
     "file": "file:*.py",
     "path": "path:docs/**",

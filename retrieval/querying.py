@@ -53,7 +53,7 @@ class QueryResult:
 
 
 def query_run(
-    identity: Identity,
+    identity: Identity | None,
     query: ParsedQuery,
     *,
     scope: Scope,
@@ -68,16 +68,25 @@ def query_run(
     group: bool = False,
     snippets: int = 0,
     grep_max_matches: int = 50,
+    lines: bool = True,
 ) -> QueryResult:
     """What ``query`` finds in ``scope`` (its kinds: what the request asked for), narrowed by ``narrowing``.
 
     ``files_limits``: grep's (for ``re:`` and a lone ``"exact text"``); left out, built from the settings (tests,
     the shell). ``group`` with ``snippets``: one hit per file with up to that many more of its matching chunks
-    (retrieval/search.py); when the query's filters narrow the hits, grouping follows them, without snippets."""
+    (retrieval/search.py); when the query's filters narrow the hits, grouping follows them, without snippets.
+    ``lines=False``: ranked chunks only (/context, skills and tools search): a lone ``"exact text"`` finds the
+    chunks that hold it, ``re:`` is refused; ``identity`` is then unused (grep's alone)."""
     query = _with_request_language(query, narrowing.language)
     kinds = _kinds(query, scope.kinds)
     form = query.form
-    if form == Form.GREP and not query.regex and kinds and FILE not in kinds:
+    if form == Form.GREP and query.regex and not lines:
+        raise InvalidInput(
+            're: finds lines, and this answers with ranked chunks: search for words (a lone "exact text" finds '
+            "the chunks that hold it), or grep with /api/v1/grep or /search",
+            details={"field": "query"},
+        )
+    if form == Form.GREP and not query.regex and (not lines or (kinds and FILE not in kinds)):
         form = Form.SEARCH  # a lone "exact text" in documents or skills: the chunks that hold it (grep reads files)
     warnings: list[str] = []
     source_ids = _root_source_ids(query, narrowing.root, replace(scope, kinds=kinds), warnings)
@@ -85,9 +94,10 @@ def query_run(
         return QueryResult(form=form, warnings=warnings)  # a root one cannot see holds nothing one can find
     narrowed = replace(scope, kinds=kinds, source_ids=source_ids or scope.source_ids)
     if form == Form.GREP:
+        assert identity is not None, "grep answers for an identity"
         limits = files_limits or FilesLimits.from_settings()
-        lines = _grep(identity, query, narrowed, narrowing, kinds, limits, grep_max_matches)
-        return QueryResult(form=form, grep=lines, warnings=warnings)
+        matched = _grep(identity, query, narrowed, narrowing, kinds, limits, grep_max_matches)
+        return QueryResult(form=form, grep=matched, warnings=warnings)
     if form == Form.SYMBOL:
         return _symbols(query, narrowed, k=k, config=config, warnings=warnings)
     text = query.search_text
@@ -139,11 +149,7 @@ def _with_request_language(query: ParsedQuery, language: str) -> ParsedQuery:
 
 def _kinds(query: ParsedQuery, asked: tuple[str, ...]) -> tuple[str, ...]:
     """The kinds to search: the query's ``kind:`` within the request's; files alone for a language or ``sym:``."""
-    for kind in query.kinds:
-        problem = kind_problem(kind.removesuffix("s") if kind not in SEARCH_KINDS else kind)
-        if problem:
-            raise InvalidInput(f"kind:{kind}: {problem}", details={"field": "query"})
-    wanted = tuple(k if k in SEARCH_KINDS else k.removesuffix("s") for k in query.kinds)
+    wanted = query_kinds(query)
     kinds = tuple(k for k in wanted if not asked or k in asked) if wanted else asked
     if wanted and not kinds:
         raise InvalidInput(
@@ -151,9 +157,24 @@ def _kinds(query: ParsedQuery, asked: tuple[str, ...]) -> tuple[str, ...]:
             "none in common: drop one",
             details={"field": "query"},
         )
+    if kinds and FILE not in kinds and (query.symbol or query.roots):
+        operator = "sym:" if query.symbol else "root:"
+        raise InvalidInput(
+            f"{operator} narrows to a root's files; {', '.join(kinds)} has none: drop it or search files",
+            details={"field": "query"},
+        )
     if (query.languages or query.symbol) and not wanted and not asked:
         return (FILE,)  # only a root's files have a language or define names: search nothing else
     return kinds
+
+
+def query_kinds(query: ParsedQuery) -> tuple[str, ...]:
+    """The kinds the query's ``kind:`` filters name (a plural too: ``kind:skills``); 422 for one that is none."""
+    for kind in query.kinds:
+        problem = kind_problem(kind.removesuffix("s") if kind not in SEARCH_KINDS else kind)
+        if problem:
+            raise InvalidInput(f"kind:{kind}: {problem}", details={"field": "query"})
+    return tuple(k if k in SEARCH_KINDS else k.removesuffix("s") for k in query.kinds)
 
 
 def _root_source_ids(query: ParsedQuery, asked: str, scope: Scope, warnings: list[str]) -> tuple[int, ...] | None:

@@ -261,7 +261,11 @@ class ContextK(BodyIn):
 
 
 class ContextIn(ScopeIn):
-    query: Query = Field(..., description="The task or question the context is for.")
+    query: Query = Field(
+        ...,
+        description="The task or question the context is for, in words or the query language (docs/api.md): "
+        '"exact text", sym:NAME, file:GLOB, lang:NAME, kind:KIND, root:NAME, -word (not re:, which finds lines).',
+    )
     budget_tokens: int = Field(
         ...,
         ge=64,
@@ -336,8 +340,14 @@ class ContextOut(Schema):
     warnings: list[str] = Field(default_factory=list)
 
 
+_RANKED_QUERY = (
+    'What to look for, in words or the query language (docs/api.md): "exact text", file:GLOB, -word (not re:, '
+    "which finds lines)."
+)
+
+
 class SkillSearchIn(ScopeIn):
-    query: Query
+    query: Query = Field(..., description=_RANKED_QUERY)
     k: int = Field(8, ge=1, le=_LIMITS.max_k, description="How many distinct skills.")
 
 
@@ -356,7 +366,7 @@ class SkillSearchOut(Schema):
 
 
 class ToolSearchIn(ScopeIn):
-    query: Query
+    query: Query = Field(..., description=_RANKED_QUERY)
     k: int = Field(10, ge=1, le=_LIMITS.max_k)
 
 

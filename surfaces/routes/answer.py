@@ -24,6 +24,7 @@ from retrieval.answering import AnswerSource, answer_collect, answer_events, ans
 from retrieval.assembly import Part, SkillEntry
 from retrieval.config import CitedAnswerConfig
 from retrieval.context import Context, context_for
+from retrieval.query_language import query_parse
 from retrieval.schemas import API_ERRORS, AnswerIn, AnswerOut
 from sources.models import Chunk, Source, UploadedDocument
 from surfaces.middleware import read_only
@@ -86,7 +87,7 @@ def answer(request, payload: AnswerIn):
         client = partial(_client, config)
         produce = partial(
             answer_events,
-            query=payload.query,
+            query=query_parse(payload.query).search_text,  # the question the model reads: its words, not the filters
             sources=sources,
             client=client,
             max_tokens=config.max_tokens,

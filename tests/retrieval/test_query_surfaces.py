@@ -223,3 +223,43 @@ def test_every_request_body_schema_forbids_unknown_fields(client):
     assert {"SearchIn", "ContextIn", "ContextK", "GrepIn", "SkillSearchIn", "RecallIn", "MemoryIn"} <= seen
     objects = [name for name in seen if schemas[name].get("type") == "object"]
     assert [name for name in objects if schemas[name].get("additionalProperties") is not False] == []
+
+
+def post(client, path: str, payload: dict, *, status: int = 200) -> dict:
+    response = client.post(path, data=json.dumps(payload), content_type="application/json")
+    assert response.status_code == status, response.content
+    return response.json()
+
+
+def test_context_speaks_the_query_language(key_client, corpus):
+    """/context (and the Answer box, which reads it) narrows by the same filters as /search."""
+    every = post(key_client, "/api/v1/context", {"query": "rollback release", "budget_tokens": 2000})
+    assert {part["kind"] for part in every["parts"]} >= {"skill", "file"}
+    assert "staging.md" in every["text"]
+    # kind: picks the kinds searched; a path filter and an exclusion hold on the evidence.
+    files = post(key_client, "/api/v1/context", {"query": "rollback release kind:file -staging", "budget_tokens": 2000})
+    assert files["parts"] and {part["kind"] for part in files["parts"]} == {"file"}
+    assert all("staging" not in part["citation"] for part in files["parts"])
+    glob = post(key_client, "/api/v1/context", {"query": "rollback release file:rollback-*", "budget_tokens": 2000})
+    assert [part["citation"].split(":")[0] for part in glob["parts"]] == ["rollback-notes.md"]
+    # sym: gives the definitions' lines, and only files have them: no skill entry.
+    sym = post(key_client, "/api/v1/context", {"query": "sym:get_filters", "budget_tokens": 2000})
+    assert {part["citation"].split(":")[0] for part in sym["parts"]} == {"changelist.py", "filters.py"}
+    # A lone phrase finds the chunks holding it; re: finds lines, which a context is not: a 422 saying where to go.
+    phrase = post(key_client, "/api/v1/context", {"query": '"revert the release tag"', "budget_tokens": 2000})
+    assert phrase["parts"] and all("revert the release tag" in part["content"] for part in phrase["parts"])
+    refused = post(key_client, "/api/v1/context", {"query": "re:get_\\w+", "budget_tokens": 2000}, status=422)
+    assert "re:" in refused["error"] and "/search" in refused["error"]
+
+
+def test_skills_tools_and_recall_speak_the_query_language(key_client, corpus):
+    skills = post(key_client, "/api/v1/skills/search", {"query": "release -tagged"})
+    assert skills["skills"] == []  # the one skill says "tagged": left out
+    assert [s["slug"] for s in post(key_client, "/api/v1/skills/search", {"query": "release rolled"})["skills"]] == [
+        "releases"
+    ]
+    refused = post(key_client, "/api/v1/skills/search", {"query": "release root:django"}, status=422)
+    assert "root:" in refused["error"] and "skill" in refused["error"]
+    assert "re:" in post(key_client, "/api/v1/tools/search", {"query": "re:deploy.*"}, status=422)["error"]
+    recalled = tool_call(key_client, "recall", {"query": "re:x"})
+    assert recalled["isError"]
