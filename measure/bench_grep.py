@@ -147,7 +147,7 @@ def _storage_mb() -> dict[str, float]:
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT pg_total_relation_size(%(table)s) - pg_relation_size(%(index)s), pg_relation_size(%(index)s)",
-            {"table": FileText._meta.db_table, "index": "file_text_trgm"},
+            {"table": FileText._meta.db_table, "index": "file_text_folded_trgm"},
         )
         texts, index = cursor.fetchone()
     return {"texts": round(texts / 1e6, 1), "trigram_index": round(index / 1e6, 1)}

@@ -131,7 +131,7 @@ def grep_answer(identity: Identity, payload: GrepIn, *, limits: FilesLimits) -> 
             searched = position[text_id]  # the files up to this one, in order
             break
         matches.append(
-            GrepMatchOut(
+            GrepMatchOut.model_construct(  # typed here already: validated once, when the answer is rendered
                 root=file.root.name,
                 path=file.path,
                 line=number,
@@ -190,13 +190,12 @@ def _files_listed(scope: Scope, roots: list[VisibleRoot]) -> list[_Listed]:
 def _candidates(scope: Scope, root_ids: list[int], plan: GrepPlan) -> set[int]:
     """The stored texts holding one literal of every clause: what pg_trgm's GIN index lets through."""
     where, params = scope.source_sql()
-    operator = plan.operator
     conditions = []
     for i, clause in enumerate(plan.clauses):
         alternatives = []
         for j, like in enumerate(clause):
             params[f"grep_{i}_{j}"] = like
-            alternatives.append(f"t.text {operator} %(grep_{i}_{j})s")
+            alternatives.append(f"t.folded LIKE %(grep_{i}_{j})s")
         conditions.append("(" + " OR ".join(alternatives) + ")")
     # The literals first, on the texts alone (MATERIALIZED: the planner may not fold the scope into it and walk
     # a source's texts by its unique index instead, reading every one), then the scope.
@@ -212,7 +211,7 @@ def _candidates(scope: Scope, root_ids: list[int], plan: GrepPlan) -> set[int]:
     with transaction.atomic(using=read_alias()), read_connection().cursor() as cursor:
         # The planner prices a sequential scan by the table's pages, not by the texts stored out of line that each
         # row's LIKE reads: on Django's source it chose it (140-240 ms for one literal, every text read) over the
-        # trigram index, which reads the texts of the few candidate files only.
+        # trigram index, which reads the folded texts of the candidate files only.
         cursor.execute("SET LOCAL enable_seqscan = off")
         cursor.execute(sql, {**params, "grep_roots": root_ids})
         found = {row[0] for row in cursor.fetchall()}

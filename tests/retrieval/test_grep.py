@@ -165,3 +165,25 @@ def test_a_web_page_opens_in_the_viewer_from_its_stored_text(web_root, client, p
     body = shown.content.decode()
     assert "grey heron" in body and "Herons" in body
     assert client.get(reverse("view-file", args=[web_root.pk, page + "x"])).status_code == 404
+
+
+def test_letter_case_aside_finds_ascii_and_wider_folds_through_the_folded_text(tmp_path, settings, api, key_client):
+    """The candidate query reads FileText.folded (ASCII letters lower-cased by PostgreSQL); RE2 decides. Letters
+    RE2 folds more widely (the Kelvin sign for k, the long s for s) and non-ASCII letters still find their lines."""
+    settings.RAG_ROOT_BASE_DIRS = [str(tmp_path)]
+    (tmp_path / "tree").mkdir()
+    (tmp_path / "tree" / "notes.txt").write_text(
+        "IMPORT Os\nA \u212aelvin reading\nThe long \u017fign\n\u00dcBERMUT und Übermut\nnothing here\n"
+    )
+    root = root_at(tmp_path / "tree", "folds")
+    assert index_root(root, force=False).status == JobStatus.SUCCEEDED
+    folded = FileText.objects.get(source__root=root).folded
+    assert folded.startswith("import os\na \u212aelvin") and "\u00dcbermut und Übermut" in folded
+    lines = {
+        pattern: [m["line"] for m in grep(key_client, pattern=pattern, root="folds")["matches"]]
+        for pattern in ("import os", "kelvin", "long sign", "übermut", "ÜBERMUT")
+    }
+    assert lines == {"import os": [1], "kelvin": [2], "long sign": [3], "übermut": [4], "ÜBERMUT": [4]}
+    exact = grep(key_client, pattern="IMPORT", root="folds", case_sensitive=True)["matches"]
+    assert [m["line"] for m in exact] == [1]
+    assert grep(key_client, pattern="import", root="folds", case_sensitive=True)["matches"] == []
