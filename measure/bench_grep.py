@@ -5,8 +5,11 @@ The tree's files are read as indexing reads them (the walk's include globs,
 under a temporary root (IndexedFile and FileText rows, the rows grep reads; no
 chunks or vectors: grep reads none, and embedding a large tree on a CPU takes
 half an hour), removed afterwards. ``--root NAME`` measures an indexed root
-instead. For each pattern the (path, line) set of ``/api/v1/grep`` is compared
-with ripgrep's over the same files (documents are left out: their indexed text
+instead; ``--chunks N`` (no PATH) a tree of the search bench's package files
+(measure/bench_corpus.py) copied under var/bench until they make N chunks, so
+"the 100k corpus" is the same text for search and grep. For each pattern the
+(path, line) set of ``/api/v1/grep`` is compared with ripgrep's over the same
+files (documents are left out: their indexed text
 is extracted, not their bytes), then latency is measured over HTTP against the
 real web server (closed-loop clients, as the search bench).
 """
@@ -14,6 +17,7 @@ real web server (closed-loop clients, as the search bench).
 import http.client
 import json
 import os
+import shutil
 import subprocess
 import threading
 import time
@@ -28,11 +32,13 @@ from django.db import connection
 from access.identity import identity_anonymous
 from access.keys import api_key_create
 from kernel.errors import ApplicationError
+from measure.bench_corpus import MAX_FILE_BYTES, package_files
 from measure.bench_load import REQUEST_TIMEOUT, database_url_for, percentile_ms, web_server
 from retrieval.config import FilesLimits
 from retrieval.grep import grep_answer
 from retrieval.schemas import GrepIn
 from sources import walk
+from sources.chunking import chunk_text
 from sources.config import extract_limits, indexing_config
 from sources.file_texts import TextOnly, file_texts_store
 from sources.ingest import embedding_model_for
@@ -62,6 +68,7 @@ _EVERY_MATCH = 10_000_000  # the comparison asks for every line, past the API's 
 class GrepBenchOptions:
     path: Path | None
     root_name: str = ""  # an indexed root instead of PATH
+    chunks: int = 0  # a tree of package files making this many chunks instead of PATH
     clients: tuple[int, ...] = (1, 16)
     seconds: float = 10.0
 
@@ -71,9 +78,10 @@ def grep_bench(options: GrepBenchOptions, *, log: Callable[[str], None] = print)
         raise ApplicationError(f"{RIPGREP} is missing: install Debian's ripgrep (make browser does)")
     temporary = options.root_name == ""
     if temporary:
-        if options.path is None:
-            raise ApplicationError("rag_bench grep needs a PATH or --root")
-        root, stored_seconds = _texts_store(options.path.resolve(), log)
+        tree = grep_tree(options.chunks, log=log) if options.chunks else options.path
+        if tree is None:
+            raise ApplicationError("rag_bench grep needs a PATH, --chunks N or --root")
+        root, stored_seconds = _texts_store(tree.resolve(), log)
     else:
         root = WorkspaceRoot.objects.get(name=options.root_name)
         stored_seconds = 0.0
@@ -89,6 +97,38 @@ def grep_bench(options: GrepBenchOptions, *, log: Callable[[str], None] = print)
         if temporary:
             root_sources(root).delete()
             root.delete()
+
+
+def grep_tree(chunks: int, *, seed: int = 0, log: Callable[[str], None] = print) -> Path:
+    """var/bench/grep-N: the search bench's package files (its order, its seed) copied until the chunker cuts
+    ``chunks`` chunks from them; built once, reused. Their paths keep the package (``django/http/response.py``)."""
+    tree = Path(settings.VAR_DIR) / "bench" / f"grep-{chunks}-{seed}"
+    done = tree / ".complete"
+    if done.exists():
+        return tree
+    if tree.exists():
+        shutil.rmtree(tree)  # an earlier build that stopped half way
+    started, count, files = time.perf_counter(), 0, 0
+    for path, relative in package_files(seed=seed):
+        if count >= chunks:
+            break
+        try:
+            if path.stat().st_size > MAX_FILE_BYTES:
+                continue
+            text = path.read_bytes().decode("utf-8")
+        except (OSError, UnicodeDecodeError):
+            continue
+        pieces = chunk_text(text, relative, max_chars=settings.RAG_CHUNK_MAX_CHARS, overlap=settings.RAG_CHUNK_OVERLAP)
+        count += sum(1 for piece in pieces if piece.content.strip())
+        files += 1
+        target = tree / relative
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(path, target)
+    if count < chunks:
+        raise ApplicationError(f"the installed packages make {count} chunks, fewer than --chunks {chunks}")
+    done.write_text(f"{files} files, {count} chunks\n")
+    log(f"copied {files} files ({count} chunks) to {tree} in {time.perf_counter() - started:.1f} s")
+    return tree
 
 
 def _texts_store(tree: Path, log: Callable[[str], None]) -> tuple[WorkspaceRoot, float]:

@@ -24,7 +24,8 @@ class Command(BaseCommand):
         "`answers`: search latency alone and beside --streams streamed answers from a slow fake chat model. "
         "`searchable PATH`: seconds from saving a root on PATH to its first file and to all of it searchable by "
         "words, and to all of it by meaning. "
-        "`grep PATH` (or `grep --root NAME`): /api/v1/grep against ripgrep over the same files, identical (file, "
+        "`grep PATH` (or `grep --root NAME`, or `grep --chunks N`: the search bench's package files making N "
+        "chunks, copied under var/bench): /api/v1/grep against ripgrep over the same files, identical (file, "
         "line) sets per pattern, and p50/p95 at --clients."
     )
 
@@ -119,7 +120,7 @@ class Command(BaseCommand):
             action="store_true",
             help="With --site: then crawl it again unchanged (page bodies sent) and after removing a page (gone?).",
         )
-        grep = parser.add_argument_group("grep (also --clients, --seconds)")
+        grep = parser.add_argument_group("grep (also --clients, --seconds, --chunks)")
         grep.add_argument("--root", default="", help="An indexed root to measure instead of PATH's stored texts.")
         fresh = parser.add_argument_group("freshness")
         fresh.add_argument("--rounds", type=int, default=20, help="Changes of each kind per phase (default 20).")
@@ -280,6 +281,7 @@ class Command(BaseCommand):
         bench = GrepBenchOptions(
             path=path,
             root_name=options["root"],
+            chunks=options["chunks"] or 0,
             clients=tuple(int(n) for n in options["clients"].split(",")),
             seconds=options["seconds"],
         )
