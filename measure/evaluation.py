@@ -37,6 +37,9 @@ CONTEXT_CANDIDATES = 50
 # The context's relevance floors compared side by side (RAG_CONTEXT_MIN_SIMILARITY): every kind's hits below one
 # are left out; -1 keeps everything (the floor files had before issue 41).
 CONTEXT_FLOORS = (-1.0, 0.1, 0.2, 0.25, 0.3, 0.35, 0.4)
+# Margins below the closest hit (retrieval/context.py, context_floored) compared at the configured floor; reported
+# in ``by_floor`` as "<floor>+<margin>".
+CONTEXT_MARGINS = (0.0, 0.05, 0.1, 0.15)
 
 
 @dataclass(frozen=True, slots=True)
@@ -187,28 +190,32 @@ def _context_coverage(
     def configured_count(text: str) -> int:
         return token_count(text, encoding=config.tokenizer)
 
-    floors = sorted({config.min_similarity, *CONTEXT_FLOORS})
+    chosen = (config.min_similarity, config.margin)
+    rules = sorted(
+        {(f, 0.0) for f in CONTEXT_FLOORS} | {(config.min_similarity, m) for m in CONTEXT_MARGINS} | {chosen}
+    )
     sums: dict[str, float] = {}
-    by_floor: dict[float, dict[str, float]] = {floor: {} for floor in floors}
+    by_rule: dict[tuple[float, float], dict[str, float]] = {rule: {} for rule in rules}
     texts = []
     for text, inside in queries:
         hits, warnings = context_search(
             query=words_only(text), scope=scope, k={kind: CONTEXT_CANDIDATES}, config=config.search
         )
         _skipped.extend(warnings[:1])
-        for floor in floors:
-            skills, spans = context_pieces(context_floored(hits, floor=floor)[0], query=text)
+        for rule in rules:
+            floor, margin = rule
+            skills, spans = context_pieces(context_floored(hits, floor=floor, margin=margin)[0], query=text)
             for budget in CONTEXT_BUDGETS:
                 assembled = assemble(skills, spans, budget=budget, count=configured_count)
                 shown = [kept for part in assembled.parts if isinstance(part.item, Span) for kept in _kept(part.item)]
                 for metric, value in inside(shown).items():
                     name = f"{metric}@{budget // 1000}k"
-                    if floor == config.min_similarity:
+                    if rule == chosen:
                         sums[name] = sums.get(name, 0.0) + value
-                    by_floor[floor][name] = by_floor[floor].get(name, 0.0) + value
-                if floor == config.min_similarity:
+                    by_rule[rule][name] = by_rule[rule].get(name, 0.0) + value
+                if rule == chosen:
                     final = assembled.text
-            by_floor[floor]["empty"] = by_floor[floor].get("empty", 0.0) + float(not spans)
+            by_rule[rule]["empty"] = by_rule[rule].get("empty", 0.0) + float(not spans)
         texts.append(final)
     report: dict = {name: total / max(len(queries), 1) for name, total in sums.items()}
     configured = sum(configured_count(t) for t in texts) or 1
@@ -220,18 +227,24 @@ def _context_coverage(
         for text in gibberish_queries()
     ]
     report["floor"] = config.min_similarity
+    report["margin"] = config.margin
     report["by_floor"] = {
-        f"{floor:g}": {
-            **{name: round(total / max(len(queries), 1), 4) for name, total in by_floor[floor].items()},
+        _rule_name(rule): {
+            **{name: round(total / max(len(queries), 1), 4) for name, total in by_rule[rule].items()},
             "gibberish_empty": round(
-                sum(not any(context_floored(found, floor=floor)[0].values()) for found in gibberish)
+                sum(not any(context_floored(found, floor=rule[0], margin=rule[1])[0].values()) for found in gibberish)
                 / GIBBERISH_QUERIES,
                 4,
             ),
         }
-        for floor in floors
+        for rule in rules
     }
     return report
+
+
+def _rule_name(rule: tuple[float, float]) -> str:
+    floor, margin = rule
+    return f"{floor:g}" if margin == 0 else f"{floor:g}+{margin:g}"
 
 
 def _kept(span: Span) -> list[tuple[str, int, int]]:

@@ -1097,6 +1097,20 @@ DECLARED: tuple[Setting, ...] = (
             "`RAG_CONTEXT_SKILL_MIN_SIMILARITY` (skills only)."
         ),
     ),
+    FloatSetting(
+        name="RAG_CONTEXT_NEAR_BEST",
+        topic=SEARCH,
+        default=0.0,
+        minimum=0.0,
+        maximum=1.0,
+        doc=(
+            "How far under `RAG_CONTEXT_MIN_SIMILARITY` a hit of `/api/v1/context` may be and still go in: when the "
+            "closest hit of the query clears the floor (a real question), every hit within this much of it is kept "
+            "too (code, which a sentence embeds far from, scores low throughout); a query no hit clears the floor "
+            "for still gets nothing. 0: the floor alone. Measured by `rag_eval`'s context-by-floor table, rows "
+            "`<floor>+<margin>` (docs/quality.md)."
+        ),
+    ),
     IntSetting(
         name="RAG_CONTEXT_MAX_BUDGET_TOKENS",
         topic=SEARCH,

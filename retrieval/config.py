@@ -184,6 +184,7 @@ class ContextConfig:
     tokenizer: str  # a retrieval.tokens.ENCODINGS name
     skill_share: float = 0.0  # of the budget, for skills' best sections inline
     min_similarity: float = -1.0  # every kind's hit at least this close in meaning, or left out
+    margin: float = 0.0  # or this close to the closest hit, when that one clears min_similarity (context_floored)
 
     @classmethod
     def from_settings(cls) -> "ContextConfig":
@@ -192,6 +193,7 @@ class ContextConfig:
             tokenizer=settings.RAG_CONTEXT_TOKENIZER,
             skill_share=settings.RAG_CONTEXT_SKILL_SHARE,
             min_similarity=settings.RAG_CONTEXT_MIN_SIMILARITY,
+            margin=settings.RAG_CONTEXT_NEAR_BEST,
         )
 
 

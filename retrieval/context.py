@@ -96,7 +96,7 @@ def context_assemble(
 ) -> Context:
     """``context_search``'s hits within ``budget`` tokens of ``config.tokenizer``; hits of any kind not close enough
     in meaning are left out, and said so in ``dropped``."""
-    close, far = context_floored(hits, floor=config.min_similarity)
+    close, far = context_floored(hits, floor=config.min_similarity, margin=config.margin)
     skills, spans = context_pieces(close, query=query)
 
     def count(text: str) -> int:
@@ -108,22 +108,30 @@ def context_assemble(
     return Context(assembled=assembled, tools=_tool_schemas(close.get(Source.Kind.TOOL, [])), warnings=warnings or [])
 
 
-def context_floored(hits: dict[str, list[Hit]], *, floor: float) -> tuple[dict[str, list[Hit]], list[Dropped]]:
+def context_floored(
+    hits: dict[str, list[Hit]], *, floor: float, margin: float = 0.0
+) -> tuple[dict[str, list[Hit]], list[Dropped]]:
     """The hits of every kind at least ``floor`` close in meaning to the query (RAG_CONTEXT_MIN_SIMILARITY), and the
     others as dropped, with their reason.
 
     One floor for skills, files, documents, memories and tools: a shared word
     ranks a stylesheet or a skill's unrelated section high in fusion, but only
     closeness in meaning says it answers the question. A skill's other matching
-    sections (its snippets) are held to the same floor.
+    sections (its snippets) are held to the same floor. With ``margin``, a hit
+    under the floor is kept all the same when it is within ``margin`` of the
+    closest hit of any kind and that one clears the floor: the query is a real
+    one, and code, which a sentence embeds far from, is scored low throughout
+    (a query no hit clears the floor for still gets nothing).
     """
+    best = max((_similarity(hit) for found in hits.values() for hit in found), default=-1.0)
+    low = min(floor, best - margin) if best >= floor else floor
     close: dict[str, list[Hit]] = {}
     far: list[Dropped] = []
     for kind, found in hits.items():
         kept = []
         for hit in found:
             similarity = _similarity(hit)
-            if similarity < floor:
+            if similarity < low:
                 far.append(
                     Dropped(
                         "skill" if kind == Source.Kind.SKILL else hit.chunk.source.kind,
@@ -131,11 +139,11 @@ def context_floored(hits: dict[str, list[Hit]], *, floor: float) -> tuple[dict[s
                         hit.score,
                         0,
                         f"below the relevance floor: {similarity:.2f} close in meaning, "
-                        f"{floor:.2f} needed (RAG_CONTEXT_MIN_SIMILARITY)",
+                        f"{low:.2f} needed (RAG_CONTEXT_MIN_SIMILARITY)",
                     )
                 )
                 continue
-            kept.append(replace(hit, snippets=tuple(s for s in hit.snippets if _similarity(s) >= floor)))
+            kept.append(replace(hit, snippets=tuple(s for s in hit.snippets if _similarity(s) >= low)))
         close[kind] = kept
     return close, far
 

@@ -26,6 +26,7 @@ RAG_SEARCH_GOOD_MATCH_SIMILARITY = read_float("RAG_SEARCH_GOOD_MATCH_SIMILARITY"
 # Curated skills get their share of a context inline; every kind goes in only when close in meaning.
 RAG_CONTEXT_SKILL_SHARE = read_float("RAG_CONTEXT_SKILL_SHARE")
 RAG_CONTEXT_MIN_SIMILARITY = read_float("RAG_CONTEXT_MIN_SIMILARITY")
+RAG_CONTEXT_NEAR_BEST = read_float("RAG_CONTEXT_NEAR_BEST")
 # RRF constant from Cormack et al. (2009); the retrieval-quality issue
 # replaces fixed RRF by whatever the eval command measures best.
 RAG_RRF_K = read_int("RAG_RRF_K")
