@@ -1,5 +1,6 @@
 """The lexical index's delete and update triggers: a source generation left without chunks loses its postings by
 their key's prefix, other deleted chunks' postings go by their whole key.
+
 Deleting a large root no longer stalls: see _lexical_sql.REMOVE_EMPTIED_FIRST. The
 triggers themselves and the index's rows stay as they are; only the two
 functions' bodies change.
