@@ -17,9 +17,7 @@ HTTP_METHODS = {"get", "put", "post", "delete", "options", "head", "patch", "tra
 
 def test_openapi_python_client_generates_every_operation(client, tmp_path):
     schema = client.get("/api/openapi.json").json()
-    operations = [
-        (method, path) for path, item in schema["paths"].items() for method in item if method in HTTP_METHODS
-    ]
+    operations = [(method, path) for path, item in schema["paths"].items() for method in item if method in HTTP_METHODS]
     (tmp_path / "openapi.json").write_text(json.dumps(schema))
     # No post hooks: the generator would run ruff over its output, which says nothing about the schema.
     (tmp_path / "config.yaml").write_text("post_hooks: []\n")
