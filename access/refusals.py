@@ -34,7 +34,7 @@ from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, HttpResponse, JsonResponse
 
 from access.ratelimit import rate_limit_count, rate_limit_peek
-from kernel.errors import Cooldown, error_headers
+from kernel.errors import Cooldown, application_error_body, error_headers
 
 log = logging.getLogger(__name__)
 
@@ -77,8 +77,8 @@ class RefusalLimitMiddleware:
 
 
 def _too_many(exc: Cooldown) -> JsonResponse:
-    """The API's error shape (surfaces/api.py): ``{"error", "detail"}``."""
-    return error_headers(JsonResponse({"error": exc.message, "detail": exc.details}, status=429), 429, exc.details)
+    """The API's error shape (kernel.errors.error_body)."""
+    return error_headers(JsonResponse(application_error_body(exc), status=429), 429, exc.details)
 
 
 def _jsonrpc_too_many(request: HttpRequest, exc: Cooldown) -> JsonResponse:

@@ -5,6 +5,7 @@ class to a status for the API and /mcp, a job records the message as its
 failure reason, the page shows it.
 """
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from django.db import InterfaceError, OperationalError
@@ -74,10 +75,33 @@ def http_status(exc: ApplicationError) -> int:
     return next(status for kind, status in HTTP_STATUSES if isinstance(exc, kind))
 
 
-def error_headers(response, status: int, details: dict):
-    """The headers an error answer owes its client: how to authenticate (401), when to come back (429)."""
+def error_body(message: str, *, errors: Sequence[str] = (), data: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The one shape of every error answer (the API, /mcp's HTTP refusals, an MCP tool's refusal).
+
+    ``error`` and ``detail``: the message, the same string (``detail`` is where FastAPI's and RFC 9457's clients
+    look); ``errors``: one "field: problem" per field at fault, else empty; ``data``: what a client can act on
+    (``retry_after_seconds``, ``field``, ``current``), else empty.
+    """
+    return {"error": message, "detail": message, "errors": list(errors), "data": dict(data or {})}
+
+
+def application_error_body(exc: ApplicationError) -> dict[str, Any]:
+    """``error_body`` of a service error: a field its details name is the field at fault."""
+    field = exc.details.get("field")
+    errors = []
+    if isinstance(field, str) and field:
+        errors = [exc.message if exc.message.startswith(f"{field}:") else f"{field}: {exc.message}"]
+    return error_body(exc.message, errors=errors, data=exc.details)
+
+
+BEARER_CHALLENGE = 'Bearer realm="rag-site"'
+
+
+def error_headers(response, status: int, details: Mapping[str, Any], *, challenge: str = BEARER_CHALLENGE):
+    """The headers an error answer owes its client: how to authenticate (401; ``challenge``, the web edge adds
+    where the protected-resource metadata is), when to come back (429)."""
     if status == 401:
-        response["WWW-Authenticate"] = 'Bearer realm="rag-site"'
+        response["WWW-Authenticate"] = challenge
     if status == 429 and "retry_after_seconds" in details:
         response["Retry-After"] = str(details["retry_after_seconds"])
     return response

@@ -9,6 +9,7 @@ from surfaces.admin.overview import overview_view, try_search_view
 from surfaces.api import api
 from surfaces.mcp_transport import mcp_endpoint
 from surfaces.metrics import metrics_view
+from surfaces.protected_resource import protected_resource_metadata
 
 admin.site.site_header = "rag-site administration"
 admin.site.site_title = "rag-site admin"
@@ -36,6 +37,9 @@ urlpatterns = [
     path("mcp", mcp_endpoint, name="mcp"),  # the MCP server (Streamable HTTP), for agents
     # Clients are configured with or without the slash, and a POST cannot follow a redirect: serve both.
     path("mcp/", mcp_endpoint),
+    # RFC 9728: a bearer key, no authorization server (what an MCP client reads after a 401 before trying OAuth).
+    path(".well-known/oauth-protected-resource", protected_resource_metadata, name="protected-resource"),
+    path(".well-known/oauth-protected-resource/mcp", protected_resource_metadata, {"resource_path": "mcp"}),
     path("metrics", metrics_view, name="metrics"),  # Prometheus; 404 until RAG_METRICS_TOKEN is set
 ]
 

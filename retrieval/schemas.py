@@ -228,8 +228,17 @@ class SearchOut(Schema):
 
 
 class ErrorOut(Schema):
-    error: str
-    detail: list[str] | dict = Field(default_factory=list)
+    """Every error's body (kernel.errors.error_body)."""
+
+    error: str = Field(..., description="What went wrong, for people.")
+    detail: str = Field(..., description="The same message (where FastAPI's and RFC 9457's clients look).")
+    errors: list[str] = Field(
+        default_factory=list, description='One "field: problem" per field at fault (a 422 lists each); else empty.'
+    )
+    data: dict = Field(
+        default_factory=dict,
+        description="What a client can act on: retry_after_seconds (429), field, current (a 409 on a memory).",
+    )
 
 
 # What any endpoint may answer besides success: 400 a control character in

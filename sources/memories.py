@@ -94,11 +94,7 @@ def memory_write(
         if old is None:
             raise NotFound(f"memory {supersedes.pk} does not exist")
         if old.superseded_at is not None:
-            newer = Memory.objects.filter(supersedes=old).values_list("pk", flat=True).first()
-            raise Conflict(
-                f"memory {old.pk} is already superseded (by memory {newer}); supersede that one instead",
-                details={"superseded_by": newer},
-            )
+            raise _already_superseded(old)
     now = timezone.now()
     memory = Memory.objects.create(
         text=clean,
@@ -119,6 +115,26 @@ def memory_write(
     return memory
 
 
+def _already_superseded(old: Memory, *, verb: str = "supersede") -> Conflict:
+    """The refusal to supersede (or change) a memory that has been superseded: it names the current version, the
+    end of the chain (A superseded by B, B by C: C), which the caller should ``verb`` instead."""
+    newer = Memory.objects.filter(supersedes=old).only("pk", "superseded_at").first()
+    current, seen = newer, {old.pk}
+    while current is not None and current.superseded_at is not None and current.pk not in seen:
+        seen.add(current.pk)
+        current = Memory.objects.filter(supersedes=current).only("pk", "superseded_at").first()
+    if current is None or current.superseded_at is not None:
+        # The chain ends in a forgotten (deleted) version: nothing current to name.
+        return Conflict(
+            f"memory {old.pk} is already superseded, and its later versions were forgotten",
+            details={"superseded_by": newer.pk if newer else None, "current": None},
+        )
+    return Conflict(
+        f"memory {old.pk} is already superseded; the current version is memory {current.pk}: {verb} that one",
+        details={"superseded_by": newer.pk if newer else None, "current": current.pk},
+    )
+
+
 @transaction.atomic
 def memory_change(
     memory: Memory,
@@ -134,7 +150,7 @@ def memory_change(
     """Change a memory: a new text makes a new version that supersedes it (the other changes go with it, the
     scope stays); without one, its expiry, citation and conversation change in place. Returns the current version."""
     if memory.superseded_at is not None:
-        raise Conflict(f"memory {memory.pk} is superseded; change the current version")
+        raise _already_superseded(memory, verb="change")
     expiry = expires_at if expires_at_given else memory.expires_at
     if text is not None and memory_text_clean(text) != memory.text:
         return memory_write(

@@ -7,8 +7,9 @@ from django.http import Http404
 from ninja import NinjaAPI
 from ninja.errors import AuthenticationError, HttpError, ValidationError
 
-from kernel.errors import ApplicationError, error_headers, http_status
+from kernel.errors import ApplicationError
 from retrieval.schemas import validation_message
+from surfaces.errors import application_error_response, error_response
 from surfaces.routes.answer import router as answer_router
 from surfaces.routes.documents import router as documents_router
 from surfaces.routes.memories import router as memories_router
@@ -84,34 +85,30 @@ def _field(location: list) -> str:
 @api.exception_handler(ValidationError)
 def validation_error(request, exc: ValidationError):
     messages = [f"{_field(list(err.get('loc', [])))}: {validation_message(err)}" for err in exc.errors]
-    return api.create_response(
-        request, {"error": "invalid request: " + "; ".join(messages), "detail": messages}, status=422
-    )
+    return error_response(request, "invalid request: " + "; ".join(messages), status=422, errors=messages)
 
 
 @api.exception_handler(ApplicationError)
 def application_error(request, exc: ApplicationError):
-    status = http_status(exc)
-    response = api.create_response(request, {"error": exc.message, "detail": exc.details}, status=status)
-    return error_headers(response, status, exc.details)
+    return application_error_response(request, exc)
 
 
 @api.exception_handler(AuthenticationError)
 def authentication_required(request, exc: AuthenticationError):
     # Every auth class passed: no key, no session, and anonymous access is off here.
     message = "authentication required: send 'Authorization: Bearer <API key>' (manage.py rag_apikey create) or sign in"
-    return error_headers(api.create_response(request, {"error": message, "detail": []}, status=401), 401, {})
+    return error_response(request, message, status=401)
 
 
 @api.exception_handler(Http404)
 def not_found(request, exc: Http404):
-    return api.create_response(request, {"error": "not found", "detail": []}, status=404)
+    return error_response(request, str(exc) or f"not found: {request.path}", status=404)
 
 
 @api.exception_handler(HttpError)
 def http_error(request, exc: HttpError):
     # e.g. a body that is not JSON: "Cannot parse request body".
-    return api.create_response(request, {"error": str(exc), "detail": []}, status=exc.status_code)
+    return error_response(request, str(exc), status=exc.status_code)
 
 
 @api.exception_handler(OperationalError)

@@ -9,6 +9,7 @@ from django.http.request import RawPostDataException
 from django.views import defaults
 
 from kernel.errors import connection_lost
+from surfaces.errors import error_response
 
 # A PostgreSQL restart after a crashed backend took 1.6 s in the attack run
 # (issue 22): one or two seconds later a fresh connection is likely to work.
@@ -26,16 +27,14 @@ def bad_request(request, exception=None):
     if not _api(request):
         return defaults.bad_request(request, exception)
     if isinstance(exception, RequestDataTooBig):
-        return JsonResponse({"error": "the request body is too large", "detail": []}, status=413)
-    return JsonResponse({"error": "bad request", "detail": []}, status=400)
+        return error_response(request, "the request body is too large", status=413)
+    return error_response(request, "bad request", status=400)
 
 
 def not_found(request, exception=None):
     if not _api(request):
         return defaults.page_not_found(request, exception)
-    return JsonResponse(
-        {"error": f"no such endpoint: {request.method} {request.path} (see /api/docs)", "detail": []}, status=404
-    )
+    return error_response(request, f"no such endpoint: {request.method} {request.path} (see /api/docs)", status=404)
 
 
 def server_error(request):
@@ -45,13 +44,13 @@ def server_error(request):
         return database_unavailable(request)
     if not _api(request):
         return defaults.server_error(request)
-    return JsonResponse({"error": "internal error; the server log has the details", "detail": []}, status=500)
+    return error_response(request, "internal error; the server log has the details", status=500)
 
 
 def database_unavailable(request: HttpRequest) -> HttpResponse:
     """503 with Retry-After, in the caller's language: JSON under /api/, a JSON-RPC error on /mcp, text elsewhere."""
     if _api(request):
-        response: HttpResponse = JsonResponse({"error": DATABASE_UNAVAILABLE, "detail": []}, status=503)
+        response: HttpResponse = error_response(request, DATABASE_UNAVAILABLE, status=503)
     elif request.path.rstrip("/") == "/mcp":
         error = {"code": JSONRPC_SERVER_ERROR, "message": DATABASE_UNAVAILABLE}
         response = JsonResponse({"jsonrpc": "2.0", "id": _jsonrpc_id(request), "error": error}, status=503)

@@ -35,7 +35,7 @@ from ninja import Field, Schema
 from pydantic import BaseModel, ValidationError
 
 from access.identity import Identity
-from kernel.errors import ApplicationError, connection_lost, http_status
+from kernel.errors import ApplicationError, application_error_body, connection_lost, error_body, http_status
 from retrieval.answers import search_answer, skills_search_answer, tools_search_answer
 from retrieval.config import AnswerConfig, ContextConfig, FilesLimits, SearchConfig
 from retrieval.context import context_answer
@@ -354,12 +354,12 @@ TOOLS: tuple[McpTool, ...] = (
 _BY_NAME = {tool.name: tool for tool in TOOLS}
 
 
-def _refused(message: str, *, status: int, details: Any = None) -> types.CallToolResult:
-    # A tool error, not a protocol error: the model sees why and can correct its call.
+def _refused(body: dict[str, Any], *, status: int) -> types.CallToolResult:
+    # A tool error, not a protocol error: the model sees why and can correct its call. The API's error shape.
     return types.CallToolResult(
-        content=[types.TextContent(text=message)],
+        content=[types.TextContent(text=body["error"])],
         is_error=True,
-        structured_content={"error": message, "status": status, "detail": details or {}},
+        structured_content={**body, "status": status},
     )
 
 
@@ -367,7 +367,7 @@ def _invalid(exc: ValidationError) -> types.CallToolResult:
     messages = [
         f"{'.'.join(map(str, error['loc'])) or 'arguments'}: {validation_message(error)}" for error in exc.errors()
     ]
-    return _refused("invalid arguments: " + "; ".join(messages), status=422, details=messages)
+    return _refused(error_body("invalid arguments: " + "; ".join(messages), errors=messages), status=422)
 
 
 async def _list_tools(ctx: ServerRequestContext, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
@@ -389,13 +389,13 @@ async def _call_tool(ctx: ServerRequestContext, params: types.CallToolRequestPar
     try:
         out = await sync_to_async(tool.answer, thread_sensitive=True)(identity, payload)
     except ApplicationError as exc:
-        return _refused(exc.message, status=http_status(exc), details=exc.details)
+        return _refused(application_error_body(exc), status=http_status(exc))
     except Exception as exc:
         if connection_lost(exc):
             LOST_CONNECTION.get().append(exc)
-            return _refused("the database connection was lost", status=503)
+            return _refused(error_body("the database connection was lost"), status=503)
         log.exception("MCP tool %s failed", tool.name)
-        return _refused("internal error; the server log has the details", status=500)
+        return _refused(error_body("internal error; the server log has the details"), status=500)
     return types.CallToolResult(
         content=[types.TextContent(text=tool.text(out))], structured_content=out.model_dump(mode="json")
     )

@@ -2,7 +2,8 @@
 
 The product runs gunicorn's threaded WSGI workers, and the SDK's transport
 is an ASGI application. The view authenticates the API key as the API does
-(401 with ``WWW-Authenticate``, 429 with ``Retry-After``), then hands the
+(401 with ``WWW-Authenticate`` naming the protected-resource metadata,
+surfaces/protected_resource.py; 429 with ``Retry-After``), then hands the
 request to ``StreamableHTTPSessionManager.handle_request`` through asgiref:
 a synthesized ASGI scope, a ``receive`` that returns the body already read,
 a ``send`` that collects status, headers and body into an HttpResponse.
@@ -26,7 +27,7 @@ answers 403 before the key is even looked at. Requests without ``Origin``
 (agents, command-line clients) are not browsers and pass.
 
 A failure inside the bridge (the SDK, asgiref) is logged with its traceback
-and answered with a JSON 500 (``{"error", "detail"}`` like the API), never
+and answered with a JSON 500 (the API's error shape, kernel.errors.error_body), never
 Django's HTML error page.
 
 A message whose ``id`` is not a string or an integer is answered here with
@@ -58,8 +59,9 @@ from mcp.types import INVALID_REQUEST
 
 from access.auth import ApiKeyAuth
 from access.identity import Identity
-from kernel.errors import ApplicationError, Unauthenticated, error_headers, http_status
+from kernel.errors import ApplicationError, Unauthenticated, error_body
 from kernel.replicas import primary_reads
+from surfaces.errors import application_error_response, error_response
 from surfaces.handlers import jsonrpc_id_usable
 from surfaces.mcp import CALLER, LOST_CONNECTION, mcp_server, tool_writes
 from surfaces.middleware import read_only
@@ -80,7 +82,8 @@ def mcp_endpoint(request: HttpRequest) -> HttpResponse:
     """The MCP server (Streamable HTTP, stateless, JSON responses); POST only."""
     if request.method != "POST":
         # Stateless: no session to resume (GET) or end (DELETE).
-        refused = _error(
+        refused = error_response(
+            request,
             f"{request.method} is not served here: send JSON-RPC messages with POST "
             "(stateless server: no SSE stream, no sessions)",
             status=405,
@@ -89,19 +92,20 @@ def mcp_endpoint(request: HttpRequest) -> HttpResponse:
         return refused
     origin = request.headers.get("Origin")
     if origin is not None and not origin_allowed(origin):
-        return _error(
+        return error_response(
+            request,
             f"Origin {origin!r} is not allowed: a browser may call /mcp only from a host in ALLOWED_HOSTS "
             "or an origin in CSRF_TRUSTED_ORIGINS (DNS-rebinding protection)",
             status=403,
-            details={"field": "Origin"},
+            data={"field": "Origin"},
         )
     try:
         identity = _authenticated(request)
         body = request.body
     except ApplicationError as exc:
-        return _error(exc.message, status=http_status(exc), details=exc.details)
+        return application_error_response(request, exc)
     except RequestDataTooBig:
-        return _error("the request body is too large", status=413)
+        return error_response(request, "the request body is too large", status=413)
     writing = writes(body)
     if writing:
         request.database_read_only = False  # type: ignore[attr-defined]  # remember or forget: never twice
@@ -194,11 +198,6 @@ def _authenticated(request: HttpRequest) -> Identity:
     return identity
 
 
-def _error(message: str, *, status: int, details: dict | None = None) -> JsonResponse:
-    details = details or {}
-    return error_headers(JsonResponse({"error": message, "detail": details}, status=status), status, details)
-
-
 def _scope(request: HttpRequest) -> dict:
     return {
         "type": "http",
@@ -263,4 +262,4 @@ async def _served(scope: dict, body: bytes) -> tuple[int, list[tuple[str, str]],
 
 def _internal_error() -> tuple[int, list[tuple[str, str]], bytes]:
     # Whatever the SDK had started to answer is dropped: one whole JSON body, no traceback.
-    return 500, [("Content-Type", "application/json")], json.dumps({"error": INTERNAL_ERROR, "detail": {}}).encode()
+    return 500, [("Content-Type", "application/json")], json.dumps(error_body(INTERNAL_ERROR)).encode()

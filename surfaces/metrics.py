@@ -31,7 +31,9 @@ from kernel import metrics
 from kernel.breaker import BreakerState
 from kernel.config import LLMConfig, llm_config
 from kernel.heartbeats import queue_lengths
-from kernel.llm import llm_status
+from kernel.llm import ErrorKind, llm_status
+from retrieval.candidates import ChannelKind
+from sources.items import ITEM_KINDS
 from sources.models import IndexJob, JobStatus
 from sources.queues import QUEUES
 
@@ -128,8 +130,31 @@ class _Together:
             yield from collector.collect()
 
 
+# The outcomes kernel.llm counts a call under, and the reasons retrieval.search skips a channel for.
+LLM_OUTCOMES = ("ok", "cooldown", *(str(kind) for kind in ErrorKind))
+CHANNEL_SKIP_REASONS = ("timeout", "error")
+
+
+def counters_zeroed(*, llm: LLMConfig) -> None:
+    """Every known series of the counters that move only on trouble, at 0: until its first event a counter has no
+    series, a scrape lists nothing, and a dashboard says "No data" where it should say 0.
+
+    Under gunicorn (multiprocess mode) the scraping process writes the zeros to its own file, which the scrape
+    sums with the others. The models are the configured chain; a model called otherwise appears when called.
+    """
+    for channel in ChannelKind:
+        for reason in CHANNEL_SKIP_REASONS:
+            metrics.SEARCH_CHANNEL_SKIPPED.labels(channel=channel.value, reason=reason)
+    for kind in ("indexjob", *ITEM_KINDS):
+        metrics.BROKER_WAITS.labels(kind=kind)
+    for model in llm.chain if llm.base_url else ():
+        for outcome in LLM_OUTCOMES:
+            metrics.LLM_CALLS.labels(model=model, outcome=outcome)
+
+
 def metrics_text(*, llm: LLMConfig, multiprocess_dir: str | None) -> bytes:
     """The scrape: every process's counters (``multiprocess_dir``) or this process's alone (None), and the state."""
+    counters_zeroed(llm=llm)
     if multiprocess_dir:
         counted = CollectorRegistry()
         MultiProcessCollector(counted, path=multiprocess_dir)

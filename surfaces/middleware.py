@@ -6,11 +6,12 @@ import logging
 from collections.abc import Callable
 
 from django.db import connections
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import HttpRequest, HttpResponse
 
 from kernel.errors import connection_lost
 from kernel.replicas import replica_lost, replica_reads
 from kernel.text import control_characters_message
+from surfaces.errors import error_response
 from surfaces.handlers import database_unavailable
 
 log = logging.getLogger(__name__)
@@ -37,8 +38,31 @@ class RefuseControlCharacters:
         if problem is None:
             return self.get_response(request)
         if request.path.startswith("/api/"):
-            return JsonResponse({"error": problem, "detail": []}, status=400)
+            return error_response(request, problem, status=400)
         return HttpResponse(problem, status=400, content_type="text/plain; charset=utf-8")
+
+
+class JsonMethodNotAllowed:
+    """A method a route under /api/ does not take (``GET /api/v1/search``): django-ninja answers a plain-text 405;
+    this turns it into the API's JSON error, naming the methods the route takes, its Allow header kept."""
+
+    def __init__(self, get_response) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        response = self.get_response(request)
+        if (
+            response.status_code != 405
+            or not request.path.startswith("/api/")
+            or response.get("Content-Type", "").startswith("application/json")
+        ):
+            return response
+        allowed = ", ".join(sorted(m.strip() for m in response.get("Allow", "").split(",") if m.strip()))
+        refused = error_response(
+            request, f"{request.method} is not allowed on {request.path}: it takes {allowed or 'no method'}", status=405
+        )
+        refused["Allow"] = allowed
+        return refused
 
 
 # GET and HEAD only read (Django's own rule for safe methods); a POST that

@@ -31,7 +31,7 @@ def post(client, path: str, body: str):
 def test_a_boolean_field_takes_only_true_or_false(key_client, path, payload, field):
     response = post(key_client, path, json.dumps(payload))
     assert response.status_code == 422, response.content
-    assert any(message.startswith(f"{field}:") for message in response.json()["detail"]), response.json()
+    assert any(message.startswith(f"{field}:") for message in response.json()["errors"]), response.json()
 
 
 def test_a_boolean_field_still_takes_true_and_false(key_client):

@@ -45,7 +45,7 @@ def post(client: Client, path: str, payload: dict | str):
 def test_nul_control_characters_and_blank_text_in_a_body_get_422_naming_the_field(key_client, path, payload, field):
     response = post(key_client, path, payload)
     assert response.status_code == 422, response.content
-    assert any(message.startswith(f"{field}:") for message in response.json()["detail"])
+    assert any(message.startswith(f"{field}:") for message in response.json()["errors"])
 
 
 @pytest.mark.parametrize(

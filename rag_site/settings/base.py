@@ -93,6 +93,8 @@ MIDDLEWARE = [
     # Early, so responses made by the middleware below it (a 400, a 503) carry the policy too.
     "surfaces.csp.ContentSecurityPolicyMiddleware",
     "surfaces.middleware.RefuseControlCharacters",
+    # A 405 under /api/ (django-ninja's is plain text) in the API's JSON error shape.
+    "surfaces.middleware.JsonMethodNotAllowed",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",

@@ -1,5 +1,6 @@
 from ninja import Body, Router
 from ninja.responses import Status
+from pydantic_core import PydanticUndefined
 
 from access.auth import HEALTH_AUTH, MANAGE_AUTH, READ_AUTH
 from access.identity import Identity, identity_anonymous, scope_for
@@ -28,7 +29,9 @@ from surfaces.schemas import (
 )
 from surfaces.selectors import job_errors_narrowed, job_get, roots_with_latest_job, skill_detail_answer, skills_visible
 
-# No body: the defaults (one frozen instance, shared by every request).
+# No body: the defaults (one frozen instance, shared by every request). Given as a factory: a default would be
+# written into the schema as the body's default, which client generators refuse (openapi-python-client: "ModelProperty
+# cannot have a default value"); without it the schema says the body is optional and each field has its default.
 NO_REINDEX_BODY = ReindexIn()
 
 router = Router(tags=["sources"])
@@ -70,7 +73,9 @@ def _errors_scope(identity: Identity) -> Scope | None:
 @router.post(
     "/roots/{root_id}/reindex", response={202: ReindexOut, 200: ReindexOut, 409: ErrorOut, **ERRORS}, auth=MANAGE_AUTH
 )
-def root_reindex(request, root_id: int, payload: ReindexIn = Body(NO_REINDEX_BODY)):
+def root_reindex(
+    request, root_id: int, payload: ReindexIn = Body(PydanticUndefined, default_factory=lambda: NO_REINDEX_BODY)
+):
     """Queue a re-index (202). If one is already queued or running, that job is returned (200, created=false).
 
     Needs sources.change_workspaceroot (a person: a root their grants cover, others 404; a shared root also

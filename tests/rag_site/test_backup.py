@@ -1,5 +1,6 @@
 """Backup and restore (rag_site/backup/): a restored database answers searches exactly like the one backed up."""
 
+import io
 import json
 import os
 import shutil
@@ -306,3 +307,22 @@ def test_a_restore_refuses_a_backup_with_a_symbolic_link_among_its_documents(tmp
     assert not restored_documents.exists()
     with psycopg.connect(other_database.conninfo()) as conn:
         assert conn.execute("SELECT to_regclass('django_session')").fetchone() == (None,)  # no database restored
+
+
+@pytest.mark.slow  # exports the embedding model once more, into an empty cache
+def test_a_restore_exports_the_embedding_models_so_the_first_search_does_not(content, tmp_path, monkeypatch):
+    """After a restore onto a machine without the ONNX export, the first searches waited for it (issue 43)."""
+    call_command("rag_backup", str(tmp_path / "backup"))
+    models = Manifest.read(tmp_path / "backup").embedding_models
+    assert any(m["name"].endswith("#onnx") for m in models), models  # the default backend: there is an export
+    monkeypatch.setenv("RAG_VAR_DIR", str(tmp_path / "fresh-var"))  # a machine that has never exported it
+    cache = tmp_path / "fresh-var" / "models" / "onnx"
+
+    out = io.StringIO()
+    call_command("rag_restore", str(tmp_path / "backup"), "--force", "--no-warm-up", stdout=out)
+    assert not cache.exists() and "ONNX export ready" not in out.getvalue()
+
+    call_command("rag_restore", str(tmp_path / "backup"), "--force", stdout=out)
+    exports = list(cache.glob("onnx-*/model.onnx"))
+    assert len(exports) == 1 and exports[0].stat().st_size > 1_000_000
+    assert f"ONNX export ready ({exports[0].parent})" in out.getvalue()

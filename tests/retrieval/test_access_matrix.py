@@ -297,11 +297,11 @@ def test_a_request_that_asks_for_more_than_its_credentials_allow_gets_403(
     )  # channels repeated
     for path, response in answers.items():
         assert response.status_code == 403, (path, response.content)
-        assert "may not act for" in response.json()["error"] and response.json()["detail"]["field"] == field
+        assert "may not act for" in response.json()["error"] and response.json()["data"]["field"] == field
     if identity in KEYS:
         refused = tool_call(client, "search", {"query": QUERY, **widening})
         assert refused["isError"] and refused["structuredContent"]["status"] == 403, refused
-        assert refused["structuredContent"]["detail"]["field"] == field
+        assert refused["structuredContent"]["data"]["field"] == field
 
 
 # --- managing: what each identity may change, and that a refusal changes nothing (issue 39) --------------------------
@@ -498,9 +498,9 @@ def test_a_person_bound_to_a_channel_uploads_only_documents_gated_to_some_of_the
 
     client = _staff(django_user_model, "staff-ops", STAFF_ALPHA_PERMISSIONS, bot_id="alpha", channels="ops")
     ungated = _upload(client, "ungated", {"bot_id": "alpha"})
-    assert ungated.status_code == 403 and ungated.json()["detail"]["field"] == "channels", ungated.content
+    assert ungated.status_code == 403 and ungated.json()["data"]["field"] == "channels", ungated.content
     botless = _upload(client, "botless", {"channels": "ops"})
-    assert botless.status_code == 403 and botless.json()["detail"]["field"] == "bot_id", botless.content
+    assert botless.status_code == 403 and botless.json()["data"]["field"] == "bot_id", botless.content
     assert not UploadedDocument.objects.exists()
     assert _upload(client, "gated", {"bot_id": "alpha", "channels": "ops"}).status_code == 201
     # A person granted a bot without channels reads alpha's ungated rows only, and writes them.

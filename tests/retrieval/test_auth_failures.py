@@ -53,7 +53,7 @@ def test_bad_keys_from_one_address_get_429_with_retry_after_once_over_the_limit(
     assert codes[:20] == [401] * 20 and set(codes[20:]) == {429}, codes
     refused = search(address=address, key=random_key())
     assert int(refused["Retry-After"]) >= 1
-    assert refused.json()["detail"]["retry_after_seconds"] == int(refused["Retry-After"])
+    assert refused.json()["data"]["retry_after_seconds"] == int(refused["Retry-After"])
     assert "too many refused requests" in refused.json()["error"]
 
 

@@ -264,7 +264,7 @@ def test_a_pathological_regex_answers_in_linear_time(key_client, repo):
 def test_a_regex_re2_cannot_run_is_a_422_with_its_reason(key_client, repo, pattern):
     answer = grep(key_client, pattern=pattern, regex=True)
     assert answer.status_code == 422 and "invalid regex" in answer.json()["error"], answer.content
-    assert answer.json()["detail"]["field"] == "pattern"
+    assert answer.json()["data"]["field"] == "pattern"
 
 
 def test_grep_narrows_by_glob_and_root(key_client, repo):

@@ -286,7 +286,11 @@ def test_without_a_valid_key_the_request_is_refused_with_401(live_server, skills
     for headers in ({}, {"Authorization": "Bearer rag_deadbeef_not-a-key"}, {"Authorization": "Basic abc"}):
         response = httpx2.post(mcp_url(live_server), json=INITIALIZE, headers={**MCP_HEADERS, **headers})
         assert response.status_code == 401, headers
-        assert response.headers["WWW-Authenticate"] == 'Bearer realm="rag-site"'
+        challenge = response.headers["WWW-Authenticate"]
+        # RFC 9728: where a client learns that a bearer key, not OAuth, is the way in.
+        assert challenge.startswith('Bearer realm="rag-site", resource_metadata="http://'), challenge
+        assert challenge.split('resource_metadata="')[1].split('"')[0].endswith("/.well-known/oauth-protected-resource")
+        assert ('error="invalid_token"' in challenge) == bool(headers), challenge  # no error code without a key
         assert response.json()["error"]
 
     # The SDK client turns the 401 into an MCPError, raised out of its task groups.
@@ -377,7 +381,7 @@ def test_a_failure_inside_the_transport_is_a_json_500_without_a_traceback(skills
         response = mcp_post(api_client(), INITIALIZE)
     assert response.status_code == 500
     assert response["Content-Type"] == "application/json"
-    assert response.json() == {"error": INTERNAL_ERROR, "detail": {}}
+    assert response.json() == {"error": INTERNAL_ERROR, "detail": INTERNAL_ERROR, "errors": [], "data": {}}
     logged = [record for record in caplog.records if record.name == "surfaces.mcp_transport"]
     assert logged and logged[0].exc_info and "the SDK broke" in caplog.text  # the server log has the details
 

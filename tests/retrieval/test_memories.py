@@ -123,7 +123,7 @@ def test_a_key_cannot_write_outside_its_own_scope(bots):
     for name, scope, status in cases:
         response = bots[name].post("/api/v1/memories", {"text": "A fact.", **scope}, content_type="application/json")
         assert response.status_code == status, (name, scope, response.content)
-        assert response.json()["detail"]["field"] in ("bot_id", "client_id", "channels")
+        assert response.json()["data"]["field"] in ("bot_id", "client_id", "channels")
     assert not Memory.objects.exists()
 
 
@@ -221,7 +221,14 @@ def test_a_new_fact_supersedes_an_old_one_which_is_kept_as_history_and_no_longer
     listed = alpha.get("/api/v1/memories?status=superseded").json()["memories"]
     assert [m["id"] for m in listed] == [old["id"]]
     again = alpha.post("/api/v1/memories", {"text": "db-3", "supersedes": old["id"]}, content_type="application/json")
-    assert again.status_code == 409 and again.json()["detail"]["superseded_by"] == new["id"]
+    assert again.status_code == 409 and again.json()["data"]["current"] == new["id"]
+    assert f"the current version is memory {new['id']}" in again.json()["detail"]
+    # A chain: superseding the first of three versions names the last, the current one, not the next.
+    newest = remember(alpha, "The staging database moved to db-3.", supersedes=new["id"])
+    stale = alpha.post("/api/v1/memories", {"text": "db-4", "supersedes": old["id"]}, content_type="application/json")
+    assert stale.status_code == 409, stale.content
+    assert stale.json()["data"] == {"superseded_by": new["id"], "current": newest["id"]}
+    assert f"memory {newest['id']}" in stale.json()["error"]
 
 
 def test_patching_the_text_makes_a_new_version_and_other_fields_change_in_place():

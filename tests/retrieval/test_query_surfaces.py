@@ -190,13 +190,13 @@ def test_an_unknown_field_in_any_body_is_refused_naming_it(key_client, settings,
     assert response.status_code == 422, response.content
     answer = response.json()
     assert answer["error"].startswith("invalid request: top_k: unknown field")
-    assert answer["detail"] == ["top_k: unknown field: not one this request takes (a typo? the schema lists them)"]
+    assert answer["errors"] == ["top_k: unknown field: not one this request takes (a typo? the schema lists them)"]
 
 
 def test_an_unknown_field_in_a_nested_object_is_named_with_its_path(key_client):
     body = {"query": "rollback", "budget_tokens": 200, "k": {"files": 3}}
     response = key_client.post("/api/v1/context", data=json.dumps(body), content_type="application/json")
-    assert response.status_code == 422 and response.json()["detail"][0].startswith("k.files: unknown field")
+    assert response.status_code == 422 and response.json()["errors"][0].startswith("k.files: unknown field")
 
 
 def test_an_unknown_argument_of_an_mcp_tool_is_refused_naming_it(key_client):

@@ -76,7 +76,7 @@ def test_invalid_input_gets_a_422_naming_the_field(key_client, payload, field):
     assert response.status_code == 422
     body = response.json()
     assert body["error"].startswith("invalid request:")
-    assert any(message.startswith(f"{field}:") for message in body["detail"])
+    assert any(message.startswith(f"{field}:") for message in body["errors"])
 
 
 def test_malformed_json_gets_a_4xx_json_body(key_client):
@@ -107,7 +107,7 @@ def test_mmr_is_optional_per_request_and_validated(key_client, indexed):
     }
     assert len(diverse) == len(plain) >= 2  # the cooking skill falls below the similarity threshold
     bad = post(key_client, {"query": "x", "mmr": True, "mmr_lambda": 2})
-    assert bad.status_code == 422 and any(m.startswith("mmr_lambda:") for m in bad.json()["detail"])
+    assert bad.status_code == 422 and any(m.startswith("mmr_lambda:") for m in bad.json()["errors"])
 
 
 def test_rerank_without_a_model_keeps_the_fused_order_and_says_why(key_client, indexed):

@@ -1,6 +1,7 @@
 """GET /metrics: who may scrape it, and that searches, index jobs and language-model failures move its numbers."""
 
 import json
+import os
 import subprocess
 import sys
 import uuid
@@ -214,3 +215,39 @@ def test_work_that_waits_for_the_broker_is_counted_and_the_queues_part_says_unre
     )
     assert value(down, "rag_scrape_ok", part="queues") == 0
     assert value(down, "rag_scrape_ok", part="db_connections") == 1
+
+
+ZEROED = (
+    ("rag_search_channel_skipped_total", {"channel": "vector", "reason": "timeout"}),
+    ("rag_search_channel_skipped_total", {"channel": "lexical", "reason": "error"}),
+    ("rag_broker_waits_total", {"kind": "skill"}),
+    ("rag_broker_waits_total", {"kind": "indexjob"}),
+    ("rag_llm_calls_total", {"model": "zero-model", "outcome": "ok"}),
+    ("rag_llm_calls_total", {"model": "zero-model", "outcome": "timeout"}),
+    ("rag_llm_calls_total", {"model": "zero-model", "outcome": "cooldown"}),
+)
+
+
+def test_a_fresh_scrape_lists_the_counters_that_move_only_on_trouble_at_zero(tmp_path):
+    """Before their first event (issue 43): a dashboard shows 0, not "No data". A fresh process in gunicorn's
+    multiprocess mode, as `make run` scrapes."""
+    directory = tmp_path / "metrics"
+    directory.mkdir()
+    scrape_once = (
+        "import django, sys; django.setup(); "
+        "from kernel.config import LLMConfig; from surfaces.metrics import metrics_text; "
+        "sys.stdout.write(metrics_text(llm=LLMConfig(base_url='http://127.0.0.1:9/v1', model='zero-model'), "
+        "multiprocess_dir=sys.argv[1]).decode())"
+    )
+    env = {**os.environ, "PROMETHEUS_MULTIPROC_DIR": str(directory), "DJANGO_SETTINGS_MODULE": "rag_site.settings"}
+    text = subprocess.run(
+        [sys.executable, "-c", scrape_once, str(directory)], cwd=ROOT, env=env, capture_output=True, text=True
+    )
+    assert text.returncode == 0, text.stderr
+    samples = {
+        (sample.name, tuple(sorted(sample.labels.items()))): sample.value
+        for family in text_string_to_metric_families(text.stdout)
+        for sample in family.samples
+    }
+    for name, labels in ZEROED:
+        assert samples.get((name, tuple(sorted(labels.items())))) == 0, (name, labels)

@@ -8,7 +8,7 @@ from django.db import connections
 
 from rag_site.backup.config import backup_config, code_migrations
 from rag_site.backup.errors import BackupError
-from rag_site.backup.services import backup_restore
+from rag_site.backup.services import backup_restore, embedding_exports_ready
 
 
 class Command(BaseCommand):
@@ -21,8 +21,13 @@ class Command(BaseCommand):
         parser.add_argument("path", type=Path, help="A directory written by rag_backup.")
         parser.add_argument("--force", action="store_true", help="Replace a database that holds data.")
         parser.add_argument("--database", default="default", help="The Django database alias (default: default).")
+        parser.add_argument(
+            "--no-warm-up",
+            action="store_true",
+            help="Do not export the embedding models' ONNX files now (the first search after the restore does).",
+        )
 
-    def handle(self, *args, path: Path, force: bool, database: str, **options) -> None:
+    def handle(self, *args, path: Path, force: bool, database: str, no_warm_up: bool, **options) -> None:
         config = backup_config(database)
         connections.close_all()  # this process's own connection must not hold the tables the restore drops
         started = time.perf_counter()
@@ -44,3 +49,7 @@ class Command(BaseCommand):
             self.stdout.write(f"  {label}: {count}")
         if report.pending:
             self.stdout.write(f"the backup predates {len(report.pending)} migrations: run `manage.py migrate`")
+        if not no_warm_up:
+            # Here, not in the web: the web starts serving at once and must not wait for a model.
+            for line in embedding_exports_ready(manifest.embedding_models):
+                self.stdout.write(line)
