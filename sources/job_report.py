@@ -4,7 +4,7 @@ and ``rag_index --wait`` show the same numbers for the same row."""
 
 from dataclasses import dataclass
 
-from sources.models import IndexJob
+from sources.models import IndexJob, JobStatus
 from sources.outcomes import JobFacts, Outcome, job_outcome
 from sources.progress import Counters, Progress, progress_read
 
@@ -15,6 +15,8 @@ def job_facts(job: IndexJob, *, status: str | None = None) -> JobFacts:
         status=status or job.status,
         message=job.message,
         targeted=bool(job.paths),
+        # Only a job its connector ended before listing succeeds without a phase (sources/pipeline/run.py).
+        up_to_date=(status or job.status) == JobStatus.SUCCEEDED and not job.phase,
         files_total=job.files_total,
         files_seen=job.files_seen,
         files_changed=job.files_changed,

@@ -62,6 +62,9 @@ class JobFacts:
     status: str
     message: str = ""
     targeted: bool = False
+    # Ended before listing anything, because its source said nothing is new (``Connector.prepare``: a git fetch
+    # that found no new commit); ``message`` says what is indexed.
+    up_to_date: bool = False
     files_total: int = 0
     files_seen: int = 0
     files_changed: int = 0
@@ -80,7 +83,7 @@ class JobFacts:
 @dataclass(frozen=True, slots=True)
 class Outcome:
     level: Level
-    title: str  # "Succeeded", "Nothing to index", "Cancelled", "Failed"
+    title: str  # "Succeeded", "Up to date", "Nothing to index", "Cancelled", "Failed"
     text: str  # the counts, in words
 
 
@@ -96,6 +99,8 @@ def job_outcome(facts: JobFacts) -> Outcome | None:
 
 
 def _succeeded(facts: JobFacts) -> Outcome:
+    if facts.up_to_date:
+        return Outcome(SUCCESS, "Up to date", facts.message or "nothing new to index")
     indexed = facts.files_changed + facts.files_unchanged
     parts = [_counted(facts)]
     if facts.files_deleted:
