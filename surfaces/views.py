@@ -156,7 +156,11 @@ def _query_results(identity, filters: Filters, scope, roots: list[WorkspaceRoot]
     except ValueError as exc:  # grep's schema checks (length, control characters)
         return {"query_error": str(exc).splitlines()[-1]}
     if found.grep is not None:
-        return {"grep": grep_view(found.grep, query, root_ids={root.name: root.pk for root in roots})}
+        return {
+            "grep": grep_view(found.grep, query, root_ids={root.name: root.pk for root in roots}),
+            "warnings": found.warnings,
+            "indexing": found.indexing,
+        }
     shown = list(found.hits[(filters.page - 1) * PAGE_SIZE : k])
     words = matching_words(
         query.symbol or query.search_text, [h.chunk.content for hit in shown for h in (hit, *hit.snippets)]
@@ -170,6 +174,7 @@ def _query_results(identity, filters: Filters, scope, roots: list[WorkspaceRoot]
         "more_url": filters.url(page=filters.page + 1) + "&more=1" if more else "",
         "elapsed_ms": round((time.perf_counter() - started) * 1000),
         "warnings": found.warnings,
+        "indexing": found.indexing,
     }
     if found.form == Form.SEARCH:
         results.update(_answer(filters))

@@ -293,3 +293,13 @@ def test_gibberish_gets_no_good_match_and_a_real_query_does_not(client, person, 
     assert 'class="hit"' in real and "No good match" not in real
     close = client.get("/", {"q": "undo the last deployment", "mode": "vector"}, headers={"HX-Request": "true"})
     assert "No good match" not in close.content.decode()  # no shared word, but close in meaning
+
+
+def test_a_search_while_skills_are_still_indexing_says_so_instead_of_try_other_words(client, person):
+    SkillFactory(slug="demo", body="# Demo\n\nStill on its way.\n")
+    partial = client.get("/", {"q": "zzzqqq"}, headers={"HX-Request": "true"}).content.decode()
+    assert '<p class="warning">1 source is still being indexed; results may be incomplete</p>' in partial
+    assert "Nothing matches “zzzqqq” yet. Search again once indexing ends" in partial
+    assert "Try other words" not in partial
+    grep = client.get("/", {"q": "re:zzz\\d+"}, headers={"HX-Request": "true"}).content.decode()
+    assert "1 source is still being indexed" in grep
