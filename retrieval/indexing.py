@@ -23,9 +23,9 @@ def sources_indexing_count(scope: Scope) -> int:
     jobs = IndexJob.objects.filter(root_id=OuterRef("root_id"))
     first_index = Exists(jobs.filter(status__in=_ACTIVE)) & ~Exists(jobs.filter(status=JobStatus.SUCCEEDED))
     changing = Exists(jobs.filter(status=JobStatus.RUNNING, files_changed__gt=0))
-    busy = Q(root__isnull=False) & (first_index | changing)
+    busy = Q(root__isnull=False) & Q(first_index | changing)
     for model in (Skill, Tool, UploadedDocument):
-        busy |= Exists(model.objects.filter(source_id=OuterRef("pk"), index_status__in=_WAITING))
+        busy = busy | Q(Exists(model.objects.filter(source_id=OuterRef("pk"), index_status__in=_WAITING)))
     return Source.objects.filter(scope.source_filter()).filter(busy).count()
 
 
