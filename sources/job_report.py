@@ -4,6 +4,7 @@ and ``rag_index --wait`` show the same numbers for the same row."""
 
 from dataclasses import dataclass
 
+from kernel.words import counted
 from sources.models import IndexJob, JobStatus
 from sources.outcomes import JobFacts, Outcome, job_outcome
 from sources.progress import Counters, Progress, progress_read
@@ -60,12 +61,12 @@ class Searchable:
 
     @property
     def text(self) -> str:
-        words = f"Searchable by words: {self.files_by_words:,} of {self.files_total:,} files"
+        words = f"Searchable by words: {self.files_by_words:,} of {counted(self.files_total, 'file')}"
         if self.chunks_by_words:
-            words += f" ({self.chunks_by_words:,} chunks written)"
+            words += f" ({counted(self.chunks_by_words, 'chunk')} written)"
         if not self.chunks_to_embed:
             return words
-        return f"{words} · by meaning: {self.chunks_by_meaning:,} of {self.chunks_to_embed:,} chunks"
+        return f"{words} · by meaning: {self.chunks_by_meaning:,} of {counted(self.chunks_to_embed, 'chunk')}"
 
 
 def job_searchable(job: IndexJob) -> Searchable:

@@ -18,6 +18,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
+from kernel.words import counted
+
 
 class Phase(StrEnum):
     QUEUED = "queued"
@@ -174,7 +176,7 @@ def progress_read(
     phase = phase or Phase.LISTING
     percent = int(mark * 100)
     if phase == Phase.LISTING:
-        found = f": {counters.files_total:,} files found so far" if counters.files_total else ""
+        found = f": {counted(counters.files_total, 'file')} found so far" if counters.files_total else ""
         return Progress(phase, mark, percent, None, "", None, f"Listing files{found}")
     measured = rate_measure(samples)
     rate, unit, eta = None, "", None
