@@ -751,8 +751,8 @@ DECLARED: tuple[Setting, ...] = (
         default=True,
         doc=(
             "Each web process loads the query embedding models, the context tokenizer and (with rerank on) "
-            "the cross-encoder as it starts, in the background, so the first search does not wait several "
-            "seconds for them."
+            "the cross-encoder once it has served its first request, in the background, so the first search does "
+            "not wait several seconds for them and the first page does not wait for the models."
         ),
     ),
     IntSetting(

@@ -12,7 +12,17 @@ application = get_wsgi_application()
 from django.conf import settings  # noqa: E402 - configured by get_wsgi_application
 
 if settings.RAG_WARMUP:
-    from retrieval.config import WarmUpConfig  # noqa: E402
-    from retrieval.warmup import warm_up_in_background  # noqa: E402
+    from django.core.signals import request_finished  # noqa: E402
 
-    warm_up_in_background(WarmUpConfig.from_settings())
+    _WARM_UP_UID = "rag_warm_up_after_first_page"
+
+    def _warm_up_after_first_page(**_) -> None:
+        # After the first response, not at start: loading the models took the CPU a booting web needed for its
+        # first page (a restart under load answered after 41 s). Disconnected once: only one request starts it.
+        if request_finished.disconnect(dispatch_uid=_WARM_UP_UID):
+            from retrieval.config import WarmUpConfig
+            from retrieval.warmup import warm_up_in_background
+
+            warm_up_in_background(WarmUpConfig.from_settings())
+
+    request_finished.connect(_warm_up_after_first_page, weak=False, dispatch_uid=_WARM_UP_UID)

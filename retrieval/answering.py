@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from kernel.llm import LLMClient, LLMError, LLMNotConfigured, LLMRejected, LLMUnavailable
+from kernel.words import counted
 from retrieval.assembly import SkillEntry
 from retrieval.citing import MarkerReader, uncited_numeric_sentences
 from retrieval.context import Context
@@ -131,7 +132,10 @@ def answer_events(
             yield AnswerEvent("delta", {"text": tail})
     uncited = uncited_numeric_sentences("".join(text))
     if reader.dropped:
-        warnings.append(f"{reader.dropped} citation marker(s) named no source and were removed from the answer")
+        removed = "was" if reader.dropped == 1 else "were"
+        warnings.append(
+            f"{counted(reader.dropped, 'citation marker')} named no source and {removed} removed from the answer"
+        )
     warnings.extend(f"a sentence states a number without citing a source: {s!r}" for s in uncited)
     by_number = {s.number: s for s in sources}
     yield AnswerEvent(

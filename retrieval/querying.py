@@ -18,6 +18,7 @@ from kernel.errors import InvalidInput
 from retrieval.confidence import good_match
 from retrieval.config import FilesLimits, SearchConfig
 from retrieval.grep import grep_answer
+from retrieval.indexing import indexing_warning, sources_indexing_count
 from retrieval.kinds import SEARCH_KINDS, kind_problem
 from retrieval.query_language import Form, ParsedQuery, text_kept
 from retrieval.schemas import GrepIn, GrepOut
@@ -41,7 +42,8 @@ class Narrowing:
 @dataclass(frozen=True, slots=True)
 class QueryResult:
     """``hits`` (search, symbol) or ``grep`` (matching lines); ``more``: the hits may go on past ``k``;
-    ``weak``: no good match (retrieval/confidence.py)."""
+    ``weak``: no good match (retrieval/confidence.py); ``indexing``: sources in scope still being indexed
+    (retrieval/indexing.py), also said in ``warnings``."""
 
     form: Form
     hits: tuple[Hit, ...] = ()
@@ -50,6 +52,7 @@ class QueryResult:
     weak: bool = False
     warnings: list[str] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)
+    indexing: int = 0
 
 
 def query_run(
@@ -93,13 +96,16 @@ def query_run(
     if source_ids == ():
         return QueryResult(form=form, warnings=warnings)  # a root one cannot see holds nothing one can find
     narrowed = replace(scope, kinds=kinds, source_ids=source_ids or scope.source_ids)
+    indexing = sources_indexing_count(narrowed)
+    if indexing:
+        warnings.append(indexing_warning(indexing))
     if form == Form.GREP:
         assert identity is not None, "grep answers for an identity"
         limits = files_limits or FilesLimits.from_settings()
         matched = _grep(identity, query, narrowed, narrowing, kinds, limits, grep_max_matches)
-        return QueryResult(form=form, grep=matched, warnings=warnings)
+        return QueryResult(form=form, grep=matched, warnings=warnings, indexing=indexing)
     if form == Form.SYMBOL:
-        return _symbols(query, narrowed, k=k, config=config, warnings=warnings)
+        return replace(_symbols(query, narrowed, k=k, config=config, warnings=warnings), indexing=indexing)
     text = query.search_text
     if not text.strip():
         raise InvalidInput(
@@ -131,6 +137,7 @@ def query_run(
         weak=bool(hits) and not good_match(hits, min_similarity=config.good_match_similarity),
         warnings=[*warnings, *found.warnings],
         timings=found.timings,
+        indexing=indexing,
     )
 
 

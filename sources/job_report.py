@@ -4,7 +4,8 @@ and ``rag_index --wait`` show the same numbers for the same row."""
 
 from dataclasses import dataclass
 
-from sources.models import IndexJob
+from kernel.words import counted
+from sources.models import IndexJob, JobStatus
 from sources.outcomes import JobFacts, Outcome, job_outcome
 from sources.progress import Counters, Progress, progress_read
 
@@ -15,6 +16,8 @@ def job_facts(job: IndexJob, *, status: str | None = None) -> JobFacts:
         status=status or job.status,
         message=job.message,
         targeted=bool(job.paths),
+        # Only a job its connector ended before listing succeeds without a phase (sources/pipeline/run.py).
+        up_to_date=(status or job.status) == JobStatus.SUCCEEDED and not job.phase,
         files_total=job.files_total,
         files_seen=job.files_seen,
         files_changed=job.files_changed,
@@ -58,12 +61,12 @@ class Searchable:
 
     @property
     def text(self) -> str:
-        words = f"Searchable by words: {self.files_by_words:,} of {self.files_total:,} files"
+        words = f"Searchable by words: {self.files_by_words:,} of {counted(self.files_total, 'file')}"
         if self.chunks_by_words:
-            words += f" ({self.chunks_by_words:,} chunks written)"
+            words += f" ({counted(self.chunks_by_words, 'chunk')} written)"
         if not self.chunks_to_embed:
             return words
-        return f"{words} · by meaning: {self.chunks_by_meaning:,} of {self.chunks_to_embed:,} chunks"
+        return f"{words} · by meaning: {self.chunks_by_meaning:,} of {counted(self.chunks_to_embed, 'chunk')}"
 
 
 def job_searchable(job: IndexJob) -> Searchable:

@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final, Literal
 
+from kernel.words import counted
 from sources.walk import EXCLUDED_DIRECTORY, GITIGNORED, GITIGNORED_DIRECTORY, NOT_INCLUDED
 
 Level = Literal["success", "warning", "error", "info"]
@@ -62,6 +63,9 @@ class JobFacts:
     status: str
     message: str = ""
     targeted: bool = False
+    # Ended before listing anything, because its source said nothing is new (``Connector.prepare``: a git fetch
+    # that found no new commit); ``message`` says what is indexed.
+    up_to_date: bool = False
     files_total: int = 0
     files_seen: int = 0
     files_changed: int = 0
@@ -80,7 +84,7 @@ class JobFacts:
 @dataclass(frozen=True, slots=True)
 class Outcome:
     level: Level
-    title: str  # "Succeeded", "Nothing to index", "Cancelled", "Failed"
+    title: str  # "Succeeded", "Up to date", "Nothing to index", "Cancelled", "Failed"
     text: str  # the counts, in words
 
 
@@ -96,10 +100,12 @@ def job_outcome(facts: JobFacts) -> Outcome | None:
 
 
 def _succeeded(facts: JobFacts) -> Outcome:
+    if facts.up_to_date:
+        return Outcome(SUCCESS, "Up to date", facts.message or "nothing new to index")
     indexed = facts.files_changed + facts.files_unchanged
     parts = [_counted(facts)]
     if facts.files_deleted:
-        parts.append(f"{facts.files_deleted:,} removed ({facts.chunks_deleted:,} chunks)")
+        parts.append(f"{facts.files_deleted:,} removed ({counted(facts.chunks_deleted, 'chunk')})")
     if left_out := left_out_words(facts.left_out):
         parts.append("left out: " + left_out)
     # Counts only: the summary is read by everyone who sees the job, and a reason ("encrypted PDF") is a problem
@@ -110,8 +116,8 @@ def _succeeded(facts: JobFacts) -> Outcome:
         parts.append(f"{facts.files_failed:,} failed")
     if facts.chunks_undescribed:
         parts.append(
-            f"{facts.chunks_undescribed:,} without a contextual description (the language model failed; "
-            "the next run tries again)"
+            f"{counted(facts.chunks_undescribed, 'chunk')} without a contextual description "
+            "(the language model failed; the next run tries again)"
         )
     text = "; ".join(parts)
     if indexed:
@@ -131,18 +137,21 @@ def _succeeded(facts: JobFacts) -> Outcome:
 
 def _counted(facts: JobFacts) -> str:
     indexed = facts.files_changed + facts.files_unchanged
-    files = f"{indexed:,} file{'s' if indexed != 1 else ''} indexed"
+    files = f"{counted(indexed, 'file')} indexed"
     if facts.files_changed and facts.files_unchanged:
         files += f" ({facts.files_changed:,} changed, {facts.files_unchanged:,} unchanged)"
     elif facts.files_unchanged:
         files += " (all unchanged)"
-    return f"{files}, {facts.chunks_embedded:,} chunks embedded"
+    return f"{files}, {counted(facts.chunks_embedded, 'chunk')} embedded"
 
 
 def _stopped(facts: JobFacts, why: str) -> str:
     if not facts.files_seen and not facts.files_total:
         return f"{why}, before it read any file"
-    done = f"after {facts.files_seen:,} of {facts.files_total:,} files ({facts.chunks_embedded:,} chunks embedded)"
+    done = (
+        f"after {facts.files_seen:,} of {counted(facts.files_total, 'file')} "
+        f"({counted(facts.chunks_embedded, 'chunk')} embedded)"
+    )
     return f"{why} {done}; what was stored stays, and the next job goes on from there"
 
 

@@ -18,6 +18,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
+from kernel.words import counted
+
 
 class Phase(StrEnum):
     QUEUED = "queued"
@@ -83,16 +85,23 @@ def share_estimate(counters: Counters, phase: str) -> float:
 def progress_advance(
     *, mark: float, samples: Sequence[Sequence[float]], counters: Counters, phase: str, now: float
 ) -> tuple[float, list[Sample]]:
-    """The new high-water mark and sample window after a heartbeat at ``now`` (unix seconds)."""
+    """The new high-water mark and samples after a heartbeat at ``now`` (unix seconds).
+
+    The first sample is the anchor (the last beat before reading started: the whole job's pace is measured from
+    it), the others the recent window.
+    """
     mark = max(mark, share_estimate(counters, phase))
     kept: list[Sample] = [(float(t), int(files), int(chunks)) for t, files, chunks in samples]
     if kept and now < kept[-1][0]:
         kept = []  # the clock went back (another host took the job over): start the window again
     kept.append((round(now, 2), counters.files_seen, counters.chunks_embedded))
+    if phase in (Phase.QUEUED, Phase.LISTING, ""):
+        return round(mark, 4), kept[-1:]  # no pace while listing: the anchor is the last beat before reading
+    anchor, window = kept[0], kept[1:]
     # The window keeps one sample older than its span, so the rate covers the whole span.
-    while len(kept) > 2 and (kept[1][0] <= now - RATE_WINDOW_SECONDS or len(kept) > MAX_SAMPLES):
-        kept.pop(0)
-    return round(mark, 4), kept
+    while len(window) > 2 and (window[1][0] <= now - RATE_WINDOW_SECONDS or len(window) > MAX_SAMPLES - 1):
+        window.pop(0)
+    return round(mark, 4), [anchor, *window]
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,16 +111,38 @@ class Rate:
     units_per_second: float
 
 
-def rate_measure(samples: Sequence[Sequence[float]]) -> Rate | None:
-    """Files and chunks per second between the oldest and the newest sample; None with too little to measure."""
-    if len(samples) < 2:
-        return None
-    (t0, files0, chunks0), (t1, files1, chunks1) = samples[0], samples[-1]
+def _rate_between(first: Sequence[float], last: Sequence[float]) -> Rate | None:
+    (t0, files0, chunks0), (t1, files1, chunks1) = first, last
     span = t1 - t0
     if span < 1.0:
         return None  # two beats a moment apart say nothing about the pace
     files, chunks = (files1 - files0) / span, (chunks1 - chunks0) / span
     return Rate(max(files, 0.0), max(chunks, 0.0), max(files + CHUNK_WEIGHT * chunks, 0.0))
+
+
+def rate_measure(samples: Sequence[Sequence[float]]) -> Rate | None:
+    """Files and chunks per second over the recent window (the samples after the anchor, or the anchor and the one
+    sample after it); None with too little to measure."""
+    if len(samples) < 2:
+        return None
+    return _rate_between(samples[1] if len(samples) > 2 else samples[0], samples[-1])
+
+
+# The time left divides by a blend of the recent pace and the whole job's so far, half each. The recent window
+# alone swings with every embedding batch and every stretch of unchanged files (a time left seen jumping from 17 to
+# 50 min within 40 s); the whole job's alone would be slow to follow a real change of pace.
+RECENT_WEIGHT = 0.5
+
+
+def eta_rate(samples: Sequence[Sequence[float]]) -> float | None:
+    """Work units per second the time left is told from: the recent pace blended with the whole job's so far."""
+    recent = rate_measure(samples)
+    if recent is None:
+        return None
+    overall = _rate_between(samples[0], samples[-1])
+    if overall is None:
+        return recent.units_per_second
+    return RECENT_WEIGHT * recent.units_per_second + (1 - RECENT_WEIGHT) * overall.units_per_second
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,15 +176,16 @@ def progress_read(
     phase = phase or Phase.LISTING
     percent = int(mark * 100)
     if phase == Phase.LISTING:
-        found = f": {counters.files_total:,} files found so far" if counters.files_total else ""
+        found = f": {counted(counters.files_total, 'file')} found so far" if counters.files_total else ""
         return Progress(phase, mark, percent, None, "", None, f"Listing files{found}")
     measured = rate_measure(samples)
     rate, unit, eta = None, "", None
     if measured is not None:
         embedding = counters.chunks_queued > 0 and measured.chunks_per_second > 0
         rate, unit = (measured.chunks_per_second, "chunks/s") if embedding else (measured.files_per_second, "files/s")
-        if measured.units_per_second > 0 and phase != Phase.FINISHING:
-            eta = round(max(units_total(counters) - units_done(counters), 0.0) / measured.units_per_second)
+        pace = eta_rate(samples)
+        if pace and phase != Phase.FINISHING:
+            eta = round(max(units_total(counters) - units_done(counters), 0.0) / pace)
     parts = [f"{phase.capitalize()}: {percent}%"]
     if rate is not None:
         parts.append(f"{rate:,.1f} {unit}")

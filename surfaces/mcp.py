@@ -36,6 +36,7 @@ from pydantic import BaseModel, ValidationError
 
 from access.identity import Identity
 from kernel.errors import ApplicationError, application_error_body, connection_lost, error_body, http_status
+from kernel.words import counted
 from retrieval.answers import search_answer, skills_search_answer, tools_search_answer
 from retrieval.config import AnswerConfig, ContextConfig, FilesLimits, SearchConfig
 from retrieval.context import context_answer
@@ -172,7 +173,9 @@ def _read_text(out: ReadOut) -> str:
 def _grep_text(out: GrepOut) -> str:
     # One line per match, the way grep -n prints them, with the citation to pass on.
     lines = [f"[{m.root}] {m.citation}: {m.text}" for m in out.matches]
-    summary = f"{len(out.matches)} matching lines in {out.files_searched} files"
+    # The files its lines are in: files_searched counts every file read, most of them without a match.
+    files = len({(m.root, m.path) for m in out.matches})
+    summary = f"{counted(len(out.matches), 'matching line')} in {counted(files, 'file')}"
     if out.stopped:
         summary += f"; stopped early ({out.stopped}): there may be more"
     if out.message:
@@ -331,7 +334,7 @@ TOOLS: tuple[McpTool, ...] = (
         schema_out=RecallOut,
         answer=lambda identity, payload: memories_recall(identity, payload, config=SearchConfig.from_settings()),
         text=lambda out: "\n".join(
-            [f"{len(out.memories)} memories"]
+            [counted(len(out.memories), "memory", "memories")]
             + [f"[memory {m.id}, {m.created_at:%Y-%m-%d}] {m.text}" for m in out.memories]
         ),
     ),

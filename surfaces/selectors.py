@@ -5,6 +5,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pathspec
+from django.core.paginator import Paginator
 from django.db.models import Count, F, Max, Q, QuerySet, Sum
 
 from access.identity import Identity, scope_for
@@ -104,13 +105,14 @@ def job_get(job_id: int) -> IndexJob:
     return job
 
 
-FILES_SHOWN = 200
+FILES_SHOWN = 200  # a page of a root's files (the root's own page shows the first)
 
 
-def root_files_summary(*, root: WorkspaceRoot, scope: Scope) -> dict:
+def root_files_summary(*, root: WorkspaceRoot, scope: Scope, path_contains: str = "", page: int = 1) -> dict:
     """What a root produced: per indexed file its chunks, model, when and hash; and the skipped files of its last job.
 
     Files of segments outside ``scope`` (one gated to a channel the viewer lacks) are left out, skipped ones too.
+    ``path_contains`` and ``page``: the files listed, FILES_SHOWN a page by path (the totals count them all).
     """
     sources = root_sources(root).filter(pk__in=scope.source_ids_sql(enabled_only=False))
     files = IndexedFile.objects.filter(source__in=sources, generation=F("source__active_generation"))
@@ -118,16 +120,20 @@ def root_files_summary(*, root: WorkspaceRoot, scope: Scope) -> dict:
     waiting = Chunk.objects.filter(
         source__in=sources, generation=F("source__active_generation"), vector_pending=True
     ).count()
-    shown = list(files.select_related("embedding_model", "source").order_by("path")[:FILES_SHOWN])
+    listed = files.filter(path__icontains=path_contains) if path_contains else files
+    pages = Paginator(listed.select_related("embedding_model", "source").order_by("path"), FILES_SHOWN)
+    shown = pages.get_page(page)
     last = root.jobs.first()
     seen = root_path_visible(root=root, scope=scope)
     return {
-        "files": shown,
+        "files": list(shown),
+        "page": shown,
+        "path_contains": path_contains,
         "total_files": totals["files"] or 0,
         "total_chunks": totals["chunks"] or 0,
         "waiting_chunks": waiting,  # written words first, their vectors still to come
         "last_indexed": totals["last"],
-        "more": max((totals["files"] or 0) - len(shown), 0),
+        "more": max((totals["files"] or 0) - len(shown), 0),  # files not on this page
         "skipped": [row for row in last.errors if seen(row.get("path", ""))] if last else [],
         "last_job": last,
     }
@@ -180,9 +186,13 @@ def index_overview(*, scope: Scope) -> dict:
         .values("kind")
         .annotate(sources=Count("pk", distinct=True), enabled=Count("pk", filter=Q(enabled=True), distinct=True))
     }
+    # Chunks search reads: of enabled sources only (a superseded or unapproved memory, a disabled skill keep
+    # their rows, never searched).
     chunks = {
         kind: (n, waiting)
-        for kind, n, waiting in Chunk.objects.filter(generation=F("source__active_generation"), source__in=visible)
+        for kind, n, waiting in Chunk.objects.filter(
+            generation=F("source__active_generation"), source__in=scope.source_ids_sql()
+        )
         .values_list("source__kind")
         .annotate(n=Count("pk"), waiting=Count("pk", filter=Q(vector_pending=True)))
     }

@@ -48,6 +48,8 @@ _DOWNLOAD_TYPES = {
     ".xlsx": "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
 }
 _OPAQUE = "application/octet-stream"
+# Pygments' names of the lexers whose lines are prose, wrapped in the viewer.
+PROSE_LEXERS = frozenset({"Markdown", "Text only", "reStructuredText"})
 
 
 def view_skill(request, slug: str):
@@ -167,6 +169,9 @@ def _page(
     code = highlight(text, lexer, HtmlFormatter(linenos="inline", linespans="L", wrapcode=True))
     if pages is not None:
         code = _page_markers(code, pages)
+    # Prose (a skill, a document's extracted text, markdown or plain text) wraps its long lines: a PDF's paragraph is
+    # one line, cut off at the screen's edge. Code keeps its lines whole and scrolls sideways, as an editor shows it.
+    prose = pages is not None or lexer.name in PROSE_LEXERS
     return render(
         request,
         "retrieval/view.html",
@@ -174,6 +179,7 @@ def _page(
             "title": title,
             "subtitle": subtitle,
             "code": code,
+            "prose": prose,
             "cite": cite,
             "lines": len(file_lines(text)),
             "stale": stale,

@@ -4,6 +4,7 @@ import dataclasses
 import hashlib
 import json
 import time
+from pathlib import PurePosixPath
 from urllib.parse import urlencode
 
 from django.conf import settings
@@ -25,6 +26,7 @@ from retrieval.querying import Narrowing, query_run
 from retrieval.search import FILE_SNIPPETS, Hit, Mode, hits_tools
 from retrieval.symbols import SYMBOL_NAME
 from sources.models import (
+    COMMIT_KEY,
     DESCRIPTION_KEY,
     Chunk,
     IndexedFile,
@@ -156,7 +158,11 @@ def _query_results(identity, filters: Filters, scope, roots: list[WorkspaceRoot]
     except ValueError as exc:  # grep's schema checks (length, control characters)
         return {"query_error": str(exc).splitlines()[-1]}
     if found.grep is not None:
-        return {"grep": grep_view(found.grep, query, root_ids={root.name: root.pk for root in roots})}
+        return {
+            "grep": grep_view(found.grep, query, root_ids={root.name: root.pk for root in roots}),
+            "warnings": found.warnings,
+            "indexing": found.indexing,
+        }
     shown = list(found.hits[(filters.page - 1) * PAGE_SIZE : k])
     words = matching_words(
         query.symbol or query.search_text, [h.chunk.content for hit in shown for h in (hit, *hit.snippets)]
@@ -170,6 +176,7 @@ def _query_results(identity, filters: Filters, scope, roots: list[WorkspaceRoot]
         "more_url": filters.url(page=filters.page + 1) + "&more=1" if more else "",
         "elapsed_ms": round((time.perf_counter() - started) * 1000),
         "warnings": found.warnings,
+        "indexing": found.indexing,
     }
     if found.form == Form.SEARCH:
         results.update(_answer(filters))
@@ -192,8 +199,16 @@ def _definitions(identity, filters: Filters, scope, roots: list[WorkspaceRoot]) 
         config=SearchConfig.from_settings(),
         narrowing=Narrowing(root=filters.root, language=filters.language),
     )
-    words = matching_words(name, [hit.chunk.content for hit in found.hits])
-    return _hit_views(list(found.hits), words, roots, first_rank=1)
+    # A long definition is several chunks of the same name in the same file: it is listed once.
+    seen: set[tuple[int, str, str]] = set()
+    hits = []
+    for hit in found.hits:
+        key = (hit.chunk.source_id, hit.chunk.path, hit.chunk.symbol)
+        if key not in seen:
+            seen.add(key)
+            hits.append(hit)
+    words = matching_words(name, [hit.chunk.content for hit in hits])
+    return _hit_views(hits, words, roots, first_rank=1)
 
 
 def _hit_views(
@@ -227,6 +242,7 @@ def _answer(filters: Filters) -> dict:
         Source.Kind.DOCUMENT: ["file"],
     }
     return {
+        "answer_box": True,  # sym:, re: and "exact text" find definitions and lines: no answer box, not "off"
         "answers_enabled": CitedAnswerConfig.from_settings().enabled,
         "answer_sources": kinds.get(filters.kind, ["file"] if filters.language else []),
     }
@@ -243,18 +259,21 @@ class Links:
     root_names: dict[int, str]
 
 
-def _trail(prefix: str, title: str) -> str:
+def _trail(prefix: str, title: str, *, shown: tuple[str, ...] = ()) -> str:
     """A chunk's section path as the page shows it: headings without their ``#`` marks, and without a first heading
-    that only repeats the hit's title (a skill's title is usually its top heading)."""
+    that only repeats the hit's title (a skill's title is usually its top heading), nor what the hit shows elsewhere
+    (``shown``: a document's file name, its page)."""
     parts = [part.lstrip("#").strip() for part in prefix.split(" > ")] if prefix else []
     if parts and parts[0].casefold() == title.casefold():
         parts = parts[1:]
-    return " › ".join(part for part in parts if part)
+    return " › ".join(part for part in parts if part and part not in shown)
 
 
 def _hit_view(hit: Hit, rank: int, words: set[str], links: Links, *, grouped: bool = False) -> dict:
     """One hit as the page shows it; grouped, with ``parts``: the best chunk and each snippet, a few lines each."""
     chunk, source = hit.chunk, hit.chunk.source
+    metadata = chunk.metadata or {}
+    anchor = metadata.get("anchor", "")
     shown = snippet(content=chunk.content, kind=source.kind, path=chunk.path, first_line=chunk.start_line, words=words)
     url = _chunk_url(chunk, links)
     parts = [
@@ -279,8 +298,17 @@ def _hit_view(hit: Hit, rank: int, words: set[str], links: Links, *, grouped: bo
         "kind": source.kind,
         "snippet": shown,
         "url": url,
-        "description": (chunk.metadata or {}).get(DESCRIPTION_KEY, ""),
-        "trail": _trail(chunk.context_prefix, hit.title),
+        "description": metadata.get(DESCRIPTION_KEY, ""),
+        # A document's chunk is named by its page ("p. 2"), which the trail holds too: shown once, in the trail, or
+        # (grouped) beside each part's lines; its file name is the card's title already.
+        "symbol": "" if chunk.symbol == anchor else chunk.symbol,
+        "trail": _trail(
+            chunk.context_prefix,
+            hit.title,
+            shown=(PurePosixPath(chunk.path).name, *([anchor] if grouped else [])) if anchor else (),
+        ),
+        # A git root's chunk carries the commit it was read at, as the viewer says it.
+        "commit": str(metadata.get(COMMIT_KEY, ""))[:12],
         "schema": links.schemas.get(source.pk, ""),
         "root_name": links.root_names.get(source.root_id, "") if source.root_id is not None else "",
         "parts": parts if grouped else [],

@@ -74,10 +74,10 @@ def test_the_skill_admin_re_embeds_an_unchanged_skill_only_when_forced(client, c
 
     first = chunk_ids()
     indexed_at = Skill.objects.get(pk=skill.pk).indexed_at
-    assert "Queued 1 skill(s) for indexing." in act("reindex")
+    assert "Queued 1 skill for indexing." in act("reindex")
     assert chunk_ids() == first and Skill.objects.get(pk=skill.pk).indexed_at == indexed_at  # unchanged: skipped
 
-    assert "Queued 1 skill(s) for re-embedding." in act("reindex_force")
+    assert "Queued 1 skill for re-embedding." in act("reindex_force")
     again = chunk_ids()
     assert len(again) == len(first) and not again & first  # replaced, not duplicated
     assert Skill.objects.get(pk=skill.pk).indexed_at > indexed_at

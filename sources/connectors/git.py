@@ -32,7 +32,7 @@ class GitConnector(FolderConnector):
         self.plan = git_roots.job_git_prepare(root=self.root, job=self.job, config=self.config.git)
         if self.plan.nothing:
             git_roots.root_git_indexed(root=self.root, plan=self.plan)
-            return f"no file changed: {self.plan.commit[:12]} is indexed"
+            return f"commit {self.plan.commit[:12]} is indexed; no file changed since"
         return None
 
     @property

@@ -115,6 +115,7 @@ class _Run:
 
     def run(self) -> None:
         if (nothing := self.connector.prepare()) is not None:
+            # Up to date: it ends without a phase, which is how its outcome tells it from a root with no files.
             jobs.job_finish(job_id=self.job.pk, status=JobStatus.SUCCEEDED, message=nothing, job=self.job)
             return
         try:

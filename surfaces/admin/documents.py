@@ -6,6 +6,7 @@ from django.db.models import Count
 from django.utils.html import format_html
 
 from kernel.errors import ApplicationError
+from kernel.words import counted
 from sources import tasks, uploads
 from sources.config import document_max_bytes
 from sources.models import UploadedDocument
@@ -146,4 +147,4 @@ class UploadedDocumentAdmin(ScopedAdminMixin, BrokerWarningMixin, admin.ModelAdm
         ids = [document.pk for document in self.rows_changeable(request, queryset)]
         for document_id in ids:
             tasks.item_enqueue(kind="document", pk=document_id)
-        self.message_user(request, f"Queued {len(ids)} document(s) for indexing.", messages.SUCCESS)
+        self.message_user(request, f"Queued {counted(len(ids), 'document')} for indexing.", messages.SUCCESS)

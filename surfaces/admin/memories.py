@@ -5,6 +5,7 @@ from django.contrib import admin, messages
 from django.db.models import QuerySet
 
 from kernel.errors import ApplicationError
+from kernel.words import counted
 from sources import tasks
 from sources.memories import MEMORY_MAX_CHARS, memory_approve, memory_text_clean
 from sources.models import Memory, MemoryStatus, memory_status_filter
@@ -120,11 +121,16 @@ class MemoryAdmin(ScopedAdminMixin, BrokerWarningMixin, admin.ModelAdmin):
     def approve(self, request, queryset) -> None:
         rows = self.rows_changeable(request, queryset)
         approved = memory_approve(memory_ids=[memory.pk for memory in rows], user=request.user)
-        self.message_user(request, f"Approved {approved} memory(s); they are served now.", messages.SUCCESS)
+        self.message_user(
+            request,
+            f"Approved {counted(approved, 'memory', 'memories')}; "
+            f"{'it is' if approved == 1 else 'they are'} served now.",
+            messages.SUCCESS,
+        )
 
     @admin.action(description="Re-index selected memories", permissions=["change"])
     def reindex(self, request, queryset) -> None:
         ids = [memory.pk for memory in self.rows_changeable(request, queryset)]
         for memory_id in ids:
             tasks.item_enqueue(kind="memory", pk=memory_id)
-        self.message_user(request, f"Queued {len(ids)} memory(s) for indexing.", messages.SUCCESS)
+        self.message_user(request, f"Queued {counted(len(ids), 'memory', 'memories')} for indexing.", messages.SUCCESS)

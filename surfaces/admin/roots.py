@@ -15,6 +15,7 @@ from django.urls import path, reverse
 from django.utils.html import format_html
 
 from kernel.errors import ApplicationError
+from kernel.words import counted
 from sources import git, git_hooks, git_roots, jobs, tasks
 from sources.config import git_config, web_limits, webhook_key
 from sources.connectors.web import web_url_problem
@@ -141,6 +142,7 @@ class RootForm(UnixNewlinesForm, forms.ModelForm):
             if not self.errors:
                 current = git_roots.root_git_path(name=cleaned.get("name") or "root", config=git_config())
         cleaned["path"] = current
+        cleaned["watch"] = False  # the watcher follows directories on disk; a git root changes by its fetches
         self.instance.directory_identity, self.instance.symlink_target = "", ""
         return cleaned
 
@@ -237,13 +239,25 @@ class WorkspaceRootAdmin(ScopedAdminMixin, BrokerWarningMixin, admin.ModelAdmin)
     def scope(self, root: WorkspaceRoot) -> str:
         return root.scope_label
 
+    def get_fieldsets(self, request, obj=None):
+        if obj is None or not (obj.is_git or obj.is_web):
+            return self.fieldsets
+        # The watcher ignores git and web roots (they change by fetches and crawls): no Watch box to tick in vain.
+        return [
+            (name, {**options, "fields": [f for f in options["fields"] if f != "watch"]})
+            for name, options in self.fieldsets
+        ]
+
     def get_urls(self):
         reindex = path(
             "<int:root_id>/reindex/",
             self.admin_site.admin_view(self.reindex_view),
             name="sources_workspaceroot_reindex",
         )
-        return [reindex, *super().get_urls()]
+        files = path(
+            "<int:root_id>/files/", self.admin_site.admin_view(self.files_view), name="sources_workspaceroot_files"
+        )
+        return [reindex, files, *super().get_urls()]
 
     def save_model(self, request, obj, form, change) -> None:
         super().save_model(request, obj, form, change)
@@ -345,13 +359,37 @@ class WorkspaceRootAdmin(ScopedAdminMixin, BrokerWarningMixin, admin.ModelAdmin)
         if root.pk is None:
             return "—"
         url = reverse("admin:sources_indexjob_changelist") + f"?root__id__exact={root.pk}"
-        return format_html('<a href="{}">{} job(s)</a>', url, root.jobs.count())
+        return format_html('<a href="{}">{}</a>', url, counted(root.jobs.count(), "job"))
 
     @admin.display(description="Files")
     def files_table(self, root: WorkspaceRoot) -> str:
         if root.pk is None:
             return "Saved roots are indexed at once; their files show here."
-        return render_to_string("admin/sources/root_files.html", root_files_summary(root=root, scope=row_scope(root)))
+        summary = root_files_summary(root=root, scope=row_scope(root))
+        if summary["more"]:
+            summary["browse_url"] = reverse("admin:sources_workspaceroot_files", args=[root.pk])
+        return render_to_string("admin/sources/root_files.html", summary)
+
+    def files_view(self, request, root_id: int):
+        """Every file a root indexed, FILES_SHOWN a page by path, filtered by what the path holds."""
+        root = self.get_object(request, str(root_id))
+        if root is None or not self.has_view_permission(request, root):
+            raise Http404(f"workspace root {root_id} does not exist")
+        page = request.GET.get("page", "1")
+        summary = root_files_summary(
+            root=root,
+            scope=row_scope(root),
+            path_contains=request.GET.get("path", "").strip()[:500],
+            page=int(page) if page.isdigit() else 1,
+        )
+        context = {
+            **self.admin_site.each_context(request),
+            **summary,
+            "opts": self.opts,
+            "root": root,
+            "title": f"Files of {root.name}",
+        }
+        return TemplateResponse(request, "admin/sources/root_files_page.html", context)
 
     def reindex_view(self, request, root_id: int):
         if request.method != "POST" or not self.has_change_permission(request):

@@ -12,6 +12,7 @@ from django.template.loader import render_to_string
 from django.urls import path, reverse
 from django.utils.html import format_html
 
+from kernel.words import counted
 from sources import tasks
 from sources.chunking import front_matter_split
 from sources.config import indexing_config
@@ -126,7 +127,7 @@ class SkillAdmin(ScopedAdminMixin, BrokerWarningMixin, admin.ModelAdmin):
         for skill_id in skill_ids:
             tasks.item_enqueue(kind="skill", pk=skill_id, force=force)
         what = "re-embedding" if force else "indexing"
-        self.message_user(request, f"Queued {len(skill_ids)} skill(s) for {what}.", messages.SUCCESS)
+        self.message_user(request, f"Queued {counted(len(skill_ids), 'skill')} for {what}.", messages.SUCCESS)
 
     @admin.action(description="Re-index selected skills", permissions=["change"])
     def reindex(self, request, queryset) -> None:

@@ -93,7 +93,7 @@ def test_a_marker_naming_no_source_is_dropped_and_counted(answering, key_client)
     done = named(events, "done")[0]
     assert done["dropped_markers"] == 2
     assert [c["number"] for c in done["citations"]] == [1]
-    assert any("2 citation marker(s) named no source" in w for w in done["warnings"])
+    assert any("2 citation markers named no source" in w for w in done["warnings"])
 
 
 def test_a_sentence_with_a_number_that_cites_nothing_is_reported(answering, key_client):

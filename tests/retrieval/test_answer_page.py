@@ -33,3 +33,15 @@ def test_without_a_chat_model_the_page_tells_staff_how_to_turn_answers_on(skill,
     person.save(update_fields=["is_staff"])
     staff_html = client.get("/?q=renew+certificates").content.decode()
     assert "Cited answers are off" in staff_html and "RAG_LLM_MODEL" in staff_html
+
+
+def test_a_symbol_or_grep_search_offers_no_answer_and_does_not_say_answers_are_off(skill, person, client, settings):
+    """sym:, re: and "exact text" list definitions and lines: with a chat model configured a staff member was told
+    "Cited answers are off" there."""
+    person.is_staff = True
+    person.save(update_fields=["is_staff"])
+    for model in ("writer", ""):
+        settings.RAG_LLM_BASE_URL, settings.RAG_LLM_MODEL = ("http://127.0.0.1:9/v1", model) if model else ("", "")
+        for query in ("sym:renew", "re:renew\\w+", '"certbot every"'):
+            html = client.get("/", {"q": query}).content.decode()
+            assert 'id="answer"' not in html and "Cited answers are off" not in html, (model, query)

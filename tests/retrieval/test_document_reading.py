@@ -141,3 +141,12 @@ def test_a_download_needs_a_signed_in_person_and_serves_documents_only(client, l
 def test_a_document_changed_since_it_was_indexed_is_not_offered_for_download(person, client, library):
     Path(library.path, "report.pdf").write_bytes(documents.pdf_make([["A different report"]]))
     assert client.get(f"/download/file/{library.pk}/report.pdf").status_code == 409
+
+
+def test_a_document_hit_names_its_page_once(person, client, library):
+    """The hit's line read "p. 3 · report.pdf › p. 3": the page as the chunk's name and again in its heading path."""
+    for group, times in (("chunk", 1), ("file", 0)):  # one card per file: each part names its page beside its lines
+        page = client.get("/", {"q": documents.PAGE_THREE_PHRASE, "group": group}).content.decode()
+        path_line = page.split('<p class="path">', 1)[1].split("</p>", 1)[0]
+        assert path_line.count("p. 3") == times and "report.pdf" not in path_line, path_line
+    assert '<p class="part-where"' in page and "p. 3 (lines" in page

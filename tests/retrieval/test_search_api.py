@@ -3,6 +3,8 @@ import json
 import pytest
 
 from sources import services
+from sources.models import IndexJob, JobStatus, Skill, WorkspaceRoot
+from sources.roots import root_sources_sync
 from tests.factories import SkillFactory
 
 pytestmark = pytest.mark.django_db
@@ -140,3 +142,28 @@ def test_a_broken_rerank_model_keeps_the_fused_order(key_client, indexed, settin
     body = post(key_client, {"query": "nightly database backup", "k": 3, "rerank": True}).json()
     assert [h["chunk_id"] for h in body["hits"]] == [h["chunk_id"] for h in plain]
     assert len(body["warnings"]) == 1 and "not-a-model" in body["warnings"][0]
+
+
+def test_sources_still_being_indexed_are_said_in_the_warnings(key_client, indexed, tmp_path, settings):
+    """Minutes after a first start a search found nothing and said only "try other words": the demo skills were
+    still queued. Until their chunks are written, every search says how many sources are on their way."""
+    SkillFactory(slug="queued-one", body="# Queued\n\nNot indexed yet.\n")
+    SkillFactory(slug="queued-two", body="# Queued too\n\nNot indexed yet either.\n")
+    body = post(key_client, {"query": "nightly database backup", "k": 3}).json()
+    assert body["hits"] and body["warnings"] == ["2 sources are still being indexed; results may be incomplete"]
+    assert post(key_client, {"query": "sym:anything"}).json()["warnings"] == []  # sym: reads files only
+    # A root's first index, queued, counts as one more; once it succeeded a queued re-verify does not.
+    settings.RAG_ROOT_BASE_DIRS = [str(tmp_path)]
+    root = WorkspaceRoot.objects.create(name="notes", path=str(tmp_path), include_globs="*.md")
+    root_sources_sync(root=root)
+    job = IndexJob.objects.create(root=root)
+    body = post(key_client, {"query": "nightly database backup", "k": 3}).json()
+    assert body["warnings"] == ["3 sources are still being indexed; results may be incomplete"]
+    body = post(key_client, {"query": "sym:anything"}).json()
+    assert body["warnings"] == ["1 source is still being indexed; results may be incomplete"]
+    IndexJob.objects.filter(pk=job.pk).update(status=JobStatus.SUCCEEDED)
+    IndexJob.objects.create(root=root, trigger="reverify")
+    assert post(key_client, {"query": "backup", "sources": ["file"]}).json()["warnings"] == []
+    for skill in Skill.objects.filter(slug__startswith="queued-"):
+        services.skill_index(skill_id=skill.pk)
+    assert post(key_client, {"query": "nightly database backup", "k": 3}).json()["warnings"] == []

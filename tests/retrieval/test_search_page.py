@@ -293,3 +293,45 @@ def test_gibberish_gets_no_good_match_and_a_real_query_does_not(client, person, 
     assert 'class="hit"' in real and "No good match" not in real
     close = client.get("/", {"q": "undo the last deployment", "mode": "vector"}, headers={"HX-Request": "true"})
     assert "No good match" not in close.content.decode()  # no shared word, but close in meaning
+
+
+def test_a_search_while_skills_are_still_indexing_says_so_instead_of_try_other_words(client, person):
+    SkillFactory(slug="demo", body="# Demo\n\nStill on its way.\n")
+    partial = client.get("/", {"q": "zzzqqq"}, headers={"HX-Request": "true"}).content.decode()
+    assert '<p class="warning">1 source is still being indexed; results may be incomplete</p>' in partial
+    assert "Nothing matches “zzzqqq” yet. Search again once indexing ends" in partial
+    assert "Try other words" not in partial
+    grep = client.get("/", {"q": "re:zzz\\d+"}, headers={"HX-Request": "true"}).content.decode()
+    assert "1 source is still being indexed" in grep
+
+
+def test_a_definition_split_into_several_chunks_is_listed_once(client, person, tmp_path, settings):
+    """ "Defined as" listed ChangeList.get_queryset twice: a method longer than a chunk is several chunks."""
+    from sources.models import Chunk, WorkspaceRoot
+    from tests.conftest import index_root
+
+    settings.RAG_ROOT_BASE_DIRS = [str(tmp_path)]
+    settings.RAG_CHUNK_MAX_CHARS = 200
+    body = "".join(f"        queryset = queryset.filter(field_{n}=self.value_{n})\n" for n in range(12))
+    (tmp_path / "main.py").write_text(
+        f"class ChangeList:\n    def get_queryset(self, request):\n        queryset = self.root\n{body}"
+        "        return queryset\n"
+    )
+    index_root(WorkspaceRoot.objects.create(name="django", path=str(tmp_path)))
+    assert Chunk.objects.filter(symbol="ChangeList.get_queryset").count() > 1  # the case this is about
+    partial = client.get("/", {"q": "get_queryset"}, headers={"HX-Request": "true"}).content.decode()
+    definitions = partial.split("Defined as", 1)[1].split("</section>", 1)[0]
+    assert definitions.count("<code>ChangeList.get_queryset</code>") == 1
+
+
+def test_a_hit_from_a_git_root_shows_the_commit_it_was_read_at(client, person, code):
+    from sources.models import COMMIT_KEY, Chunk
+
+    commit = "0123456789abcdef0123456789abcdef01234567"
+    for chunk in Chunk.objects.filter(path="changelist.py"):
+        Chunk.objects.filter(pk=chunk.pk).update(metadata={**chunk.metadata, COMMIT_KEY: commit})
+    partial = client.get("/", {"q": "list page filters"}, headers={"HX-Request": "true"}).content.decode()
+    card = partial.split("changelist.py", 1)[1].split("</article>", 1)[0]
+    assert 'commit <code title="The commit it was read at">0123456789ab</code>' in card
+    other = partial.split("expressions.py", 1)[1].split("</article>", 1)[0] if "expressions.py" in partial else ""
+    assert "commit <code" not in other

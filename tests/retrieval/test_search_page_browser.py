@@ -213,3 +213,45 @@ def test_regex_exact_and_symbol_search_on_the_page_open_the_viewer_at_the_line(l
         page.locator("#q").press("Enter")
         expect(page.locator("#results .hit .path code")).to_have_text("refund_step_12")
     assert blocked == []
+
+
+@pytest.mark.parametrize("width", [1280, 390], ids=["desktop", "phone"])
+def test_the_viewer_wraps_prose_and_scrolls_code_sideways(live_server, tmp_path, settings, django_user_model, width):
+    """A PDF's sentence is one long line of its extracted text: it was cut off at the viewer's edge (desktop and
+    phone). Prose wraps, each wrapped line indented past its line number; code keeps its lines and scrolls."""
+    from sources.models import WorkspaceRoot
+    from tests.browser import sign_in
+    from tests.conftest import index_root
+
+    django_user_model.objects.create_user("reader", password=PASSWORD)
+    settings.RAG_ROOT_BASE_DIRS = [str(tmp_path)]
+    sentence = " ".join(["The refund is paid back to the card it came from within ten working days."] * 12)
+    (tmp_path / "policy.md").write_text(f"# Refunds\n\n{sentence}\n\nThe end.\n")
+    (tmp_path / "ledger.py").write_text("total = " + " + ".join(f"invoice.line_{n}.amount" for n in range(40)) + "\n")
+    root = WorkspaceRoot.objects.create(name="repo", path=str(tmp_path))
+    index_root(root)
+    with chromium(viewport={"width": width, "height": 800}) as browser:
+        page = browser.new_page()
+        sign_in(page, live_server.url, "reader", PASSWORD)
+        page.goto(f"{live_server.url}/view/file/{root.pk}/policy.md")
+        viewer = page.locator("#viewer")
+        assert viewer.evaluate("el => el.scrollWidth <= el.clientWidth")  # nothing cut off, nothing to scroll
+        line = page.locator("#L-3")
+        one_line = page.locator("#L-1").bounding_box()["height"]
+        assert line.bounding_box()["height"] > 2 * one_line  # the sentence wraps onto several lines
+        # The wrapped lines start right of the numbers: the number column stays clear.
+        assert line.evaluate(
+            """el => {
+                const range = document.createRange();
+                range.selectNodeContents(el);
+                const numbers = el.querySelector(".linenos").getBoundingClientRect().right;
+                const top = el.getBoundingClientRect().top;
+                const wrapped = Array.from(range.getClientRects()).filter(r => r.width > 0 && r.top > top + 2);
+                return wrapped.length > 0 && wrapped.every(r => r.left >= numbers - 1);
+            }"""
+        )
+        assert page.evaluate("document.documentElement.scrollWidth") <= width
+        page.goto(f"{live_server.url}/view/file/{root.pk}/ledger.py")
+        assert viewer.evaluate("el => el.scrollWidth > el.clientWidth")  # code keeps its line whole: it scrolls
+        assert page.locator("#L-1").bounding_box()["height"] < 2 * one_line
+        assert page.evaluate("document.documentElement.scrollWidth") <= width  # inside the viewer, not the page

@@ -93,7 +93,7 @@ def test_a_job_page_is_a_read_only_record_with_its_problems_as_a_table_and_links
     assert "<td><code>blob.py</code></td><td>binary file (NUL bytes)</td>" in page
     assert '<progress max="100" value="100"' in page and "hx-trigger" not in page  # finished: no polling
     root_page = admin_client.get(f"/admin/sources/workspaceroot/{root.pk}/change/").content.decode()
-    assert f'href="/admin/sources/indexjob/?root__id__exact={root.pk}">1 job(s)</a>' in root_page
+    assert f'href="/admin/sources/indexjob/?root__id__exact={root.pk}">1 job</a>' in root_page
     assert "<td><code>app.py</code></td><td>1</td><td>all-MiniLM-L6-v2#onnx</td>" in root_page  # chunks per file
     assert "<td><code>blob.py</code></td><td>binary file (NUL bytes)</td>" in root_page  # skipped, with the reason
 
@@ -147,7 +147,7 @@ def test_the_chunking_preview_shows_sections_and_lines_before_saving(admin_clien
     )
     html = preview.content.decode()
     assert (
-        "2 chunk(s)" in html
+        "2 chunks" in html
         and "<td>1-3</td><td># Deploy</td>" in html
         and "<td>5-7</td><td># Deploy &gt; ## Roll back</td>" in html
     )
@@ -209,7 +209,7 @@ def test_a_skills_page_lists_its_stored_chunks(admin_client):
     skill = Skill.objects.create(slug="deploy", body="# Deploy\n\nShip it.\n\n## Roll back\n\nRevert the tag.\n")
     services.skill_index(skill_id=skill.pk)
     page = admin_client.get(f"/admin/sources/skill/{skill.pk}/change/").content.decode()
-    assert "2 chunk(s), as search reads them" in page
+    assert "2 chunks, as search reads them" in page
     assert "<td>1</td><td>5-7</td><td># Deploy &gt; ## Roll back</td>" in page and "all-MiniLM-L6-v2" in page
 
 
@@ -241,3 +241,40 @@ def test_the_roots_list_costs_the_same_queries_for_three_roots_or_six(admin_clie
     assert six == three  # each row's last job comes with the page's one query for jobs, not one query per row
     listing = admin_client.get("/admin/sources/workspaceroot/").content.decode()
     assert listing.count("/admin/sources/indexjob/") >= 6  # and every row still links its last job
+
+
+def test_a_roots_files_are_browsed_page_by_page_and_filtered_by_path(admin_client, repo, monkeypatch):
+    """A root's page listed "the first 200 by path" of its files, with no way to the others."""
+    from surfaces import selectors
+
+    (repo / "docs").mkdir()
+    (repo / "docs" / "deploy.md").write_text("# Deploy\n\nShip it.\n")
+    root = WorkspaceRoot.objects.create(name="repo", path=str(repo))
+    index_root(root)
+    monkeypatch.setattr(selectors, "FILES_SHOWN", 2)  # a page of two files instead of 200
+    root_page = admin_client.get(f"/admin/sources/workspaceroot/{root.pk}/change/").content.decode()
+    files_url = reverse("admin:sources_workspaceroot_files", args=[root.pk])
+    assert f'<a href="{files_url}">Browse all 3 files: filter by path, page by page</a>' in root_page
+    first = admin_client.get(files_url).content.decode()
+    assert "<code>app.py</code>" in first and "<code>docs/deploy.md</code>" in first
+    assert "<code>guide.md</code>" not in first and "Page 1 of 2" in first and "1-2 by path" in first
+    second = admin_client.get(files_url, {"page": "2"}).content.decode()
+    assert "<code>guide.md</code>" in second and "<code>app.py</code>" not in second
+    filtered = admin_client.get(files_url, {"path": "DOCS/"}).content.decode()
+    assert "<code>docs/deploy.md</code>" in filtered and "<code>app.py</code>" not in filtered
+    assert "1 with “DOCS/” in the path" in filtered and "Page 1 of" not in filtered
+    assert "No file path holds “zebra”" in admin_client.get(files_url, {"path": "zebra"}).content.decode()
+    assert admin_client.get(reverse("admin:sources_workspaceroot_files", args=[root.pk + 99])).status_code == 404
+
+
+def test_the_overview_counts_only_the_chunks_search_reads_not_a_superseded_memory(admin_client):
+    from sources.memories import MemoryScope, Provenance, memory_index, memory_write
+
+    old = memory_write(text="The staging database is on db-1.", scope=MemoryScope(), provenance=Provenance("ops"))
+    memory_index(memory_id=old.pk)
+    new = memory_write(
+        text="The staging database moved to db-2.", scope=MemoryScope(), provenance=Provenance("ops"), supersedes=old
+    )
+    memory_index(memory_id=new.pk)
+    page = admin_client.get("/admin/overview/").content.decode()
+    assert "<td>Memory</td><td>2</td><td>1</td><td>1</td>" in page  # two sources, one served: one chunk searched

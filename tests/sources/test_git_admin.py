@@ -120,3 +120,15 @@ def test_a_migrated_root_says_how_to_bind_its_credential_until_it_is_saved_with_
     assert response.status_code == 302, response.context["adminform"].form.errors
     root.refresh_from_db()
     assert root.git_credential == "github-org" and not root.git_credential_legacy
+
+
+def test_a_git_root_offers_no_watch_box_since_the_watcher_ignores_it(admin_client, var):
+    form = root_form(var, path="", git_url="https://github.com/org/repo.git", git_branch="main")
+    admin_client.post("/admin/sources/workspaceroot/add/", {**form, "watch": "on"})
+    root = WorkspaceRoot.objects.get()
+    assert root.watch is False  # ticked on the add page (before it was a git root): not kept
+    change = admin_client.get(f"/admin/sources/workspaceroot/{root.pk}/change/").content.decode()
+    assert 'name="watch"' not in change and 'name="reverify_minutes"' in change
+    directory = WorkspaceRoot.objects.create(name="dir", path=str(var))
+    page = admin_client.get(f"/admin/sources/workspaceroot/{directory.pk}/change/").content.decode()
+    assert 'name="watch"' in page

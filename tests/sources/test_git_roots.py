@@ -9,6 +9,7 @@ from django.db.models import Count
 
 from sources import git, git_roots, jobs, pipeline, queues
 from sources.config import git_config
+from sources.job_report import job_outcome_read
 from sources.models import COMMIT_KEY, Chunk, FileText, IndexJob, JobStatus, Source, WorkspaceRoot
 from tests.gitrepo import Origin
 
@@ -105,10 +106,16 @@ def test_a_renamed_file_keeps_its_vectors(origin, indexed):
     assert "manual/guide.md" in texts and "docs/guide.md" not in texts
 
 
-def test_a_fetch_with_no_new_commit_embeds_nothing(indexed):
+def test_a_fetch_with_no_new_commit_embeds_nothing_and_says_up_to_date(indexed, admin_client):
     job = run(indexed, trigger="fetch")
-    assert job.status == JobStatus.SUCCEEDED and job.message.startswith("no file changed")
+    assert job.status == JobStatus.SUCCEEDED
     assert (job.files_total, job.chunks_embedded) == (0, 0)
+    outcome = job_outcome_read(job)
+    assert outcome is not None
+    assert (outcome.level, outcome.title) == ("success", "Up to date")
+    assert outcome.text == f"commit {indexed.git_commit[:12]} is indexed; no file changed since"
+    listing = admin_client.get("/admin/sources/workspaceroot/").content.decode()
+    assert '<b class="status status-success">Up to date</b>' in listing and "Nothing to index" not in listing
 
 
 def test_a_force_push_hands_the_rebuild_to_the_bulk_queue_and_rebuilds_in_a_new_generation(origin, indexed):

@@ -72,14 +72,38 @@ def test_a_job_with_nothing_to_embed_reports_files_per_second():
     assert (progress.rate, progress.rate_unit, progress.eta_seconds) == (100.0, "files/s", 5)
 
 
-def test_the_window_keeps_only_recent_samples_and_one_before_them():
-    mark, samples = 0.0, []
+def test_the_window_keeps_only_recent_samples_and_one_before_them_after_the_anchor():
+    mark, samples = progress_advance(mark=0.0, samples=[], counters=Counters(10), phase=Phase.LISTING, now=-4.0)
+    mark, samples = progress_advance(mark=mark, samples=samples, counters=Counters(10), phase=Phase.LISTING, now=-2.0)
+    assert samples == [(-2.0, 0, 0)]  # listing keeps only its last beat: the pace is measured from reading on
     for second in range(0, 100, 2):
         mark, samples = progress_advance(
             mark=mark, samples=samples, counters=Counters(10, 1, 0, 0), phase=Phase.READING, now=float(second)
         )
+    assert samples[0][0] == -2.0  # the anchor stays
     assert samples[-1][0] == 98.0
-    assert samples[0][0] <= 98.0 - RATE_WINDOW_SECONDS < samples[1][0]
+    assert samples[1][0] <= 98.0 - RATE_WINDOW_SECONDS < samples[2][0]
+
+
+def test_the_time_left_blends_the_recent_pace_with_the_whole_jobs_so_it_does_not_jump_with_one_slow_stretch():
+    # Ten minutes embedding a steady 10 chunks/s, then 30 s at a third of that (a slow batch).
+    mark, samples = 0.0, []
+    mark, samples = progress_advance(mark=mark, samples=samples, counters=Counters(100), phase=Phase.LISTING, now=0)
+    embedded = 0
+    for second in range(2, 632, 2):
+        embedded += 20 if second <= 600 else 7
+        counters = Counters(files_total=100, files_seen=100, chunks_queued=30000, chunks_embedded=embedded)
+        mark, samples = progress_advance(
+            mark=mark, samples=samples, counters=counters, phase=Phase.EMBEDDING, now=float(second)
+        )
+        if second == 600:
+            steady = read(counters, phase=Phase.EMBEDDING, mark=mark, samples=samples)
+    slow = read(counters, phase=Phase.EMBEDDING, mark=mark, samples=samples)
+    assert steady.rate == pytest.approx(10.0) and slow.rate == pytest.approx(3.5)  # the rate shown is the recent one
+    assert steady.eta_seconds is not None and slow.eta_seconds is not None
+    # The recent pace alone would almost triple the time left (2,400 s -> 6,800 s); the blend, less than double.
+    assert slow.eta_seconds < 1.6 * steady.eta_seconds
+    assert slow.eta_seconds > steady.eta_seconds  # it still follows the slower pace
 
 
 def test_the_same_row_reads_the_same_everywhere_and_a_finished_job_says_so():

@@ -2,18 +2,20 @@
 
 manage.py has already started (or joined) the embedded PostgreSQL and
 started the embedded Redis when no URLs are configured. This command
-migrates, creates the first admin, loads the demo skills, then runs two Celery
-workers (``worker`` for the bulk queue, ``interactive`` for saves:
-sources/queues.py), Celery beat, the watcher of workspace roots (RAG_WATCH:
-sources/watch.py), gunicorn and the front (Caddy on RAG_BIND, buffering
-slow clients before gunicorn's unix socket: rag_site/front.py) as child
-processes until Ctrl-C, restarting any of them that exits
-(rag_site/supervisor.py).
+migrates, creates the first admin, starts gunicorn and the front (Caddy on
+RAG_BIND, buffering slow clients before gunicorn's unix socket:
+rag_site/front.py) and waits for the first page, then loads the demo skills
+and starts two Celery workers (``worker`` for the bulk queue, ``interactive``
+for saves: sources/queues.py), Celery beat and the watcher of workspace roots
+(RAG_WATCH: sources/watch.py), as child processes until Ctrl-C, restarting
+any of them that exits (rag_site/supervisor.py).
 """
 
+import http.client
 import os
 import secrets
 import signal
+import socket
 import sys
 import time
 from pathlib import Path
@@ -31,6 +33,31 @@ from rag_site.supervisor import Supervisor
 from sources.queues import BULK, INTERACTIVE
 
 ADMIN_USERNAME = "admin"
+# How long the workers, beat and the watcher wait for the web to answer its first page before they start anyway.
+WEB_FIRST_SECONDS = 60.0
+
+
+def web_answers(socket_path: str, *, timeout: float = 2.0) -> bool:
+    """Whether the web (gunicorn on its unix socket) answers a request, whatever the status: it is serving."""
+    connection = _UnixHTTPConnection(socket_path, timeout=timeout)
+    try:
+        connection.request("GET", "/accounts/login/", headers={"Host": "localhost"})
+        return connection.getresponse().status > 0
+    except OSError:
+        return False  # not listening yet, or no worker took the request in time
+    finally:
+        connection.close()
+
+
+class _UnixHTTPConnection(http.client.HTTPConnection):
+    def __init__(self, socket_path: str, *, timeout: float) -> None:
+        super().__init__("localhost", timeout=timeout)
+        self.socket_path = socket_path
+
+    def connect(self) -> None:
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.settimeout(self.timeout)
+        self.sock.connect(self.socket_path)
 
 
 def web_command(*, python: str, bind: str, answers: bool | None = None) -> list[str]:
@@ -94,10 +121,6 @@ class Command(BaseCommand):
         self.stdout.write("applying migrations ...")
         call_command("migrate", interactive=False, verbosity=0)
         password = self._admin_ensure()
-        if not no_demo:
-            created = demo_skills_load()
-            if created:
-                self.stdout.write(f"loaded {len(created)} demo skills (indexing starts with the worker)")
 
         settings.STATIC_ROOT.mkdir(parents=True, exist_ok=True)  # whitenoise warns when it is missing
         # Every child writes its metrics here and /metrics sums them (kernel/metrics.py); emptied first, so a
@@ -105,6 +128,43 @@ class Command(BaseCommand):
         os.environ[metrics.MULTIPROC_ENV] = str(metrics.multiprocess_dir_reset(settings.VAR_DIR / "metrics"))
         python = sys.executable
         supervisor = Supervisor(log_dir=settings.VAR_DIR / "log")
+        # Handlers only raise a flag: a signal never lands in the middle of
+        # starting a child, and the loop stops everything in order.
+        stop_requested: list[bool] = []
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(signum, lambda *_: stop_requested.append(True))
+        try:
+            # The web first, alone: the workers, beat and the watcher each import the same code and more (the
+            # embedding model), and started beside it they took the CPU a booting web needed (a restart under
+            # load served its first page after 41 s). Nothing a page needs waits for them.
+            supervisor.start("web", web_command(python=python, bind=front.web_bind), env=web_env())
+            supervisor.start("front", front.argv, env=front.env)
+            self._banner(password, supervisor.log_dir)
+            self._web_wait(supervisor, front.web_bind.removeprefix("unix:"), stop_requested)
+            if not no_demo and not stop_requested:
+                created = demo_skills_load()
+                if created:
+                    self.stdout.write(f"loaded {len(created)} demo skills (indexing starts with the worker)")
+            if not stop_requested:
+                self._workers_start(supervisor, python)
+            while not stop_requested:
+                for line in supervisor.check():
+                    self.stderr.write(line)
+                time.sleep(0.5)
+            self.stdout.write("\nstopping ...")
+        finally:
+            supervisor.stop_all()
+            self.stdout.write("stopped front, web, workers and beat")
+
+    def _web_wait(self, supervisor: Supervisor, socket_path: str, stop_requested: list[bool]) -> None:
+        """Until the web answers a page (at most WEB_FIRST_SECONDS: a web that cannot start holds nothing up)."""
+        deadline = time.monotonic() + WEB_FIRST_SECONDS
+        while not stop_requested and time.monotonic() < deadline and not web_answers(socket_path):
+            for line in supervisor.check():
+                self.stderr.write(line)
+            time.sleep(0.2)
+
+    def _workers_start(self, supervisor: Supervisor, python: str) -> None:
         # One worker per queue: a full index job holds the bulk worker for minutes, never the one saves go to.
         supervisor.start(
             "worker", worker_command(python=python, queue=BULK, concurrency=settings.RAG_WORKER_CONCURRENCY)
@@ -129,24 +189,6 @@ class Command(BaseCommand):
         if settings.RAG_WATCH:
             # Watched roots (sources/watch.py): a changed file is queued for indexing within seconds.
             supervisor.start("watcher", [python, str(settings.BASE_DIR / "manage.py"), "rag_watch"])
-        supervisor.start("web", web_command(python=python, bind=front.web_bind), env=web_env())
-        supervisor.start("front", front.argv, env=front.env)
-        self._banner(password, supervisor.log_dir)
-
-        # Handlers only raise a flag: a signal never lands in the middle of
-        # starting a child, and the loop stops everything in order.
-        stop_requested = []
-        for signum in (signal.SIGINT, signal.SIGTERM):
-            signal.signal(signum, lambda *_: stop_requested.append(True))
-        try:
-            while not stop_requested:
-                for line in supervisor.check():
-                    self.stderr.write(line)
-                time.sleep(0.5)
-            self.stdout.write("\nstopping ...")
-        finally:
-            supervisor.stop_all()
-            self.stdout.write("stopped front, web, workers and beat")
 
     def _admin_ensure(self) -> str | None:
         """Create the first admin with a generated password, shown only now."""

@@ -5,6 +5,7 @@ import time
 from django.core.management.base import BaseCommand, CommandError
 
 from kernel.errors import ApplicationError
+from kernel.words import counted
 from sources import tasks
 from sources.job_report import job_outcome_read, job_progress_read
 from sources.jobs import job_state, jobs_ahead
@@ -128,9 +129,10 @@ class Command(BaseCommand):
         for job in rows:
             took = (job.finished_at - job.started_at).total_seconds() if job.finished_at and job.started_at else 0.0
             summary = (
-                f"{job.root.name}: job {job.pk} {job.status} in {took:.0f} s: {job.files_total:,} files "
+                f"{job.root.name}: job {job.pk} {job.status} in {took:.0f} s: {counted(job.files_total, 'file')} "
                 f"({job.files_changed:,} changed, {job.files_unchanged:,} unchanged, {job.files_skipped:,} skipped, "
-                f"{job.files_failed:,} failed, {job.files_deleted:,} removed), {job.chunks_embedded:,} chunks embedded"
+                f"{job.files_failed:,} failed, {job.files_deleted:,} removed), "
+                f"{counted(job.chunks_embedded, 'chunk')} embedded"
             )
             if job.status == JobStatus.SUCCEEDED:
                 self.stdout.write(summary)
