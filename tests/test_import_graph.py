@@ -162,14 +162,14 @@ def test_the_product_never_imports_measurement():
 
 def test_only_the_ninja_api_imports_the_routers():
     # The routers are HTTP edges: the MCP server and everything else share the answer functions, not the endpoints.
+    # Every module in surfaces/routes/ is a router, found here, not listed: a new one is covered when it is added.
     modules = project_modules()
     graph = {name: imports_of(name, path, modules) for name, path in modules.items()}
-    routers = {"surfaces.routes.retrieval", "surfaces.routes.sources", "surfaces.api"}
-    importers = {name: sorted(graph[name] & routers) for name in graph if graph[name] & routers}
-    assert importers == {
-        "surfaces.api": ["surfaces.routes.retrieval", "surfaces.routes.sources"],
-        "rag_site.urls": ["surfaces.api"],
-    }
+    routers = sorted(name for name in modules if name.startswith("surfaces.routes."))
+    assert len(routers) >= 5 and "surfaces.routes.retrieval" in routers
+    edges = {*routers, "surfaces.api"}
+    importers = {name: sorted(graph[name] & edges) for name in graph if graph[name] & edges}
+    assert importers == {"surfaces.api": routers, "rag_site.urls": ["surfaces.api"]}
 
 
 def test_order_checker_sees_an_import_of_a_later_package_inside_a_function(tmp_path):
