@@ -1212,9 +1212,9 @@ DECLARED: tuple[Setting, ...] = (
         default=60,
         minimum=0,
         doc=(
-            "Answers 401 or 403 per client address per minute under `/api/`, on `/mcp` and `/metrics`; past it "
-            "the address gets 429 with `Retry-After` until the minute ends, except on `/api/v1/health` (0 = no "
-            "limit)."
+            "Answers 401 or 403 per client address in any 60 seconds under `/api/`, on `/mcp` and `/metrics`; at "
+            "it the address gets 429 with `Retry-After` until the oldest of them is a minute old, except on "
+            "`/api/v1/health` (0 = no limit)."
         ),
     ),
     IntSetting(
