@@ -421,8 +421,8 @@ DECLARED: tuple[Setting, ...] = (
         topic=RUNTIME,
         default=1,
         minimum=1,
-        doc="Processes of the bulk worker under `make run` (full index jobs, rebuilds, re-verify, uploaded "
-        "documents' extraction; each loads the model once).",
+        doc="Processes of the bulk worker under `make run` and compose's `worker` (full index jobs, rebuilds, "
+        "re-verify, uploaded documents' extraction; each loads the model once).",
     ),
     IntSetting(
         name="RAG_INTERACTIVE_CONCURRENCY",
@@ -430,8 +430,9 @@ DECLARED: tuple[Setting, ...] = (
         default=1,
         minimum=1,
         maximum=8,
-        doc="Processes of the interactive worker under `make run` (saved skills, tools and memories, targeted "
-        "jobs): its own, so a save never waits behind a full index job or an extraction.",
+        doc="Processes of the interactive worker under `make run` and compose's `interactive` (saved skills, "
+        "tools and memories, targeted jobs): its own, so a save never waits behind a full index job or an "
+        "extraction.",
     ),
     BoolSetting(
         name="RAG_WATCH",
