@@ -1,9 +1,11 @@
-"""The pre-commit hooks run what `make lint` runs, and the linters' caches stay out of git."""
+"""The pre-commit hooks run what `make lint` runs, docs/development.md says what it checks, and the linters' caches
+stay out of git."""
 
 import re
 import shlex
 import shutil
 import subprocess
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -46,3 +48,13 @@ def test_the_linters_caches_are_ignored():
     paths = [".mypy_cache/3.11/cache.db", ".ruff_cache/0.17.0/cache", ".pytest_cache/v/cache"]
     ignored = subprocess.run(["git", "check-ignore", *paths], cwd=ROOT, capture_output=True, text=True)
     assert ignored.stdout.split() == paths
+
+
+def test_the_development_guide_names_every_package_mypy_checks():
+    checked = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["mypy"]["files"]
+    guide = " ".join((ROOT / "docs" / "development.md").read_text().split())
+    sentence = re.search(r"mypy checks the (\w+) packages, (.+?)\)", guide)
+    assert sentence, "docs/development.md no longer says which packages mypy checks"
+    named = re.findall(r"`(\w+)`", sentence.group(2))
+    assert sorted(named) == sorted(checked)
+    assert sentence.group(1) == {4: "four", 5: "five", 6: "six", 7: "seven", 8: "eight"}.get(len(checked))
