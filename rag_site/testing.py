@@ -88,7 +88,7 @@ def pytest_load_initial_conftests(early_config, parser, args):
     os.environ.setdefault("SECRET_KEY", "test-only-secret-key-not-for-production-0123456789")
     # Every test client calls from 127.0.0.1, so the 401s and 403s that many
     # tests expect would add up to 429s in the next test; the tests of that
-    # limit set it themselves (tests/retrieval/test_auth_failures.py).
+    # limit set it themselves (tests/access/test_auth_failures.py).
     os.environ.setdefault("RAG_AUTH_FAILURES_PER_MINUTE", "0")
     global BROKER, SERVERS
     SERVERS = servers_wanted()
