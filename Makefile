@@ -44,11 +44,12 @@ lint: install
 test: install browser lint
 	$(VENV)/bin/pytest
 
-# The inner loop: tests marked `unit` only, without the embedded PostgreSQL
-# and Valkey (rag_site/testing.py); a test that needs the database fails and
-# names the mark. `make test` (what CI runs) still runs everything.
+# The inner loop: tests marked `unit` and not `slow` (so not the ONNX-against-
+# PyTorch comparisons or the documentation crawl), without the embedded
+# PostgreSQL and Valkey (rag_site/testing.py); a test that needs the database
+# fails and names the mark. `make test` (what CI runs) still runs everything.
 test-fast: install
-	RAG_TEST_SERVERS=0 $(VENV)/bin/pytest -m unit
+	RAG_TEST_SERVERS=0 $(VENV)/bin/pytest -m "unit and not slow"
 
 # Headless Chromium for the browser tests, and Python's HTML documentation
 # (python3-doc) the web crawler's test serves as a real site, from Debian's

@@ -3,10 +3,10 @@
 Every 401 (no key, a bad, unknown, revoked or expired key) and 403 (a
 forbidden widening of the scope, a missing permission, a foreign Origin)
 counts against the client's address, as surfaces/proxy.py decides it, in a
-one-minute window. Once the address has RAG_AUTH_FAILURES_PER_MINUTE of
-them, its requests get 429 with Retry-After until the window ends, before
-any key is looked at: a good key sent from the same address waits too, or
-guessing could go on behind one.
+sliding one-minute window. Once the address has RAG_AUTH_FAILURES_PER_MINUTE
+of them in the last 60 seconds, its requests get 429 with Retry-After until
+the oldest is a minute old, before any key is looked at: a good key sent
+from the same address waits too, or guessing could go on behind one.
 
 Counted here, by the answer's status, so a refusal counts whichever layer
 made it (ninja's auth classes, the scope rule, /mcp's own checks). A tool

@@ -8,7 +8,7 @@ passed. Chunks are
 visible when their source is and they belong to its active generation, so a
 model switch in progress is invisible until it flips.
 
-Both forms below state that rule; tests/retrieval/test_scope.py checks that
+Both forms below state that rule; tests/access/test_scope.py checks that
 they select the same sources for every kind of scope.
 """
 

@@ -39,10 +39,9 @@ from sources.chunking import ChunkResult, chunk_text, chunker_identity
 from sources.config import embedding_config
 from sources.embedding import embedder_for
 from sources.ingest import embed_text, embedding_model_for, embedding_model_index_ensure
-from sources.models import Chunk, EmbeddingModel, Source
+from sources.models import Chunk, EmbeddingModel, Source, unowned_source_key
 
 BENCH_BOT = "rag-bench"
-KEY_PREFIX = "bench:"
 # Read in this order of preference; whichever are installed (django always is).
 PACKAGES = (
     "django",
@@ -169,7 +168,9 @@ def corpus_title(*, chunks: int, embedded: int, seed: int) -> str:
 def bench_source(*, chunks: int, embedded: int, seed: int) -> Source | None:
     """The finished corpus built this way, if the database holds one."""
     source = Source.objects.filter(
-        key=f"{KEY_PREFIX}{chunks}", enabled=True, title=corpus_title(chunks=chunks, embedded=embedded, seed=seed)
+        key=unowned_source_key("bench", chunks),
+        enabled=True,
+        title=corpus_title(chunks=chunks, embedded=embedded, seed=seed),
     ).first()
     if source is None or Chunk.objects.filter(source=source).count() != chunks:
         return None
@@ -185,7 +186,9 @@ def bench_corpus_drop() -> int:
     query and recall 1.0, against 2 ms with a rebuilt index). CONCURRENTLY,
     so searches on a shared database (--yes) go on meanwhile.
     """
-    ids = list(Source.objects.filter(key__startswith=KEY_PREFIX, bot_id=BENCH_BOT).values_list("pk", flat=True))
+    # A bench corpus is the bench bot's file source under no root (a root's sources point to it).
+    corpora = Source.objects.filter(bot_id=BENCH_BOT, kind=Source.Kind.FILE, root__isnull=True)
+    ids = list(corpora.values_list("pk", flat=True))
     if not ids:
         return 0
     with transaction.atomic(), connection.cursor() as cursor:
@@ -311,7 +314,7 @@ def bench_corpus_ensure(
     # Disabled until complete: an interrupted build is never reused (bench_source) and is dropped next time.
     source = Source.objects.create(
         kind=Source.Kind.FILE,
-        key=f"{KEY_PREFIX}{chunks}",
+        key=unowned_source_key("bench", chunks),
         bot_id=BENCH_BOT,
         enabled=False,
         title=corpus_title(chunks=chunks, embedded=count, seed=seed),

@@ -24,7 +24,7 @@ from retrieval.tokens import ENCODINGS, token_count
 from sources.chunking import chunk_text, chunker_identity
 from sources.config import indexing_config
 from sources.ingest import Batch, Document, content_hash, embedding_model_for, fingerprint
-from sources.models import IndexedFile, Source
+from sources.models import IndexedFile, Source, unowned_source_key
 
 # Documents embedded per call: big calls pad less (see RAG_INDEX_FLUSH_CHUNKS).
 _FLUSH = 1024
@@ -98,7 +98,7 @@ def dataset_index(dataset: Dataset) -> tuple[Source, int]:
     model = embedding_model_for(config=indexing.embedding)
     config = indexing.ingest
     source, _ = Source.objects.get_or_create(
-        key=f"dataset:{dataset.name}", defaults={"kind": Source.Kind.DATASET, "title": dataset.name}
+        key=unowned_source_key("dataset", dataset.name), defaults={"kind": Source.Kind.DATASET, "title": dataset.name}
     )
     known = dict(IndexedFile.objects.filter(source=source, generation=0).values_list("path", "fingerprint"))
     batch = Batch(track_files=True, config=indexing, flush_chunks=_FLUSH)

@@ -421,8 +421,8 @@ DECLARED: tuple[Setting, ...] = (
         topic=RUNTIME,
         default=1,
         minimum=1,
-        doc="Processes of the bulk worker under `make run` (full index jobs, rebuilds, re-verify, uploaded "
-        "documents' extraction; each loads the model once).",
+        doc="Processes of the bulk worker under `make run` and compose's `worker` (full index jobs, rebuilds, "
+        "re-verify, uploaded documents' extraction; each loads the model once).",
     ),
     IntSetting(
         name="RAG_INTERACTIVE_CONCURRENCY",
@@ -430,8 +430,9 @@ DECLARED: tuple[Setting, ...] = (
         default=1,
         minimum=1,
         maximum=8,
-        doc="Processes of the interactive worker under `make run` (saved skills, tools and memories, targeted "
-        "jobs): its own, so a save never waits behind a full index job or an extraction.",
+        doc="Processes of the interactive worker under `make run` and compose's `interactive` (saved skills, "
+        "tools and memories, targeted jobs): its own, so a save never waits behind a full index job or an "
+        "extraction.",
     ),
     BoolSetting(
         name="RAG_WATCH",
@@ -1226,9 +1227,9 @@ DECLARED: tuple[Setting, ...] = (
         default=60,
         minimum=0,
         doc=(
-            "Answers 401 or 403 per client address per minute under `/api/`, on `/mcp` and `/metrics`; past it "
-            "the address gets 429 with `Retry-After` until the minute ends, except on `/api/v1/health` (0 = no "
-            "limit)."
+            "Answers 401 or 403 per client address in any 60 seconds under `/api/`, on `/mcp` and `/metrics`; at "
+            "it the address gets 429 with `Retry-After` until the oldest of them is a minute old, except on "
+            "`/api/v1/health` (0 = no limit)."
         ),
     ),
     IntSetting(

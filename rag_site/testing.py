@@ -8,6 +8,12 @@ a Celery worker start a real one against the same URLs.
 ``RAG_TEST_SERVERS=0`` (``make test-fast``, with ``-m unit``) starts neither
 server: the URLs point at a port where nothing listens, and a test that needs
 the database fails with a message naming the ``unit`` mark.
+
+The ONNX exports (sources/embedding/onnx_export.py) outlive the session: the
+session's ``RAG_VAR_DIR/models/onnx`` links to one directory per user
+(``RAG_TEST_ONNX_CACHE``, by default ``rag-test-onnx-<uid>`` in the system's
+temporary directory), so MiniLM's 87 MB export is built once, not on every
+run.
 """
 
 import atexit
@@ -33,6 +39,33 @@ UNUSED_REDIS_URL = "redis://127.0.0.1:1/0"
 DATABASE_FIXTURES = frozenset({"db", "transactional_db", "django_db_setup", "live_server"})
 
 
+def onnx_cache_dir() -> Path:
+    """Where every session's ONNX exports go (RAG_TEST_ONNX_CACHE, else ``rag-test-onnx-<uid>`` in the temp dir)."""
+    # Read with os.environ, like RAG_TEST_SERVERS: a test-only switch, not a setting.
+    chosen = os.environ.get("RAG_TEST_ONNX_CACHE", "").strip()
+    return Path(chosen) if chosen else Path(tempfile.gettempdir()) / f"rag-test-onnx-{os.getuid()}"
+
+
+def onnx_cache_share(var_dir: Path, shared: Path) -> bool:
+    """Link ``var_dir/models/onnx`` to ``shared``; returns whether it did.
+
+    Safe for sessions running at once: an export's directory is named by the
+    weights' and the exporter's checksums and published by a rename, and a
+    torn one is exported again (onnx_export.py). A directory that cannot be
+    made, or that another user owns (a shared /tmp), is not used: the
+    session then exports into its own var dir, as the product does.
+    """
+    try:
+        shared.mkdir(mode=0o700, parents=True, exist_ok=True)
+        if shared.stat().st_uid != os.getuid():
+            return False
+        (var_dir / "models").mkdir(parents=True, exist_ok=True)
+        (var_dir / "models" / "onnx").symlink_to(shared.resolve(), target_is_directory=True)
+    except OSError:
+        return False
+    return True
+
+
 def servers_wanted() -> bool:
     # Read with os.environ, not kernel.env: this is no setting, so it stays out of env.READ.
     value = os.environ.get("RAG_TEST_SERVERS", "1").strip()
@@ -51,10 +84,11 @@ def pytest_load_initial_conftests(early_config, parser, args):
     # Registered first so it runs last, after the servers have stopped.
     atexit.register(shutil.rmtree, root, ignore_errors=True)
     os.environ["RAG_VAR_DIR"] = str(root / "var")
+    onnx_cache_share(root / "var", onnx_cache_dir())
     os.environ.setdefault("SECRET_KEY", "test-only-secret-key-not-for-production-0123456789")
     # Every test client calls from 127.0.0.1, so the 401s and 403s that many
     # tests expect would add up to 429s in the next test; the tests of that
-    # limit set it themselves (tests/retrieval/test_auth_failures.py).
+    # limit set it themselves (tests/access/test_auth_failures.py).
     os.environ.setdefault("RAG_AUTH_FAILURES_PER_MINUTE", "0")
     global BROKER, SERVERS
     SERVERS = servers_wanted()

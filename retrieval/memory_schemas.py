@@ -8,7 +8,7 @@ from pydantic import AfterValidator, AwareDatetime, ConfigDict, StringConstraint
 
 from retrieval.schemas import BodyIn, Query, ScopeIn, _no_control_characters
 from sources.memories import MEMORY_MAX_CHARS
-from sources.models import SCOPE_NAME, Memory, MemoryStatus
+from sources.models import SCOPE_NAME, Memory, MemoryStatus, source_key
 
 MemoryText = Annotated[
     str,
@@ -98,7 +98,7 @@ class MemoryOut(Schema):
             id=memory.pk,
             text=memory.text,
             status=memory.status,
-            citation_key=f"memory:{memory.pk}",
+            citation_key=source_key(memory),
             bot_id=memory.bot_id,
             client_id=memory.client_id,
             channels=memory.channels.split(),

@@ -261,6 +261,16 @@ def test_compose_runs_a_worker_for_each_queue():
     assert sorted(consumed) == sorted(QUEUES)  # each queue once, by a worker of its own
 
 
+@pytest.mark.parametrize(
+    ("service", "setting"), [("worker", "RAG_WORKER_CONCURRENCY"), ("interactive", "RAG_INTERACTIVE_CONCURRENCY")]
+)
+def test_compose_workers_run_the_processes_make_run_does(service, setting):
+    """The same setting as `make run` (rag_run.worker_command), read from .env, its default the registry's."""
+    concurrency = [arg for arg in COMPOSE["services"][service]["command"] if arg.startswith("--concurrency=")]
+    assert concurrency == [f"--concurrency=${{{setting}:-{SETTINGS[setting].default}}}"]
+    assert interpolate(concurrency[0], {setting: "3"}) == "--concurrency=3"
+
+
 @pytest.mark.parametrize("service", APP_SERVICES)
 def test_every_compose_command_names_a_real_entry_point(service):
     import importlib

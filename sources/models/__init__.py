@@ -13,7 +13,7 @@ from sources.models.chunks import (
     ChunkDescription,
 )
 from sources.models.documents import UploadedDocument
-from sources.models.keys import source_key
+from sources.models.keys import source_key, unowned_source_key
 from sources.models.memories import Memory, MemoryStatus, memory_status_filter
 from sources.models.roots import (
     ACTIVE_JOB_STATUSES,
@@ -58,5 +58,6 @@ __all__ = [
     "WorkspaceRoot",
     "memory_status_filter",
     "source_key",
+    "unowned_source_key",
     "words",
 ]

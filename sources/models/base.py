@@ -60,9 +60,9 @@ class Source(models.Model):
         MEMORY = "memory", "Memory"
 
     kind = models.CharField(max_length=16, choices=Kind.choices)
-    # A label for admin lists, logs and citations, written by sources.models.keys.source_key only: code finds a
-    # source's owner by the keys (Skill.source, Tool.source, Segment.source, WorkspaceRoot.source, root,
-    # UploadedDocument.source), never by it.
+    # A label for admin lists, logs and citations, written by sources.models.keys only (source_key,
+    # unowned_source_key): code finds a source's owner by the keys (Skill.source, Tool.source, Segment.source,
+    # WorkspaceRoot.source, root, UploadedDocument.source), never by it.
     key = models.CharField(
         max_length=512, unique=True, help_text="skill:SLUG, tool:KEY, root:ID, root:ID:segment:ID or document:ID"
     )

@@ -4,7 +4,11 @@ The key is a unique, readable label (admin lists, logs, citations). Code
 never parses it: a source's owner is found by its foreign keys
 (``Skill.source``, ``Tool.source``, ``WorkspaceRoot.source``,
 ``Segment.source``, ``UploadedDocument.source``, ``Memory.source`` and ``Source.root``).
+Sources no row owns (an evaluation's dataset, a benchmark's corpus) take
+theirs from ``unowned_source_key``.
 """
+
+from typing import Literal
 
 from sources.models.documents import UploadedDocument
 from sources.models.memories import Memory
@@ -29,3 +33,11 @@ def source_key(owner: Skill | Tool | WorkspaceRoot | Segment | UploadedDocument 
     if isinstance(owner, Memory):
         return f"memory:{owner.pk}"
     raise TypeError(f"no source stands for a {type(owner).__name__}")
+
+
+def unowned_source_key(kind: Literal["dataset", "bench"], name: str | int) -> str:
+    """The ``Source.key`` of a source no row owns: ``dataset:<name>`` (rag_eval's corpus) or ``bench:<chunks>``
+    (rag_bench's synthetic corpus)."""
+    if kind not in ("dataset", "bench"):
+        raise ValueError(f"no unowned source is a {kind!r}")
+    return f"{kind}:{name}"

@@ -6,7 +6,7 @@ import re
 import pytest
 
 from kernel.llm import process_breaker
-from tests.retrieval.test_access_matrix import QUERY, VISIBLE, caller, markers, sources  # noqa: F401 - a fixture
+from tests.access.test_access_matrix import QUERY, VISIBLE, caller, markers, sources  # noqa: F401 - a fixture
 
 pytestmark = pytest.mark.django_db
 

@@ -9,7 +9,7 @@ import pytest
 from sources.models import WorkspaceRoot
 from tests import documents
 from tests.conftest import index_root
-from tests.retrieval.test_mcp import tool_call
+from tests.surfaces.test_mcp import tool_call
 
 pytestmark = pytest.mark.django_db
 

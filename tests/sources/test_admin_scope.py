@@ -1,6 +1,6 @@
 """The scope matrix, extended to the admin console: every identity x every console view shows exactly what it may.
 
-tests/retrieval/test_access_matrix.py checks the API, MCP and the page; this
+tests/access/test_access_matrix.py checks the API, MCP and the page; this
 checks the admin console (issue 22, finding 1 and 12b). Each tenant's skill,
 tool, root, segment and failure carries a marker word in everything the
 console could print (slug, name, path, message); a page's answer is reduced

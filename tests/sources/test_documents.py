@@ -114,7 +114,7 @@ def test_a_document_over_the_memory_limit_fails_alone_and_the_rest_is_indexed(li
 
 
 def test_the_mcp_search_and_context_tools_cite_the_page_too(library, key_client):
-    from tests.retrieval.test_mcp import tool_call
+    from tests.surfaces.test_mcp import tool_call
 
     index_root(library)
     found = tool_call(key_client, "search", {"query": documents.PAGE_THREE_PHRASE, "k": 3})

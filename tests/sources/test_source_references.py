@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 from django.db import IntegrityError, transaction
 
-from sources.models import Chunk, Segment, Skill, Source, Tool, WorkspaceRoot, source_key
+from sources.models import Chunk, Segment, Skill, Source, Tool, WorkspaceRoot, source_key, unowned_source_key
 from sources.roots import root_sources
 from tests.migrating import migrate
 from tests.test_import_graph import ORDER
@@ -133,9 +133,61 @@ def test_a_tools_source_is_its_own():
     assert Tool.objects.get().source.key == source_key(tool)
 
 
-# What building or parsing a key string looks like: f"root:{...}", "skill:" + ..., .removeprefix("skill:"),
-# key.split(":"), key__startswith=...
-KEY_STRING = re.compile(r"""(?:root|segment|skill|tool):\{|["'](?:root|segment|skill|tool):["']|key\.split\(""")
+@pytest.mark.unit
+def test_a_source_no_row_owns_gets_its_key_from_the_same_module():
+    assert unowned_source_key("dataset", "msmarco-5k") == "dataset:msmarco-5k"
+    assert unowned_source_key("bench", 10_000) == "bench:10000"
+    with pytest.raises(ValueError, match="no unowned source is a 'root'"):
+        unowned_source_key("root", 7)  # type: ignore[arg-type]
+
+
+# What a source key starts with: every kind of source (a new kind is covered when it is added), a root's segment,
+# and the bench's corpus, which no kind names.
+KEY_PREFIXES = sorted({kind.value for kind in Source.Kind} | {"root", "segment", "bench"})
+# What building or parsing a key string looks like: f"root:{...}", "skill:" + ..., a prefix constant "bench:",
+# source.key.split(":"), .removeprefix("skill:"), key__startswith=...
+KEY_STRING = re.compile(
+    rf"""\b(?:{"|".join(KEY_PREFIXES)}):\{{"""  # an f-string: f"memory:{memory.pk}"
+    rf"""|["'](?:{"|".join(KEY_PREFIXES)}):(?:["']|\d)"""  # a literal: "skill:" + slug, "bench:", "document:7"
+    r"""|\bkey\.split\(|(?:\.key|source_key\(.*\))\.(?:r?split|r?partition|removeprefix|startswith|endswith)\("""
+    r"""|\bkey__i?(?:startswith|endswith|contains|regex)\b"""  # an ORM lookup into the string
+)
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize(
+    "line",
+    [
+        'citation_key=f"memory:{memory.pk}",',
+        'key=f"dataset:{dataset.name}", defaults={"kind": Source.Kind.DATASET}',
+        'KEY_PREFIX = "bench:"',
+        'key=f"root:{root.pk}:segment:{segment.pk}"',
+        'Source.objects.get(key="skill:" + slug)',
+        'Source.objects.filter(key="document:7")',
+        'owner = source.key.split(":")[1]',
+        'slug = source.key.removeprefix("skill:")',
+        "Source.objects.filter(key__startswith=prefix)",
+    ],
+)
+def test_the_guard_sees_a_hand_built_or_parsed_key(line):
+    assert KEY_STRING.search(line)
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize(
+    "line",
+    [
+        "key=source_key(memory),",
+        'key=unowned_source_key("bench", chunks),',
+        "f\"  root: {report.get('url')}\"",  # a report's label, not a key
+        'mode = key.removeprefix("pooling_mode_")',  # a config dict's key
+        '"`source_key` (root:<id>). "',  # documentation of the shape
+        '"root": "root:django",',  # the query language's filter names a root by its name
+        'if not url.startswith("file://"):',
+    ],
+)
+def test_the_guard_leaves_other_strings_alone(line):
+    assert not KEY_STRING.search(line)
 
 
 @pytest.mark.unit

@@ -10,7 +10,7 @@ from sources import uploads
 from sources.models import UploadedDocument
 from tests import documents
 from tests.conftest import api_client
-from tests.retrieval.test_mcp import tool_call
+from tests.surfaces.test_mcp import tool_call
 
 pytestmark = pytest.mark.django_db
 

@@ -31,7 +31,7 @@ class CountingHasher(MD5PasswordHasher):
 
 @pytest.fixture
 def account(settings, django_user_model):
-    settings.PASSWORD_HASHERS = ["tests.retrieval.test_signin_throttle.CountingHasher"]
+    settings.PASSWORD_HASHERS = ["tests.access.test_signin_throttle.CountingHasher"]
     # One login per test run would otherwise share a counter with the next test: a fresh name each time.
     user = django_user_model.objects.create_user(f"ada-{next(_addresses)}", password=PASSWORD, is_staff=True)
     CountingHasher.checks = 0

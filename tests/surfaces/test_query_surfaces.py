@@ -11,7 +11,7 @@ from sources import services, uploads
 from tests import documents
 from tests.conftest import index_root
 from tests.factories import SkillFactory
-from tests.retrieval.test_mcp import tool_call
+from tests.surfaces.test_mcp import tool_call
 
 pytestmark = pytest.mark.django_db
 

@@ -9,7 +9,7 @@ from mcp import Client
 
 from sources.memories import memory_index
 from sources.models import Memory
-from tests.retrieval.test_mcp import key, mcp_post, mcp_url, run, tool_call
+from tests.surfaces.test_mcp import key, mcp_post, mcp_url, run, tool_call
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -20,7 +20,7 @@ from access.models import AccessGrant
 from sources import services, tools
 from sources.models import Segment, Skill, Tool, WorkspaceRoot
 from tests.conftest import api_client, index_root
-from tests.retrieval.test_mcp import call_message, mcp_post, tool_call
+from tests.surfaces.test_mcp import call_message, mcp_post, tool_call
 
 pytestmark = pytest.mark.django_db
 

@@ -7,7 +7,6 @@ leave in the suite's Valkey never meet its own.
 import itertools
 import json
 import secrets
-import time
 
 import pytest
 from django.test import Client
@@ -45,14 +44,12 @@ def random_key() -> str:
 
 def test_bad_keys_from_one_address_get_429_with_retry_after_once_over_the_limit(settings):
     settings.RAG_AUTH_FAILURES_PER_MINUTE = 20
-    for _ in range(3):  # the limit counts in fixed one-minute windows: a run that crosses one starts afresh
-        address, window = next(_addresses), int(time.time() // 60)
-        codes = [search(address=address, key=random_key()).status_code for _ in range(30)]
-        if int(time.time() // 60) == window:
-            break
-    assert codes[:20] == [401] * 20 and set(codes[20:]) == {429}, codes
+    address = next(_addresses)
+    # A sliding window: the same answers whichever second of the clock's minute the run starts or crosses.
+    codes = [search(address=address, key=random_key()).status_code for _ in range(30)]
+    assert codes == [401] * 20 + [429] * 10, codes
     refused = search(address=address, key=random_key())
-    assert int(refused["Retry-After"]) >= 1
+    assert 1 <= int(refused["Retry-After"]) <= 60
     assert refused.json()["data"]["retry_after_seconds"] == int(refused["Retry-After"])
     assert "too many refused requests" in refused.json()["error"]
 
@@ -64,7 +61,7 @@ def test_a_real_prefix_with_a_wrong_secret_counts_like_any_bad_key(settings):
     codes = [
         search(address=address, key=f"rag_{key.prefix}_{secrets.token_urlsafe(24)}").status_code for _ in range(15)
     ]
-    assert codes[:10] == [401] * 10 and set(codes[10:]) == {429}, codes
+    assert codes == [401] * 10 + [429] * 5, codes
 
 
 def test_an_address_over_the_limit_is_refused_even_with_a_good_key_and_others_are_not(settings):
