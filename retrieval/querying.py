@@ -165,9 +165,9 @@ def _kinds(query: ParsedQuery, asked: tuple[str, ...]) -> tuple[str, ...]:
             details={"field": "query"},
         )
     if kinds and FILE not in kinds and (query.symbol or query.roots):
-        operator = "sym:" if query.symbol else "root:"
+        operator = "sym" if query.symbol else "root"
         raise InvalidInput(
-            f"{operator} narrows to a root's files; {', '.join(kinds)} has none: drop it or search files",
+            f"{operator}: narrows to a root's files; {', '.join(kinds)} has none: drop it or search files",
             details={"field": "query"},
         )
     if (query.languages or query.symbol) and not wanted and not asked:
