@@ -176,6 +176,7 @@ def _texts_store(tree: Path, log: Callable[[str], None]) -> tuple[WorkspaceRoot,
     with connection.cursor() as cursor:
         # The planner sees the new rows, as autovacuum would, and earlier runs' deleted rows leave the sizes.
         cursor.execute(f"VACUUM ANALYZE {FileText._meta.db_table}")
+        cursor.execute(f"VACUUM ANALYZE {IndexedFile._meta.db_table}")
     seconds = time.perf_counter() - started
     log(f"stored the texts of {len(texts)} files of {tree} in {seconds:.1f} s")
     return root, seconds

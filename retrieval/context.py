@@ -123,7 +123,11 @@ def context_floored(
     one, and code, which a sentence embeds far from, is scored low throughout
     (a query no hit clears the floor for still gets nothing).
     """
-    best = max((_similarity(hit) for found in hits.values() for hit in found), default=-1.0)
+    # The closest by meaning: a hit only words found counts as close for the floor, but says nothing of how close
+    # the query's evidence is.
+    best = max(
+        (h.channels["vector"].score for found in hits.values() for h in found if "vector" in h.channels), default=-1.0
+    )
     low = min(floor, best - margin) if best >= floor else floor
     close: dict[str, list[Hit]] = {}
     far: list[Dropped] = []

@@ -166,60 +166,53 @@ class _Chosen:
 
 
 def _chosen_in_sql(scope: Scope, roots: list[VisibleRoot], plan: GrepPlan, *, scan_files: int) -> _Chosen:
-    """Without glob or lang: the candidate files (or, with no plan, the first ``scan_files`` files) and the counts
-    from PostgreSQL, in order, without listing every file the caller may see (7,000 rows of Python per request
-    at 100k chunks)."""
+    """Without glob or lang: the candidate files (or, with no plan, the first ``scan_files`` files with a text), each
+    with its place among the files with a text, and the counts, in one query, in order, without listing every file
+    the caller may see in Python (7,000 rows per request at 100k chunks)."""
     where, params = scope.source_sql()
     by_id = {root.id: root for root in roots}
-    params |= {"grep_roots": list(by_id)}  # in files_visible's order: by root name, byte by byte
-    joined = f"""
-        FROM {Source._meta.db_table} s
-        JOIN {IndexedFile._meta.db_table} f ON f.source_id = s.id AND f.generation = s.active_generation
-        LEFT JOIN {FileText._meta.db_table} t
-            ON t.source_id = f.source_id AND t.generation = f.generation AND t.path = f.path
-        WHERE {where} AND s.root_id = ANY(%(grep_roots)s::bigint[])
-    """
-    order = 'array_position(%(grep_roots)s::bigint[], s.root_id), f.path COLLATE "C"'
-    with read_connection().cursor() as cursor:
-        # While segments are reassigned a path may briefly have two rows: each (root, path) counts once.
-        cursor.execute(
-            f"SELECT count(DISTINCT (s.root_id, f.path)), "
-            f"count(DISTINCT (s.root_id, f.path)) FILTER (WHERE t.id IS NOT NULL) {joined}",
-            params,
-        )
-        total, with_text = cursor.fetchone()
+    params["grep_roots"] = list(by_id)  # in files_visible's order: by root name, byte by byte
     if plan.indexed:
-        ids = _candidates(scope, list(by_id), plan)
-        rows = []
-        if ids:
-            with read_connection().cursor() as cursor:
-                cursor.execute(
-                    f"SELECT s.root_id, f.path, t.id {joined} AND t.id = ANY(%(grep_ids)s::bigint[]) ORDER BY {order}",
-                    params | {"grep_ids": list(ids)},
-                )
-                rows = cursor.fetchall()
+        params["grep_ids"] = sorted(_candidates(scope, list(by_id), plan))
+        chosen = "text_id = ANY(%(grep_ids)s::bigint[])"
     else:
-        with read_connection().cursor() as cursor:
-            cursor.execute(
-                f"SELECT s.root_id, f.path, t.id {joined} AND t.id IS NOT NULL ORDER BY {order} LIMIT %(grep_limit)s",
-                params | {"grep_limit": scan_files},
-            )
-            rows = cursor.fetchall()
+        chosen = "text_id IS NOT NULL AND place <= %(grep_limit)s"
+        params["grep_limit"] = scan_files
+    # The candidates first (their own query: it alone needs the planner kept off a sequential scan), then every
+    # visible file in order, numbered among those with a text (``place``: files_searched when the answer stops at
+    # that file), the chosen ones returned. The first row comes too, chosen or not, so the counts come with an
+    # answer that has no candidate. While segments are reassigned a path may briefly have two rows: the counts may
+    # then be one off; the files read are each read once.
+    sql = f"""
+        SELECT root_id, path, text_id, place, total, with_text, {chosen} AS chosen FROM (
+            SELECT s.root_id, f.path, t.id AS text_id,
+                count(t.id) OVER (ORDER BY array_position(%(grep_roots)s::bigint[], s.root_id), f.path COLLATE "C"
+                    ROWS UNBOUNDED PRECEDING) AS place,
+                row_number() OVER (ORDER BY array_position(%(grep_roots)s::bigint[], s.root_id), f.path COLLATE "C")
+                    AS n,
+                count(*) OVER () AS total,
+                count(t.id) OVER () AS with_text
+            FROM {Source._meta.db_table} s
+            JOIN {IndexedFile._meta.db_table} f ON f.source_id = s.id AND f.generation = s.active_generation
+            LEFT JOIN {FileText._meta.db_table} t
+                ON t.source_id = f.source_id AND t.generation = f.generation AND t.path = f.path
+            WHERE {where} AND s.root_id = ANY(%(grep_roots)s::bigint[])
+        ) listed
+        WHERE {chosen} OR n = 1
+        ORDER BY n
+    """
+    with read_connection().cursor() as cursor:
+        cursor.execute(sql, params)
+        rows = cursor.fetchall()
+    total = rows[0][4] if rows else 0
+    with_text = rows[0][5] if rows else 0
     files: dict[tuple[int, str], tuple[_Listed, int]] = {}
-    for root_id, path, text_id in rows:
-        files.setdefault((root_id, path), (_Listed(by_id[root_id], path, text_id), text_id))
-
-    def position(file: _Listed) -> int:
-        with read_connection().cursor() as cursor:
-            cursor.execute(
-                f"SELECT count(DISTINCT (s.root_id, f.path)) {joined} AND t.id IS NOT NULL "
-                f'AND (array_position(%(grep_roots)s::bigint[], s.root_id), f.path COLLATE "C") '
-                f'<= (array_position(%(grep_roots)s::bigint[], %(grep_root)s::bigint), %(grep_path)s COLLATE "C")',
-                params | {"grep_root": file.root.id, "grep_path": file.path},
-            )
-            return cursor.fetchone()[0]
-
-    return _Chosen(list(files.values()), total, with_text, position)
+    places: dict[tuple[int, str], int] = {}
+    for root_id, path, text_id, place, _, _, is_chosen in rows:
+        if is_chosen and (root_id, path) not in files:
+            files[(root_id, path)] = (_Listed(by_id[root_id], path, text_id), text_id)
+            places[(root_id, path)] = place
+    return _Chosen(list(files.values()), total, with_text, lambda file: places[(file.root.id, file.path)])
 
 
 def _chosen_listed(
@@ -266,21 +259,27 @@ def _files_listed(scope: Scope, roots: list[VisibleRoot]) -> list[_Listed]:
     return sorted(files.values(), key=lambda f: order[f.root.id])  # stable: paths stay in order within a root
 
 
-def _candidates(scope: Scope, root_ids: list[int], plan: GrepPlan) -> set[int]:
-    """The stored texts holding one literal of every clause: what pg_trgm's GIN index lets through."""
-    where, params = scope.source_sql()
-    conditions = []
+def _literals_sql(plan: GrepPlan) -> tuple[str, dict]:
+    """The plan as a condition on stored texts ``t``: one LIKE of every clause, over the folded text."""
+    conditions, params = [], {}
     for i, clause in enumerate(plan.clauses):
         alternatives = []
         for j, like in enumerate(clause):
             params[f"grep_{i}_{j}"] = like
             alternatives.append(f"t.folded LIKE %(grep_{i}_{j})s")
         conditions.append("(" + " OR ".join(alternatives) + ")")
+    return " AND ".join(conditions), params
+
+
+def _candidates(scope: Scope, root_ids: list[int], plan: GrepPlan) -> set[int]:
+    """The stored texts holding one literal of every clause: what pg_trgm's GIN index lets through."""
+    where, params = scope.source_sql()
+    literals, literal_params = _literals_sql(plan)
     # The literals first, on the texts alone (MATERIALIZED: the planner may not fold the scope into it and walk
     # a source's texts by its unique index instead, reading every one), then the scope.
     sql = f"""
         WITH matched AS MATERIALIZED (
-            SELECT t.id, t.source_id, t.generation FROM {FileText._meta.db_table} t WHERE {" AND ".join(conditions)}
+            SELECT t.id, t.source_id, t.generation FROM {FileText._meta.db_table} t WHERE {literals}
         )
         SELECT t.id
         FROM matched t
@@ -292,7 +291,7 @@ def _candidates(scope: Scope, root_ids: list[int], plan: GrepPlan) -> set[int]:
         # row's LIKE reads: on Django's source it chose it (140-240 ms for one literal, every text read) over the
         # trigram index, which reads the folded texts of the candidate files only.
         cursor.execute("SET LOCAL enable_seqscan = off")
-        cursor.execute(sql, {**params, "grep_roots": root_ids})
+        cursor.execute(sql, {**params, **literal_params, "grep_roots": root_ids})
         found = {row[0] for row in cursor.fetchall()}
         cursor.execute("RESET enable_seqscan")  # within a request's own transaction, for this query only
     return found

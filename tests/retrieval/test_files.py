@@ -328,3 +328,23 @@ def test_asking_for_more_scope_than_the_key_allows_is_refused(key_client, alpha)
         api_client(bot_id="alpha", channels="ops"), root="alpha", path="plan.md", bot_id="alpha", channels=["ops"]
     )
     assert narrowed.status_code == 200, narrowed.content
+
+
+def test_grep_stopping_at_max_matches_counts_the_files_up_to_where_it_stopped(key_client, repo):
+    """Files in path order: aaaa.txt, app.py, docs/guide.md, long.txt. One match past the cap stops the answer in
+    the file holding it; files_searched counts the files up to it, scanned or from the index, with or without a
+    glob (two code paths)."""
+    order = ["aaaa.txt", "app.py", "docs/guide.md", "long.txt"]
+    for pattern in ("or", "order"):  # no trigram (scanned), and a trigram (the index's candidates)
+        every = grep(key_client, pattern=pattern, max_matches=200).json()
+        assert every["stopped"] is None and len(every["matches"]) >= 3
+        for cap in (1, 2):
+            stopper = every["matches"][cap]["path"]  # the match past the cap: the answer stops in its file
+            for glob in (None, "*"):
+                body = grep(key_client, pattern=pattern, max_matches=cap, **({"glob": glob} if glob else {})).json()
+                assert body["matches"] == every["matches"][:cap]
+                assert (body["stopped"], body["files_searched"], body["files_total"]) == (
+                    "max matches",
+                    order.index(stopper) + 1,
+                    4,
+                )
