@@ -15,7 +15,7 @@ import pytest
 
 from kernel.breaker import Admission, Breaker, BreakerState
 from kernel.config import redis_config
-from kernel.errors import Unavailable
+from kernel.errors import Unavailable, http_status
 from kernel.llm import (
     ErrorKind,
     LLMClient,
@@ -31,7 +31,6 @@ from kernel.llm import (
     status_kind,
 )
 from kernel.redis import RedisConfig, redis_client, redis_connect
-from surfaces.api import http_status
 from tests.openai_server import dropped, fake_embedding, http_error, malformed, slow
 
 ROOT = Path(__file__).resolve().parent.parent
