@@ -39,7 +39,7 @@ CONTEXT_CANDIDATES = 50
 CONTEXT_FLOORS = (-1.0, 0.1, 0.2, 0.25, 0.3, 0.35, 0.4)
 # Margins below the closest hit (retrieval/context.py, context_floored) compared at the configured floor; reported
 # in ``by_floor`` as "<floor>+<margin>".
-CONTEXT_MARGINS = (0.0, 0.05, 0.1, 0.15)
+CONTEXT_MARGINS = (0.0, 0.05, 0.1, 0.15, 0.2)
 
 
 @dataclass(frozen=True, slots=True)
