@@ -248,7 +248,7 @@ def test_a_failing_provider_leaves_chunks_undescribed_and_the_next_run_describes
     assert job.status == JobStatus.SUCCEEDED, job.message
     stored = chunks_of(root)
     assert stored and job.chunks_undescribed == len(stored) and job.chunks_embedded == len(stored)
-    assert f"{len(stored)} without a contextual description" in job.message
+    assert f"{len(stored)} chunks without a contextual description" in job.message
     assert not any(DESCRIPTION_KEY in c.metadata for c in stored)
     assert set(IndexedFile.objects.filter(source__key=f"root:{root.pk}").values_list("fingerprint", flat=True)) == {""}
     assert not ChunkDescription.objects.exists()
