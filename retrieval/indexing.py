@@ -24,8 +24,10 @@ def sources_indexing_count(scope: Scope) -> int:
     first_index = Exists(jobs.filter(status__in=_ACTIVE)) & ~Exists(jobs.filter(status=JobStatus.SUCCEEDED))
     changing = Exists(jobs.filter(status=JobStatus.RUNNING, files_changed__gt=0))
     busy = Q(root__isnull=False) & Q(first_index | changing)
-    for model in (Skill, Tool, UploadedDocument):
-        busy = busy | Q(Exists(model.objects.filter(source_id=OuterRef("pk"), index_status__in=_WAITING)))
+    # Each kind's own check only for its sources: a corpus of many memories asks nothing of them per search.
+    for kind, model in ((Source.Kind.SKILL, Skill), (Source.Kind.TOOL, Tool), (Source.Kind.DOCUMENT, UploadedDocument)):
+        waiting = Exists(model.objects.filter(source_id=OuterRef("pk"), index_status__in=_WAITING))
+        busy = busy | (Q(kind=kind) & Q(waiting))
     return Source.objects.filter(scope.source_filter()).filter(busy).count()
 
 
