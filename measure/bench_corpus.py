@@ -26,6 +26,7 @@ import dataclasses
 import hashlib
 import random
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -115,20 +116,26 @@ def package_files(*, seed: int) -> list[tuple[Path, str]]:
     return found
 
 
-def bench_texts(count: int, *, seed: int) -> list[BenchText]:
-    """``count`` chunks cut from package files; copies with dropped lines once the files run out."""
-    texts: list[BenchText] = []
+def package_texts(*, seed: int) -> Iterator[tuple[Path, str, str]]:
+    """(file, its path relative to site-packages, its text) of ``package_files`` that the indexer would read as
+    text: under MAX_FILE_BYTES, UTF-8, no NUL (PostgreSQL text cannot hold one)."""
     for path, relative in package_files(seed=seed):
-        if len(texts) >= count:
-            break
         try:
             if path.stat().st_size > MAX_FILE_BYTES:
                 continue
             text = path.read_bytes().decode("utf-8")
         except (OSError, UnicodeDecodeError):
             continue
-        if "\x00" in text:  # PostgreSQL text cannot hold NUL
-            continue
+        if "\x00" not in text:
+            yield path, relative, text
+
+
+def bench_texts(count: int, *, seed: int) -> list[BenchText]:
+    """``count`` chunks cut from package files; copies with dropped lines once the files run out."""
+    texts: list[BenchText] = []
+    for _, relative, text in package_texts(seed=seed):
+        if len(texts) >= count:
+            break
         chunks = chunk_text(text, relative, max_chars=settings.RAG_CHUNK_MAX_CHARS, overlap=settings.RAG_CHUNK_OVERLAP)
         texts.extend(BenchText(relative, chunk) for chunk in chunks if chunk.content.strip())
     if not texts:

@@ -32,7 +32,7 @@ from django.db import connection
 from access.identity import identity_anonymous
 from access.keys import api_key_create
 from kernel.errors import ApplicationError
-from measure.bench_corpus import MAX_FILE_BYTES, package_files
+from measure.bench_corpus import package_texts
 from measure.bench_load import REQUEST_TIMEOUT, database_url_for, percentile_ms, web_server
 from retrieval.config import FilesLimits
 from retrieval.grep import grep_answer
@@ -109,15 +109,9 @@ def grep_tree(chunks: int, *, seed: int = 0, log: Callable[[str], None] = print)
     if tree.exists():
         shutil.rmtree(tree)  # an earlier build that stopped half way
     started, count, files = time.perf_counter(), 0, 0
-    for path, relative in package_files(seed=seed):
+    for path, relative, text in package_texts(seed=seed):
         if count >= chunks:
             break
-        try:
-            if path.stat().st_size > MAX_FILE_BYTES:
-                continue
-            text = path.read_bytes().decode("utf-8")
-        except (OSError, UnicodeDecodeError):
-            continue
         pieces = chunk_text(text, relative, max_chars=settings.RAG_CHUNK_MAX_CHARS, overlap=settings.RAG_CHUNK_OVERLAP)
         count += sum(1 for piece in pieces if piece.content.strip())
         files += 1

@@ -16,6 +16,7 @@ from access.scope import Scope
 from retrieval.assembly import Assembled, Dropped, Part, SkillEntry, Span, assemble, spans_merge
 from retrieval.config import ContextConfig, SearchConfig
 from retrieval.files import file_lines, files_stat, files_text
+from retrieval.indexing import indexing_warning, sources_indexing_count
 from retrieval.query_language import ParsedQuery, query_parse
 from retrieval.querying import query_kinds, query_run
 from retrieval.schemas import ContextIn, ContextOut, ContextPartOut, DroppedOut
@@ -62,12 +63,19 @@ def context_search(
     ``lang:``, which only a root's files have, leave the other kinds out."""
     wanted = query_kinds(query)
     files_only = bool(query.symbol or query.roots or query.languages)
-    warnings: list[str] = []
+    searches = {
+        kind: (count, searched)
+        for kind, count in k.items()
+        if count > 0
+        and (searched := tuple(s for s in _SEARCHED.get(kind, (kind,)) if not wanted or s in wanted))
+        and not (files_only and kind != Source.Kind.FILE)
+    }
+    # The sources still being indexed, counted once over every kind searched (each search would count its own).
+    searched_kinds = tuple(s for _, kinds in searches.values() for s in kinds)
+    indexing = sources_indexing_count(replace(scope, kinds=searched_kinds)) if searched_kinds else 0
+    warnings: list[str] = [indexing_warning(indexing)] if indexing else []
     hits: dict[str, list[Hit]] = {}
-    for kind, count in k.items():
-        searched = tuple(s for s in _SEARCHED.get(kind, (kind,)) if not wanted or s in wanted)
-        if count <= 0 or not searched or (files_only and kind != Source.Kind.FILE):
-            continue
+    for kind, (count, searched) in searches.items():
         found = query_run(
             None,
             query,
@@ -77,6 +85,7 @@ def context_search(
             snippets=SKILL_SECTIONS if kind == Source.Kind.SKILL else 0,
             config=config,
             lines=False,
+            indexing_counted=False,
         )
         hits[kind] = list(found.hits)
         warnings.extend(w for w in found.warnings if w not in warnings)

@@ -72,6 +72,7 @@ def query_run(
     snippets: int = 0,
     grep_max_matches: int = 50,
     lines: bool = True,
+    indexing_counted: bool = True,
 ) -> QueryResult:
     """What ``query`` finds in ``scope`` (its kinds: what the request asked for), narrowed by ``narrowing``.
 
@@ -79,7 +80,8 @@ def query_run(
     the shell). ``group`` with ``snippets``: one hit per file with up to that many more of its matching chunks
     (retrieval/search.py); when the query's filters narrow the hits, grouping follows them, without snippets.
     ``lines=False``: ranked chunks only (/context, skills and tools search): a lone ``"exact text"`` finds the
-    chunks that hold it, ``re:`` is refused; ``identity`` is then unused (grep's alone)."""
+    chunks that hold it, ``re:`` is refused; ``identity`` is then unused (grep's alone). ``indexing_counted=False``:
+    the caller counts the sources still being indexed itself, once for several runs (/context, one per kind)."""
     query = _with_request_language(query, narrowing.language)
     kinds = _kinds(query, scope.kinds)
     form = query.form
@@ -96,7 +98,7 @@ def query_run(
     if source_ids == ():
         return QueryResult(form=form, warnings=warnings)  # a root one cannot see holds nothing one can find
     narrowed = replace(scope, kinds=kinds, source_ids=source_ids or scope.source_ids)
-    indexing = sources_indexing_count(narrowed)
+    indexing = sources_indexing_count(narrowed) if indexing_counted else 0
     if indexing:
         warnings.append(indexing_warning(indexing))
     if form == Form.GREP:

@@ -37,6 +37,18 @@ def _add(rows: str) -> str:
 """
 
 
+def _lexical_sources_remove(rows: str) -> str:
+    """The per-source counts (chunks, total length) of the removed ``rows`` taken back, emptied sources dropped."""
+    return f"""    INSERT INTO retrieval_lexical_source (source_id, generation, chunks, total_dl)
+    SELECT r.source_id, r.generation, -count(*), -coalesce(sum(length(r.search_vector)), 0)
+    FROM {rows} AS r GROUP BY 1, 2 ORDER BY 1, 2
+    ON CONFLICT (source_id, generation) DO UPDATE
+        SET chunks = retrieval_lexical_source.chunks + excluded.chunks,
+            total_dl = retrieval_lexical_source.total_dl + excluded.total_dl;
+    DELETE FROM retrieval_lexical_source WHERE chunks <= 0;
+"""
+
+
 def _remove(rows: str) -> str:
     return f"""
     DELETE FROM retrieval_posting AS p
@@ -51,14 +63,7 @@ def _remove(rows: str) -> str:
     USING (SELECT DISTINCT u.lexeme, r.source_id, r.generation
            FROM {rows} AS r, unnest(tsvector_to_array(r.search_vector)) AS u(lexeme)) AS g
     WHERE t.lexeme = g.lexeme AND t.source_id = g.source_id AND t.generation = g.generation AND t.df <= 0;
-    INSERT INTO retrieval_lexical_source (source_id, generation, chunks, total_dl)
-    SELECT r.source_id, r.generation, -count(*), -coalesce(sum(length(r.search_vector)), 0)
-    FROM {rows} AS r GROUP BY 1, 2 ORDER BY 1, 2
-    ON CONFLICT (source_id, generation) DO UPDATE
-        SET chunks = retrieval_lexical_source.chunks + excluded.chunks,
-            total_dl = retrieval_lexical_source.total_dl + excluded.total_dl;
-    DELETE FROM retrieval_lexical_source WHERE chunks <= 0;
-"""
+{_lexical_sources_remove(rows)}"""
 
 
 # Rows whose indexed parts changed: anything else (an embedding, metadata) leaves the index alone.
@@ -147,13 +152,6 @@ _REMOVE_STATISTICS = """
     DELETE FROM retrieval_term AS t
     USING unnest(zero_lexemes, zero_sources, zero_generations) AS z(lexeme, source_id, generation)
     WHERE t.lexeme = z.lexeme AND t.source_id = z.source_id AND t.generation = z.generation AND t.df <= 0;
-    INSERT INTO retrieval_lexical_source (source_id, generation, chunks, total_dl)
-    SELECT r.source_id, r.generation, -count(*), -coalesce(sum(length(r.search_vector)), 0)
-    FROM {rows} AS r GROUP BY 1, 2 ORDER BY 1, 2
-    ON CONFLICT (source_id, generation) DO UPDATE
-        SET chunks = retrieval_lexical_source.chunks + excluded.chunks,
-            total_dl = retrieval_lexical_source.total_dl + excluded.total_dl;
-    DELETE FROM retrieval_lexical_source WHERE chunks <= 0;
 """
 _DECLARE = """DECLARE pair record; emptied boolean; kept integer := 0;
     emptied_sources bigint[]; emptied_generations integer[]; zero_lexemes text[]; zero_sources bigint[];
@@ -161,7 +159,7 @@ _DECLARE = """DECLARE pair record; emptied boolean; kept integer := 0;
 
 
 def _remove_emptied_first(rows: str) -> str:
-    return _REMOVE_POSTINGS.format(rows=rows) + _REMOVE_STATISTICS.format(rows=rows)
+    return _REMOVE_POSTINGS.format(rows=rows) + _REMOVE_STATISTICS.format(rows=rows) + _lexical_sources_remove(rows)
 
 
 def _removing_functions(remove, declare: str = "") -> str:
