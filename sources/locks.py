@@ -1,4 +1,4 @@
-"""Session advisory locks on workspace roots: one indexer per root, and the proof that it is alive.
+"""Session advisory locks on workspace roots and vector batches: one worker on each, and the proof that it is alive.
 
 The database session that runs a root's job holds ``pg_advisory_lock(ROOT_LOCKS,
 root_id)`` for the whole run. PostgreSQL releases a session lock when the
@@ -14,6 +14,7 @@ from django.db import DatabaseError, connection
 log = logging.getLogger(__name__)
 
 ROOT_LOCKS = 4242  # advisory-lock namespace (first key) for roots
+BATCH_LOCKS = 4243  # and for vector batches (sources/pipeline/vectors.py): who embeds one holds its lock
 
 # Two-key advisory locks appear in pg_locks with the keys in classid and
 # objid and objsubid = 2; the database column keeps other databases' apart.
@@ -44,8 +45,37 @@ def root_lock_release(root_id: int) -> None:
 
 def root_lock_holder(root_id: int) -> int | None:
     """The backend pid of the session holding the root's lock, or None."""
+    return _holder(ROOT_LOCKS, root_id)
+
+
+def batch_lock_try(batch_id: int) -> bool:
+    """Take the vector batch's lock for this session; False when another session holds it."""
     with connection.cursor() as cursor:
-        cursor.execute(_HOLDER_SQL, [ROOT_LOCKS, root_id])
+        cursor.execute("SELECT pg_try_advisory_lock(%s, %s)", [BATCH_LOCKS, _key(batch_id)])
+        return bool(cursor.fetchone()[0])
+
+
+def batch_lock_release(batch_id: int) -> None:
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_unlock(%s, %s)", [BATCH_LOCKS, _key(batch_id)])
+    except DatabaseError as exc:
+        log.warning("could not release the lock of vector batch %s (its session is gone): %s", batch_id, exc)
+
+
+def batch_lock_holder(batch_id: int) -> int | None:
+    """The backend pid of the session holding the vector batch's lock, or None."""
+    return _holder(BATCH_LOCKS, _key(batch_id))
+
+
+def _key(batch_id: int) -> int:
+    # The two-key form takes 32-bit keys; ids past 2**31 wrap (two batches then share a lock: a wait, never a mix).
+    return batch_id % 2**31
+
+
+def _holder(namespace: int, key: int) -> int | None:
+    with connection.cursor() as cursor:
+        cursor.execute(_HOLDER_SQL, [namespace, key])
         row = cursor.fetchone()
     return row[0] if row else None
 

@@ -53,6 +53,8 @@ TASK_QUEUES: dict[str, str] = {
     "sources.tasks.skills_reverify_task": BULK,
     # Per job, by job_queue(): this is only where a message sent without one would go.
     "sources.tasks.root_index_task": BULK,
+    # Helpers with a job's vector batches (sources/pipeline/vectors.py): every bulk process may take a share.
+    "sources.tasks.vectors_batch_task": BULK,
 }
 
 

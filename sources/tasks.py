@@ -100,12 +100,43 @@ def root_index_task(self, job_id: int) -> str | None:
     job = jobs.job_start(job_id=job_id, config=jobs_config())
     if job is None:
         return None
-    status = pipeline.root_index(job=job, config=indexing_config())
+    status = pipeline.root_index(job=job, config=indexing_config(), helpers=vectors_helpers_send)
     if status == JobStatus.QUEUED:
         # A git fetch found a rebuild or a big diff: the job goes on, from the bulk queue (its lock is free now).
         if reason := _send("indexjob", job_id):
             queueing.queued_note(IndexJob, job_id, reason)
     return status
+
+
+# A job asks at most this many helpers at once: one message per bulk worker process that may be idle.
+MAX_VECTOR_HELPERS = 64
+
+
+def vectors_helpers_send(job_id: int, count: int) -> None:
+    """Ask up to ``count`` bulk worker processes to embed the job's vector batches too (pipeline.root_index's
+    ``helpers``). A helper that arrives when no batch is left does nothing; a broker that cannot be reached
+    leaves the job's own process to embed them all."""
+    for _ in range(min(count, MAX_VECTOR_HELPERS)):
+        try:
+            vectors_batch_task.apply_async((job_id,), queue=BULK)
+        except Exception as exc:  # noqa: BLE001 - whatever the broker client raises, the job goes on alone
+            log.warning(
+                "could not ask for help with the vectors of job %s (the job embeds them alone): %s", job_id, exc
+            )
+            return
+
+
+@shared_task
+def vectors_batch_task(job_id: int) -> int:
+    """Embed vector batches of a running job until none is left to claim (sources/pipeline/vectors.py); returns how
+    many vectors this process stored. Not acks_late: a helper that dies loses its batch's lock with its session,
+    and the job's own process or another helper claims it again."""
+    try:
+        return pipeline.vectors_fill(job_id, config=indexing_config())
+    except ApplicationError as exc:
+        # The job's own process meets the same batch and fails the job with the reason; a helper only says so.
+        log.warning("vectors of job %s: a batch failed here: %s", job_id, exc.message)
+        return 0
 
 
 @shared_task(acks_late=True)

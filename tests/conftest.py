@@ -15,11 +15,14 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 @contextlib.contextmanager
-def running_worker(name: str = "test-worker", *, pool: str = "solo", queues: str = "interactive,bulk", **env: str):
+def running_worker(
+    name: str = "test-worker", *, pool: str = "solo", queues: str = "interactive,bulk", concurrency: int = 1, **env: str
+):
     """A real Celery worker process on the test database and the embedded Redis.
 
-    ``pool="prefork"`` runs the task in a child process (one), as `make run` does. ``queues``: what it consumes
-    (sources/queues.py); by default both, so one worker runs everything; `make run` starts one per queue.
+    ``pool="prefork"`` runs each task in a child process (``concurrency`` of them), as `make run` does. ``queues``:
+    what it consumes (sources/queues.py); by default both, so one worker runs everything; `make run` starts one per
+    queue.
     """
     from django.conf import settings
     from django.db import connection
@@ -43,7 +46,7 @@ def running_worker(name: str = "test-worker", *, pool: str = "solo", queues: str
                 "rag_site",
                 "worker",
                 f"--pool={pool}",
-                "--concurrency=1",
+                f"--concurrency={concurrency}",
                 "--loglevel=INFO",
                 "--without-gossip",
                 "--without-mingle",

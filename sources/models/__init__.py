@@ -23,6 +23,7 @@ from sources.models.roots import (
     IndexJob,
     JobStatus,
     Segment,
+    VectorBatch,
     WorkspaceRoot,
 )
 from sources.models.skills import Skill
@@ -54,6 +55,7 @@ __all__ = [
     "Skill",
     "Source",
     "Tool",
+    "VectorBatch",
     "UploadedDocument",
     "WorkspaceRoot",
     "memory_status_filter",

@@ -1,5 +1,6 @@
 """Workspace roots, their segments, per-file index state and jobs."""
 
+from django.contrib.postgres.fields import ArrayField
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import Q
@@ -295,3 +296,32 @@ class IndexJob(models.Model):
         if self.status == JobStatus.SUCCEEDED:
             return 1.0
         return self.progress_mark
+
+
+class VectorBatch(models.Model):
+    """A share of a job's chunks waiting for their vector, that any bulk worker process may claim and embed.
+
+    The words-first stage writes chunks marked ``vector_pending``; the job
+    then splits them into batches (sources/pipeline/vectors.py). Who embeds
+    a batch holds its session advisory lock (sources/locks.py): a worker
+    that dies loses the lock with its session, and the batch is claimed
+    again. Its vectors are stored in the same transaction that marks it
+    done, and only by the lock's holder, so a batch enters the index once.
+    """
+
+    job = models.ForeignKey(IndexJob, on_delete=models.CASCADE, related_name="vector_batches")
+    source = models.ForeignKey(Source, on_delete=models.CASCADE, related_name="+")
+    generation = models.PositiveIntegerField()
+    model = models.ForeignKey(EmbeddingModel, on_delete=models.CASCADE, related_name="+")
+    chunk_ids = ArrayField(models.BigIntegerField())
+    worker = models.CharField(max_length=255, blank=True, help_text="The process that claimed it last (host:pid).")
+    attempts = models.PositiveIntegerField(default=0, help_text="Claims so far: more than one after a takeover.")
+    beat_at = models.DateTimeField(null=True, blank=True, help_text="Its worker's last sign of progress.")
+    stored = models.PositiveIntegerField(default=0, help_text="Vectors stored when it was done.")
+    done_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["job", "done_at"], name="vector_batch_job_open")]
+
+    def __str__(self) -> str:
+        return f"vector batch {self.pk} of job {self.job_id}"

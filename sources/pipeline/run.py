@@ -12,6 +12,7 @@ crash (``jobs``), and the outcome.
 
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import replace
 
 from django.db import transaction
@@ -21,7 +22,7 @@ from django.utils import timezone
 from kernel.errors import ApplicationError
 from sources import jobs, locks
 from sources.chunking import chunker_identity
-from sources.config import IndexingConfig, indexing_config
+from sources.config import IndexingConfig, indexing_config, jobs_config
 from sources.connectors.base import KEPT, Item
 from sources.connectors.registry import connector_for
 from sources.file_texts import TextOnly, file_texts_delete, file_texts_present, file_texts_store
@@ -31,27 +32,32 @@ from sources.jobs import HandOff
 from sources.models import Chunk, FileText, IndexedFile, IndexJob, JobStatus, Source, WorkspaceRoot
 from sources.outcomes import job_outcome, reasons_count
 from sources.pipeline.plans import SegmentPlan, segment_for, segment_plans
-from sources.pipeline.vectors import Position, pending_count, vectors_fill
+from sources.pipeline.vectors import Position, pending_count, vectors_fill, vectors_plan
 from sources.progress import Phase
 from sources.reading import Content, ReadRules, content_chunks, content_read, extractor_identity, reason_failed
 from sources.walk import REPLACED, Skipped
 
 log = logging.getLogger(__name__)
 
+# Asks other worker processes to help embed a job's vector batches: (job id, how many helpers at most).
+Helpers = Callable[[int, int], None]
+
 _HEARTBEAT_SECONDS = 2.0
 _TEXTS_PER_WRITE = 200  # texts stored alone (no embedding) are written in bulk, as the batch writes chunks
 
 
-def root_index(*, job: IndexJob, config: IndexingConfig | None = None) -> str:
+def root_index(*, job: IndexJob, config: IndexingConfig | None = None, helpers: Helpers | None = None) -> str:
     """Run a job claimed by ``jobs.job_start`` to its end, then release the root's lock.
 
     The job records its outcome before the lock goes, so no other worker
     ever sees it "running" with nobody holding it while this one is alive.
     Returns the job's final status. ``config``: built by the caller (the
-    task), else from the settings now.
+    task), else from the settings now. ``helpers(job_id, count)``: asks up
+    to ``count`` other worker processes to embed the job's vector batches
+    too (the task sends Celery messages); None: this process embeds them all.
     """
     try:
-        _Run(job, config or indexing_config()).run()
+        _Run(job, config or indexing_config(), helpers).run()
     except HandOff as handoff:
         # Back to the queue as a full job; the caller (the task) sends it to the bulk queue once the lock is free.
         IndexJob.objects.filter(pk=job.pk, status=JobStatus.RUNNING, worker=job.worker).update(
@@ -78,8 +84,9 @@ def root_index(*, job: IndexJob, config: IndexingConfig | None = None) -> str:
 class _Run:
     """One job of one root: its connector's items through the pipeline, to the job's outcome."""
 
-    def __init__(self, job: IndexJob, config: IndexingConfig) -> None:
+    def __init__(self, job: IndexJob, config: IndexingConfig, helpers: Helpers | None = None) -> None:
         self.job = job
+        self.helpers = helpers
         self.root: WorkspaceRoot = job.root
         self.connector = connector_for(root=self.root, job=job, config=config)
         # Words first, vectors behind (sources/pipeline/vectors.py); with contextual descriptions, which are written
@@ -344,20 +351,25 @@ class _Run:
 
     def _vectors(self, plans: list[SegmentPlan], targeted: list[str]) -> None:
         """The second stage: vectors for every chunk still pending in the segments this run writes (those it wrote,
-        and those an earlier run left, cancelled or crashed); a targeted job only for its paths."""
+        and those an earlier run left, cancelled or crashed); a targeted job only for its paths. The chunks are
+        split into batches that this process and the helpers it sends embed together (pipeline/vectors.py)."""
         positions = [Position(plan.source.pk, plan.generation, plan.model) for plan in plans]
         self.job.phase = Phase.EMBEDDING
         self.job.chunks_queued = pending_count(positions, paths=targeted or None)
         self.job.chunks_embedded = 0
         self._beat(force=True)
+        batches = vectors_plan(self.job.pk, positions, paths=targeted or None, size=self.embedding.flush_chunks)
+        if batches > 1 and self.helpers is not None:
+            self.helpers(self.job.pk, batches - 1)  # the first is this process's own
 
         def embedded(done: int) -> None:
             self.job.chunks_embedded = done
 
         vectors_fill(
-            positions,
+            self.job.pk,
             config=self.indexing,
-            paths=targeted or None,
+            wait=True,
+            stale_seconds=jobs_config().stale_seconds,
             on_embedded=embedded,
             on_batch=self._beat,
         )

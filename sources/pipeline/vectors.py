@@ -1,30 +1,52 @@
-"""The pipeline's second stage: vectors for the chunks written words first.
+"""The pipeline's second stage: vectors for the chunks written words first, embedded by every bulk worker.
 
 A job writes each file's chunks as soon as it has chunked them
 (``ingest.Batch(vectors_later=True)``): they are searchable by their words
-and exact text at once, marked ``vector_pending``. This stage then embeds the
-pending chunks of the job's segments in batches (RAG_INDEX_FLUSH_CHUNKS) and
-stores each batch's vectors in one UPDATE. The pending mark lives on the
-rows, so the stage resumes where it stopped: after a cancel, a crash or a
-worker's takeover the next job embeds only what is still pending, and a
-chunk whose text did not change kept its vector when it was written again.
+and exact text at once, marked ``vector_pending``. This stage then splits
+the pending chunks of the job's segments into batches of
+RAG_INDEX_FLUSH_CHUNKS (``vectors_plan``, one ``VectorBatch`` row each) that
+any bulk worker process, on this machine or another sharing the broker and
+database, claims and embeds (``vectors_fill``): the job's own process, and
+the helpers it sends through Celery (``sources.tasks.vectors_batch_task``).
+
+A claim is the batch's session advisory lock (sources/locks.py): a worker
+that dies loses it with its session and the batch is claimed again at once;
+one that hangs is ended by the job after RAG_JOB_STALE_SECONDS without a
+sign of progress, as a hung job is. Vectors are stored by the lock's holder
+only, in the transaction that marks the batch done, so no batch enters the
+index twice. The pending mark lives on the rows, so the stage resumes where
+it stopped: after a cancel, a crash or a takeover the next attempt plans
+again from what is still pending, and a chunk whose text did not change
+kept its vector when it was written again.
 
 While a batch embeds on the encoder thread (encoder_thread.py) the next one
-is read and the last one written, as the one-stage ``Batch`` does.
+is claimed and read and the last one stored, as the one-stage ``Batch`` does.
 """
 
-from collections.abc import Callable, Iterator
+import logging
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import timedelta
 
 import numpy as np
-from django.db.models import Q
+from django.db import DatabaseError, transaction
+from django.db.models import Q, Sum
+from django.utils import timezone
 
 from kernel import metrics
+from sources import locks
 from sources.config import IndexingConfig
 from sources.embedding import EmbeddingError, embedder_for
 from sources.encoder_thread import BackgroundWork
 from sources.ingest import IndexingError, embedded_text, vector_identity
-from sources.models import DESCRIPTION_KEY, Chunk, EmbeddingModel
+from sources.jobs import worker_name
+from sources.models import DESCRIPTION_KEY, Chunk, EmbeddingModel, IndexJob, JobStatus, VectorBatch
+
+log = logging.getLogger(__name__)
+
+POLL_SECONDS = 0.2  # how often the job looks at batches other workers hold, once none is left to claim
+_BEAT_SECONDS = 2.0  # a claimer shows it is alive at most this often (after each model batch)
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,6 +60,7 @@ class Position:
 
 @dataclass(slots=True)
 class _Rows:
+    batch_id: int
     model: EmbeddingModel
     ids: list[int]
     texts: list[str]
@@ -48,42 +71,87 @@ def pending_count(positions: list[Position], *, paths: list[str] | None = None) 
     return _pending(positions, paths).count()
 
 
+def vectors_plan(job_id: int, positions: list[Position], *, paths: list[str] | None = None, size: int) -> int:
+    """Split the pending chunks at ``positions`` (below ``paths``) into batches of ``size``; returns how many.
+
+    An earlier attempt's batches are dropped first: what they stored is no longer pending, what they did not is
+    planned again (a helper still embedding one of them finds it gone and stores nothing).
+    """
+    VectorBatch.objects.filter(job_id=job_id).delete()
+    rows = []
+    for position in positions:
+        ids = list(_pending([position], paths).order_by("pk").values_list("pk", flat=True))
+        for start in range(0, len(ids), size):
+            rows.append(
+                VectorBatch(
+                    job_id=job_id,
+                    source_id=position.source_id,
+                    generation=position.generation,
+                    model=position.model,
+                    chunk_ids=ids[start : start + size],
+                )
+            )
+    VectorBatch.objects.bulk_create(rows, batch_size=500)
+    return len(rows)
+
+
+def vectors_stored(job_id: int) -> int:
+    """Vectors the job's batches stored so far, whoever embedded them."""
+    return VectorBatch.objects.filter(job_id=job_id).aggregate(total=Sum("stored"))["total"] or 0
+
+
 def vectors_fill(
-    positions: list[Position],
+    job_id: int,
     *,
     config: IndexingConfig,
-    paths: list[str] | None = None,
+    wait: bool = False,
+    stale_seconds: int = 300,
     on_embedded: Callable[[int], None] | None = None,
     on_batch: Callable[[], None] | None = None,
 ) -> int:
-    """Embed and store every pending chunk at ``positions`` (below ``paths``, for a targeted job); returns how many.
+    """Claim, embed and store the job's batches until none is left to claim; returns how many vectors this process
+    stored.
 
-    ``on_embedded`` hears the running total after each model batch, ``on_batch`` runs then too (a job beats its
-    heart there, and a cancelled job stops at it: what is stored stays). A model that fails raises IndexingError.
+    ``wait`` (the job's own process): then wait until every batch is done, claiming any whose worker died and
+    ending the session of one that made no progress for ``stale_seconds``. ``on_embedded`` hears the job's running
+    total, ``on_batch`` runs after each model batch and while waiting (a job beats its heart there, and a cancelled
+    job stops at it: what is stored stays). A model that fails raises IndexingError.
     """
+    claims = _Claims(job_id)
     done = 0
-    batches = _batches(positions, paths, size=config.embedding.flush_chunks)
-    rows = next(batches, None)
     running: tuple[_Rows, BackgroundWork[np.ndarray]] | None = None
     started: tuple[_Rows, BackgroundWork[np.ndarray]] | None = None
     try:
-        while rows is not None or running is not None:
-            started = (rows, _start(rows, config=config)) if rows is not None else None
-            rows = next(batches, None) if started is not None else None  # read while the encoder works
+        while True:
+            rows = claims.next()
+            started = (rows, _start(rows, config=config)) if rows is not None else None  # embeds while we store
             if running is not None:
                 earlier, work = running
+                before = vectors_stored(job_id) if on_embedded is not None else 0
 
-                def heard(count: int, before: int = done) -> None:
+                def heard(count: int, before: int = before) -> None:
+                    claims.beat()
                     if on_embedded is not None:
                         on_embedded(before + count)
                     if on_batch is not None:
                         on_batch()
 
-                _store(earlier, work.result(heard), made=vector_identity(earlier.model, config.ingest))
-                done += len(earlier.ids)
+                vectors = work.result(heard)
+                done += _store(earlier, vectors, made=vector_identity(earlier.model, config.ingest))
+                claims.release(earlier.batch_id)
                 if on_embedded is not None:
-                    on_embedded(done)
+                    on_embedded(vectors_stored(job_id))
             running, started = started, None
+            if running is None:
+                if not wait or claims.all_done():
+                    break
+                # Every batch left is another worker's: look again soon, and take over one whose worker hangs.
+                if on_batch is not None:
+                    on_batch()
+                if on_embedded is not None:
+                    on_embedded(vectors_stored(job_id))
+                claims.hung_end(stale_seconds)
+                time.sleep(POLL_SECONDS)
     except BaseException:
         # Cancelled (the heartbeat found the job no longer this worker's), failed or stopped: what is stored stays
         # and the rest stays pending; the encoder thread drops the batches nobody will store.
@@ -91,7 +159,100 @@ def vectors_fill(
             if pending is not None:
                 pending[1].cancel()
         raise
+    finally:
+        claims.release_all()
     return done
+
+
+class _Claims:
+    """The batches of one job this process holds (their locks), and how it claims the next."""
+
+    def __init__(self, job_id: int) -> None:
+        self.job_id = job_id
+        self.held: set[int] = set()
+        self.worker = worker_name()
+        self.last_beat = 0.0
+
+    def next(self) -> _Rows | None:
+        """Claim the first batch not done that no live worker holds, and read its chunks; None when there is none."""
+        if not IndexJob.objects.filter(pk=self.job_id, status=JobStatus.RUNNING).exists():
+            return None  # cancelled, failed or taken over meanwhile: nothing more to do for it
+        open_batches = VectorBatch.objects.filter(job_id=self.job_id, done_at__isnull=True)
+        for batch_id in open_batches.exclude(pk__in=self.held).order_by("pk").values_list("pk", flat=True):
+            if not locks.batch_lock_try(batch_id):
+                continue
+            claimed = open_batches.filter(pk=batch_id).select_related("model").first()
+            if claimed is None:  # done (or dropped by a new attempt's plan) between the listing and the lock
+                locks.batch_lock_release(batch_id)
+                continue
+            self.held.add(batch_id)
+            VectorBatch.objects.filter(pk=batch_id).update(
+                worker=self.worker, beat_at=timezone.now(), attempts=claimed.attempts + 1
+            )
+            return _read(claimed)
+        return None
+
+    def beat(self) -> None:
+        now = time.monotonic()
+        if self.held and now - self.last_beat >= _BEAT_SECONDS:
+            VectorBatch.objects.filter(pk__in=self.held).update(beat_at=timezone.now())
+            self.last_beat = now
+
+    def all_done(self) -> bool:
+        return not VectorBatch.objects.filter(job_id=self.job_id, done_at__isnull=True).exists()
+
+    def hung_end(self, stale_seconds: int) -> None:
+        """End the database session of a worker whose batch made no progress for ``stale_seconds`` (its lock goes
+        with it, so the batch is claimed again); a dead worker's session is gone already."""
+        cutoff = timezone.now() - timedelta(seconds=stale_seconds)
+        stale = VectorBatch.objects.filter(job_id=self.job_id, done_at__isnull=True, beat_at__lt=cutoff)
+        for batch_id, worker in stale.exclude(pk__in=self.held).values_list("pk", "worker"):
+            holder = locks.batch_lock_holder(batch_id)
+            if holder is None:
+                continue
+            log.warning(
+                "vector batch %s: its worker (%s) made no progress for %s s; ending its session",
+                batch_id,
+                worker,
+                stale_seconds,
+            )
+            try:
+                locks.backend_terminate(holder)
+            except DatabaseError as exc:
+                log.warning("vector batch %s: could not end the session of its hung worker: %s", batch_id, exc)
+
+    def release(self, batch_id: int) -> None:
+        if batch_id in self.held:
+            self.held.discard(batch_id)
+            locks.batch_lock_release(batch_id)
+
+    def release_all(self) -> None:
+        for batch_id in list(self.held):
+            self.release(batch_id)
+
+
+def _read(batch: VectorBatch) -> _Rows:
+    """The batch's chunks still pending (one deleted or embedded meanwhile is left out), as the model reads them."""
+    rows = list(
+        Chunk.objects.filter(pk__in=batch.chunk_ids, vector_pending=True)
+        .order_by("pk")
+        .values_list("pk", "path", "symbol", "context_prefix", "metadata", "content")
+    )
+    return _Rows(
+        batch_id=batch.pk,
+        model=batch.model,
+        ids=[row[0] for row in rows],
+        texts=[
+            embedded_text(
+                path=path,
+                symbol=symbol,
+                context_prefix=prefix,
+                description=(metadata or {}).get(DESCRIPTION_KEY, ""),
+                content=content,
+            )
+            for _, path, symbol, prefix, metadata, content in rows
+        ],
+    )
 
 
 def _pending(positions: list[Position], paths: list[str] | None):
@@ -105,36 +266,6 @@ def _pending(positions: list[Position], paths: list[str] | None):
             below |= Q(path__startswith=path.rstrip("/") + "/")
         pending = pending.filter(below)
     return pending
-
-
-def _batches(positions: list[Position], paths: list[str] | None, *, size: int) -> Iterator[_Rows]:
-    """The pending chunks, a model at a time, ``size`` per batch, by id (keyset: each read starts after the last)."""
-    for position in positions:
-        last = 0
-        while True:
-            rows = list(
-                _pending([position], paths)
-                .filter(pk__gt=last)
-                .order_by("pk")
-                .values_list("pk", "path", "symbol", "context_prefix", "metadata", "content")[:size]
-            )
-            if not rows:
-                break
-            last = rows[-1][0]
-            yield _Rows(
-                model=position.model,
-                ids=[row[0] for row in rows],
-                texts=[
-                    embedded_text(
-                        path=path,
-                        symbol=symbol,
-                        context_prefix=prefix,
-                        description=(metadata or {}).get(DESCRIPTION_KEY, ""),
-                        content=content,
-                    )
-                    for _, path, symbol, prefix, metadata, content in rows
-                ],
-            )
 
 
 def _start(rows: _Rows, *, config: IndexingConfig) -> BackgroundWork[np.ndarray]:
@@ -159,19 +290,33 @@ def _start(rows: _Rows, *, config: IndexingConfig) -> BackgroundWork[np.ndarray]
     return BackgroundWork(work)
 
 
-def _store(rows: _Rows, vectors: np.ndarray, *, made: str) -> None:
-    """One UPDATE for the batch: each row its vector, no longer pending (a row deleted meanwhile is simply gone)."""
+def _store(rows: _Rows, vectors: np.ndarray, *, made: str) -> int:
+    """One UPDATE for the batch, and the batch marked done, in one transaction; returns how many vectors went in.
+
+    Only while this session holds the batch's lock: a worker whose session was ended (hung, or its connection
+    lost) finds the batch another's and stores nothing (a row deleted meanwhile is simply gone).
+    """
     if len(rows.ids) and vectors.shape[1] != rows.model.dimensions:
         raise IndexingError(
             f"the embedding model {rows.model} answered with {vectors.shape[1]}-dimensional vectors, "
             f"but its row says {rows.model.dimensions}; nothing was stored"
         )
-    Chunk.objects.bulk_update(
-        [
-            Chunk(pk=pk, embedding=vector, vector_pending=False, embedded_as=made)
-            for pk, vector in zip(rows.ids, vectors, strict=True)
-        ],
-        ["embedding", "vector_pending", "embedded_as"],
-        batch_size=1000,
-    )
+    with transaction.atomic():
+        batch = VectorBatch.objects.select_for_update().filter(pk=rows.batch_id, done_at__isnull=True).first()
+        if batch is None or locks.batch_lock_holder(rows.batch_id) != locks.backend_pid():
+            log.warning(
+                "vector batch %s was taken over or dropped before it was stored; its vectors are not kept",
+                rows.batch_id,
+            )
+            return 0
+        Chunk.objects.bulk_update(
+            [
+                Chunk(pk=pk, embedding=vector, vector_pending=False, embedded_as=made)
+                for pk, vector in zip(rows.ids, vectors, strict=True)
+            ],
+            ["embedding", "vector_pending", "embedded_as"],
+            batch_size=1000,
+        )
+        VectorBatch.objects.filter(pk=rows.batch_id).update(done_at=timezone.now(), stored=len(rows.ids))
     metrics.CHUNKS_EMBEDDED.labels(model=rows.model.name).inc(len(rows.ids))
+    return len(rows.ids)
