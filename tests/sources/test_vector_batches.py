@@ -10,6 +10,7 @@ from django.db import connection
 from sources import locks, pipeline, tasks
 from sources.config import indexing_config
 from sources.models import Chunk, IndexJob, JobStatus, Source, VectorBatch, WorkspaceRoot
+from sources.pipeline import vectors
 from sources.pipeline.vectors import Position, vectors_plan
 from tests.conftest import index_root, running_worker, wait_for
 from tests.openai_server import slow
@@ -75,8 +76,6 @@ def test_a_worker_that_lost_its_claim_stores_nothing(base):
     job = IndexJob.objects.create(root=root, status=JobStatus.RUNNING, worker="test")
     vectors_plan(job.pk, [Position(source.pk, source.active_generation, source.embedding_model)], size=1000)
     batch = VectorBatch.objects.get(job=job)
-    from sources.pipeline import vectors
-
     claims = vectors._Claims(job.pk)
     rows = claims.next()
     assert rows is not None and rows.batch_id == batch.pk and locks.batch_lock_holder(batch.pk) == locks.backend_pid()
@@ -88,7 +87,8 @@ def test_a_worker_that_lost_its_claim_stores_nothing(base):
         assert vectors._store(rows, vectors_of, made="x") == 0
     finally:
         taker.close()
-    assert chunks.filter(vector_pending=True).count() == chunks.count() and VectorBatch.objects.get(pk=batch.pk).stored == 0
+    assert chunks.filter(vector_pending=True).count() == chunks.count()
+    assert VectorBatch.objects.get(pk=batch.pk).stored == 0
 
 
 @pytest.mark.worker
