@@ -3,9 +3,12 @@
 import os
 import time
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kernel.errors import ApplicationError
 from measure.bench_load import percentile_ms
 from sources.chunking import chunk_text, language_for
 
@@ -91,12 +94,83 @@ def chunk_bench(root: Path, *, max_chars: int = 1500, overlap: int = 200) -> Chu
     return result
 
 
-def index_bench(root: Path) -> dict:
+@dataclass(frozen=True)
+class Hardware:
+    """What the index bench embeds with: ``processes`` bulk worker processes of ``threads`` threads each (the
+    bench's own and ``processes - 1`` Celery workers it starts, as RAG_WORKER_CONCURRENCY and RAG_TORCH_THREADS
+    would) on ``device`` (RAG_EMBEDDING_DEVICE)."""
+
+    processes: int = 1
+    threads: int = 0
+    device: str = ""
+
+
+def index_bench(root: Path, hardware: Hardware | None = None) -> dict:
     """Raw ``encode`` throughput against end-to-end indexing of the same tree.
 
     Registers ``root`` as a temporary workspace root (removed afterwards),
     so the real walker, chunker, embedder and bulk writes are measured.
+    With ``hardware.processes`` > 1 the job's vector batches are shared with
+    worker processes started for the run (their models loaded before timing).
     """
+    hardware = hardware or Hardware()
+    with _hardware_applied(hardware):
+        report = _index_bench(root, hardware)
+    return {**report, "processes": hardware.processes, "threads": hardware.threads, "device": hardware.device}
+
+
+@contextmanager
+def _hardware_applied(hardware: Hardware) -> Iterator[None]:
+    """This process embeds with ``hardware``'s threads and device while the bench runs (before any model loads)."""
+    from django.conf import settings
+
+    saved = {name: os.environ.get(name) for name in ("RAG_TORCH_THREADS", "RAG_EMBEDDING_DEVICE")}
+    saved_device = settings.RAG_EMBEDDING_DEVICE
+    if hardware.threads:
+        os.environ["RAG_TORCH_THREADS"] = str(hardware.threads)
+    if hardware.device:
+        os.environ["RAG_EMBEDDING_DEVICE"] = settings.RAG_EMBEDDING_DEVICE = hardware.device
+    try:
+        yield
+    finally:
+        settings.RAG_EMBEDDING_DEVICE = saved_device
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+@contextmanager
+def _helpers_started(hardware: Hardware, model) -> Iterator[object]:
+    """``hardware.processes - 1`` bulk worker processes with the model loaded, and the job's ``helpers`` that sends
+    them its batches; None (and nothing started) for one process."""
+    if hardware.processes <= 1:
+        yield None
+        return
+    import tempfile
+
+    from django.conf import settings
+
+    from measure.bench_workers import until, workers_started
+    from measure.tasks import bench_warm_task
+    from sources.queues import BULK
+    from sources.tasks import vectors_helpers_send
+
+    helpers = hardware.processes - 1
+    env = {"RAG_TORCH_THREADS": str(hardware.threads or 0), "RAG_EMBEDDING_DEVICE": settings.RAG_EMBEDDING_DEVICE}
+    with workers_started("index", env=env, concurrency=helpers), tempfile.TemporaryDirectory() as barrier:
+        for _ in range(helpers):
+            bench_warm_task.apply_async(
+                (model.provider, model.name, settings.RAG_EMBEDDING_DEVICE, barrier, helpers), queue=BULK
+            )
+        if until(lambda: len(os.listdir(barrier)) >= helpers, 600) is None:
+            raise ApplicationError(f"rag_bench index: {helpers} worker processes did not load the model in 600 s")
+        time.sleep(0.2)  # the last of them returns from its warm-up
+        yield vectors_helpers_send
+
+
+def _index_bench(root: Path, hardware: Hardware) -> dict:
     from django.conf import settings
 
     from sources import jobs, pipeline, roots
@@ -138,23 +212,24 @@ def index_bench(root: Path) -> dict:
         name=f"bench {time.time_ns()}", path=str(root.resolve()), reverify_minutes=0
     )
     try:
+        with _helpers_started(hardware, model) as helpers:
 
-        def run() -> tuple[IndexJob, float]:
-            # Run in this process, not queued: the bench times the work itself.
-            # Not forced: the second run is the re-verify of unchanged files.
-            job = jobs.job_start(job_id=IndexJob.objects.create(root=bench_root, trigger="bench").pk)
-            assert job is not None  # a root created just now: no other job holds its lock
-            begin = time.perf_counter()
-            pipeline.root_index(job=job)
-            elapsed = time.perf_counter() - begin
-            job.refresh_from_db()
-            return job, elapsed
+            def run() -> tuple[IndexJob, float]:
+                # Run in this process, not queued: the bench times the work itself (its vector batches shared
+                # with the helpers). Not forced: the second run is the re-verify of unchanged files.
+                job = jobs.job_start(job_id=IndexJob.objects.create(root=bench_root, trigger="bench").pk)
+                assert job is not None  # a root created just now: no other job holds its lock
+                begin = time.perf_counter()
+                pipeline.root_index(job=job, helpers=helpers)
+                elapsed = time.perf_counter() - begin
+                job.refresh_from_db()
+                return job, elapsed
 
-        with inside:
-            cpu_started = time.process_time()
-            first, index_seconds = run()
-            index_cpu = time.process_time() - cpu_started
-        second, reverify_seconds = run()
+            with inside:
+                cpu_started = time.process_time()
+                first, index_seconds = run()
+                index_cpu = time.process_time() - cpu_started
+            second, reverify_seconds = run()
     finally:
         bench_root.delete()
     query_seconds = query_latency(model.provider, model.name, device=settings.RAG_EMBEDDING_DEVICE)

@@ -358,7 +358,13 @@ class _Run:
         self.job.chunks_queued = pending_count(positions, paths=targeted or None)
         self.job.chunks_embedded = 0
         self._beat(force=True)
-        batches = vectors_plan(self.job.pk, positions, paths=targeted or None, size=self.embedding.flush_chunks)
+        batches = vectors_plan(
+            self.job.pk,
+            positions,
+            paths=targeted or None,
+            size=self.embedding.flush_chunks,
+            least=self.embedding.batch_size,
+        )
         if batches > 1 and self.helpers is not None:
             self.helpers(self.job.pk, batches - 1)  # the first is this process's own
 

@@ -32,6 +32,7 @@ from datetime import timedelta
 import numpy as np
 from django.db import DatabaseError, transaction
 from django.db.models import Q, Sum
+from django.db.models.functions import Length
 from django.utils import timezone
 
 from kernel import metrics
@@ -45,6 +46,9 @@ from sources.models import DESCRIPTION_KEY, Chunk, EmbeddingModel, IndexJob, Job
 
 log = logging.getLogger(__name__)
 
+# A job's pending chunks make at least this many batches (when they fill a model batch each), so several worker
+# processes share even a small job, and the one that finishes last waits for little.
+MIN_BATCHES = 16
 POLL_SECONDS = 0.2  # how often the job looks at batches other workers hold, once none is left to claim
 _BEAT_SECONDS = 2.0  # a claimer shows it is alive at most this often (after each model batch)
 
@@ -71,24 +75,32 @@ def pending_count(positions: list[Position], *, paths: list[str] | None = None) 
     return _pending(positions, paths).count()
 
 
-def vectors_plan(job_id: int, positions: list[Position], *, paths: list[str] | None = None, size: int) -> int:
-    """Split the pending chunks at ``positions`` (below ``paths``) into batches of ``size``; returns how many.
+def vectors_plan(
+    job_id: int, positions: list[Position], *, paths: list[str] | None = None, size: int, least: int = 1
+) -> int:
+    """Split the pending chunks at ``positions`` (below ``paths``) into batches; returns how many.
 
-    An earlier attempt's batches are dropped first: what they stored is no longer pending, what they did not is
-    planned again (a helper still embedding one of them finds it gone and stores nothing).
+    Longest first, so a batch's texts are alike in length (the model pads each of its batches to the longest) and
+    the last batches, which workers finish at different times, are the quickest. A batch holds ``size`` chunks
+    (RAG_INDEX_FLUSH_CHUNKS), fewer when that would make fewer than MIN_BATCHES for the processes to share, but
+    never fewer than ``least`` (one model batch, RAG_EMBED_BATCH_SIZE). An earlier attempt's batches are dropped
+    first: what they stored is no longer pending, what they did not is planned again (a helper still embedding
+    one of them finds it gone and stores nothing).
     """
     VectorBatch.objects.filter(job_id=job_id).delete()
     rows = []
     for position in positions:
-        ids = list(_pending([position], paths).order_by("pk").values_list("pk", flat=True))
-        for start in range(0, len(ids), size):
+        pending = _pending([position], paths).annotate(chars=Length("content"))
+        ids = list(pending.order_by("-chars", "pk").values_list("pk", flat=True))
+        share = max(least, min(size, -(-len(ids) // MIN_BATCHES)))
+        for start in range(0, len(ids), share):
             rows.append(
                 VectorBatch(
                     job_id=job_id,
                     source_id=position.source_id,
                     generation=position.generation,
                     model=position.model,
-                    chunk_ids=ids[start : start + size],
+                    chunk_ids=ids[start : start + share],
                 )
             )
     VectorBatch.objects.bulk_create(rows, batch_size=500)

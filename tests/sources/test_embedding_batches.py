@@ -84,7 +84,7 @@ class _Recorded:
 
 @pytest.mark.django_db
 def test_the_vectors_stage_embeds_batch_by_batch_on_the_encoder_thread(tmp_path, settings, monkeypatch):
-    settings.RAG_INDEX_FLUSH_CHUNKS = 3  # twelve one-chunk files: four batches
+    settings.RAG_INDEX_FLUSH_CHUNKS = settings.RAG_EMBED_BATCH_SIZE = 3  # twelve one-chunk files: four batches
     root = _files(tmp_path, settings, 12)
     recorded = _Recorded(monkeypatch)
     job = index_root(root)
@@ -98,7 +98,7 @@ def test_the_vectors_stage_embeds_batch_by_batch_on_the_encoder_thread(tmp_path,
 def test_an_embedding_that_fails_on_the_encoder_thread_fails_the_job_and_the_next_embeds_only_what_waits(
     tmp_path, settings, monkeypatch
 ):
-    settings.RAG_INDEX_FLUSH_CHUNKS = 3
+    settings.RAG_INDEX_FLUSH_CHUNKS = settings.RAG_EMBED_BATCH_SIZE = 3
     root = _files(tmp_path, settings, 12)
     _Recorded(monkeypatch, fail_at=3)
     failed = index_root(root, force=False)

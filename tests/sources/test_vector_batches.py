@@ -6,6 +6,7 @@ import signal
 import psycopg
 import pytest
 from django.db import connection
+from django.db.models.functions import Length
 
 from sources import locks, pipeline, tasks
 from sources.config import indexing_config
@@ -46,8 +47,13 @@ def test_a_batch_another_session_holds_is_left_to_it_and_claimed_once_that_sessi
     source = Source.objects.get(pk=root.source_id)
     job = IndexJob.objects.create(root=root, status=JobStatus.RUNNING, worker="test")
     position = Position(source.pk, source.active_generation, source.embedding_model)
-    assert vectors_plan(job.pk, [position], size=5) == -(-chunks.count() // 5)
+    assert vectors_plan(job.pk, [position], size=5) == VectorBatch.objects.filter(job=job).count() >= 2
     first, *rest = VectorBatch.objects.filter(job=job).order_by("pk")
+    planned = [pk for batch in [first, *rest] for pk in batch.chunk_ids]
+    assert sorted(planned) == sorted(chunks.values_list("pk", flat=True))  # each pending chunk in one batch
+    # Longest first: a batch's texts are alike in length, and the last batches are the quickest.
+    chars = dict(chunks.annotate(chars=Length("content")).values_list("pk", "chars"))
+    assert [chars[pk] for pk in planned] == sorted((chars[pk] for pk in planned), reverse=True)
 
     holder = other_session()
     holder.execute("SELECT pg_advisory_lock(%s, %s)", [locks.BATCH_LOCKS, first.pk])
@@ -74,7 +80,7 @@ def test_a_worker_that_lost_its_claim_stores_nothing(base):
     chunks.update(vector_pending=True, embedding=None)
     source = Source.objects.get(pk=root.source_id)
     job = IndexJob.objects.create(root=root, status=JobStatus.RUNNING, worker="test")
-    vectors_plan(job.pk, [Position(source.pk, source.active_generation, source.embedding_model)], size=1000)
+    vectors_plan(job.pk, [Position(source.pk, source.active_generation, source.embedding_model)], size=1000, least=1000)
     batch = VectorBatch.objects.get(job=job)
     claims = vectors._Claims(job.pk)
     rows = claims.next()

@@ -6,7 +6,7 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 
 from kernel.errors import ApplicationError
-from measure.bench_index import chunk_bench, index_bench
+from measure.bench_index import Hardware, chunk_bench, index_bench
 from measure.bench_slowloris import slowloris_arguments, slowloris_command
 
 
@@ -120,6 +120,17 @@ class Command(BaseCommand):
             action="store_true",
             help="With --site: then crawl it again unchanged (page bodies sent) and after removing a page (gone?).",
         )
+        index = parser.add_argument_group("index")
+        index.add_argument(
+            "--processes",
+            type=int,
+            default=1,
+            help="Processes embedding the job's vector batches: this one and N-1 bulk workers it starts (default 1).",
+        )
+        index.add_argument(
+            "--threads", type=int, default=0, help="Threads per process (RAG_TORCH_THREADS; default 0: one per core)."
+        )
+        index.add_argument("--device", default="", help="RAG_EMBEDDING_DEVICE for the run (cpu, cuda, auto).")
         grep = parser.add_argument_group("grep (also --clients, --seconds, --chunks)")
         grep.add_argument("--root", default="", help="An indexed root to measure instead of PATH's stored texts.")
         fresh = parser.add_argument_group("freshness")
@@ -157,7 +168,11 @@ class Command(BaseCommand):
         if not path.is_dir():
             raise CommandError(f"{path} is not a directory")
         if what == "index":
-            self._index(path, as_json=json)
+            self._index(
+                path,
+                as_json=json,
+                hardware=Hardware(processes=options["processes"], threads=options["threads"], device=options["device"]),
+            )
             return
         if what == "searchable":
             self._searchable(path, as_json=json, **options)
@@ -325,12 +340,14 @@ class Command(BaseCommand):
         self.stdout.write(f"  PDF            {report['pdf_pages']} pages, {report['pdf_pages_per_s']} pages/s")
         self.stdout.write(f"  peak memory    {report['peak_child_rss_mb']} MB (largest child's resident set)")
 
-    def _index(self, path: Path, *, as_json: bool) -> None:
+    def _index(self, path: Path, *, as_json: bool, hardware: Hardware) -> None:
         from django.core.management import call_command
 
+        if hardware.processes < 1 or hardware.threads < 0:
+            raise CommandError("--processes must be at least 1 and --threads at least 0")
         call_command("migrate", interactive=False, verbosity=0)  # a fresh var/ has no tables yet
         try:
-            report = index_bench(path)
+            report = index_bench(path, hardware)
         except ApplicationError as exc:
             raise CommandError(exc.message) from None
         if as_json:
@@ -338,7 +355,8 @@ class Command(BaseCommand):
             return
         self.stdout.write(
             f"indexed {report['files']} files into {report['chunks']} chunks in {report['index_seconds']} s "
-            f"with {report['model']}"
+            f"with {report['model']} ({report['processes']} process(es) x {report['threads'] or 'default'} "
+            f"thread(s), device {report['device'] or 'as set'})"
         )
         self.stdout.write(f"  raw encode     {report['encode_chunks_per_s']:>8} chunks/s")
         self.stdout.write(f"  end-to-end     {report['index_chunks_per_s']:>8} chunks/s")
