@@ -7,6 +7,7 @@ typo fails at start-up instead of at the first request.
 """
 
 import os
+import re
 from pathlib import Path
 
 from django.core.exceptions import ImproperlyConfigured
@@ -94,4 +95,12 @@ def env_choice(name: str, default: str, *, choices: tuple[str, ...], what: str =
     value = env_str(name, default)
     if value not in choices:
         raise ImproperlyConfigured(f"{name}: unknown {what} {value!r}; valid: {', '.join(choices)}")
+    return value
+
+
+def env_pattern(name: str, default: str, *, pattern: str, valid: str, what: str = "value") -> str:
+    """A value that matches the regular expression ``pattern`` whole; anything else fails naming ``valid``."""
+    value = env_str(name, default)
+    if re.fullmatch(pattern, value) is None:
+        raise ImproperlyConfigured(f"{name}: unknown {what} {value!r}; valid: {valid}")
     return value

@@ -88,6 +88,25 @@ class ChoiceSetting(Setting):
 
 
 @dataclass(frozen=True, kw_only=True)
+class PatternSetting(Setting):
+    """A value of a small grammar (``cuda:N``) that a list of choices cannot spell."""
+
+    default: str
+    pattern: str  # a regular expression the whole value must match
+    valid: str  # the accepted values as the error and the reference write them: "auto, cpu, cuda, cuda:N"
+    what: str = "value"
+
+    def read(self) -> str:
+        return env.env_pattern(self.name, self.default, pattern=self.pattern, valid=self.valid, what=self.what)
+
+    def default_text(self) -> str:
+        return self.default
+
+    def values_text(self) -> str:
+        return ", ".join(f"`{value}`" for value in self.valid.split(", "))
+
+
+@dataclass(frozen=True, kw_only=True)
 class BoolSetting(Setting):
     default: bool
 
@@ -492,11 +511,21 @@ DECLARED: tuple[Setting, ...] = (
         maximum=4096,
         doc="Chunks per embedding batch (for an API model: texts per `/embeddings` request).",
     ),
-    StrSetting(
+    PatternSetting(
         name="RAG_EMBEDDING_DEVICE",
         topic=INDEXING,
-        default="cpu",
-        doc="Torch device for the embedding model.",
+        default="auto",
+        # sources/embedding/device.py's DEVICE_PATTERN (tests/sources/test_embedding_devices.py keeps them equal).
+        pattern=r"auto|cpu|cuda(:[0-9]+)?",
+        valid="auto, cpu, cuda, cuda:N",
+        what="embedding device",
+        doc=(
+            "Where the local embedding and rerank models run: `auto` = the first GPU when PyTorch sees one, else "
+            "the CPU; `cuda` or `cuda:N` insists on a GPU (a model fails to load, saying why, when PyTorch sees "
+            "none). On a GPU the model runs on PyTorch in fp16 when its vectors pass the identity rule against "
+            "fp32 (else fp32), also when `RAG_EMBEDDING_BACKEND=onnx`; `onnx-int8` stays on the CPU. See "
+            "[Embedding on a GPU](sources.md#embedding-on-a-gpu)."
+        ),
     ),
     ChoiceSetting(
         name="RAG_EMBEDDING_BACKEND",
@@ -1624,6 +1653,10 @@ def read_str(name: str) -> str:
 
 def read_choice(name: str) -> str:
     return _declared(name, ChoiceSetting).read()
+
+
+def read_pattern(name: str) -> str:
+    return _declared(name, PatternSetting).read()
 
 
 def read_bool(name: str) -> bool:

@@ -46,6 +46,8 @@ class CrossEncoderScorer:
         from sentence_transformers import CrossEncoder
         from torch import nn
 
+        from sources.embedding.device import device_resolve
+
         # huggingface_hub reads HF_HUB_OFFLINE once, on first import, which may predate the
         # default above; without it even a local_files_only load asks the hub for its agent
         # registry (huggingface_hub 2.4, while building request headers).
@@ -53,7 +55,9 @@ class CrossEncoderScorer:
         try:
             # An explicit Sigmoid replaces the saved activation: some rerankers save Identity
             # (raw logits), and predict applies exactly one activation.
-            model = CrossEncoder(self.name, device=self.device, local_files_only=True, activation_fn=nn.Sigmoid())
+            # RAG_EMBEDDING_DEVICE: auto is the GPU when there is one; cuda without one fails here, with the reason.
+            device = device_resolve(self.device)
+            model = CrossEncoder(self.name, device=device, local_files_only=True, activation_fn=nn.Sigmoid())
         except Exception as exc:  # noqa: BLE001 - report any loader failure plainly
             hint = "" if Path(self.name).exists() else " (not a local path; the hub is not contacted)"
             raise RerankError(f"cannot load rerank model {self.name!r}{hint}: {exc}") from exc

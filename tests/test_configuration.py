@@ -255,10 +255,32 @@ def test_compose_runs_a_worker_for_each_queue():
     consumed = [
         arg.removeprefix("--queues=")
         for service in COMPOSE["services"].values()
+        if not service.get("profiles")  # the default topology; the gpu profile adds a second bulk worker
         for arg in service.get("command", [])
         if isinstance(arg, str) and arg.startswith("--queues=")
     ]
     assert sorted(consumed) == sorted(QUEUES)  # each queue once, by a worker of its own
+
+
+def test_the_gpu_profile_adds_a_bulk_worker_on_the_gpu():
+    gpu, worker = COMPOSE["services"]["worker-gpu"], COMPOSE["services"]["worker"]
+    assert gpu["profiles"] == ["gpu"]
+    assert gpu["deploy"]["resources"]["reservations"]["devices"] == [
+        {"driver": "nvidia", "count": "all", "capabilities": ["gpu"]}
+    ]
+    assert "--queues=bulk" in gpu["command"] and gpu["command"][:4] == worker["command"][:4]
+    # worker's environment and mounts, with the device and a GPU-sized batch on top.
+    assert gpu["environment"] == {
+        **worker["environment"],
+        "RAG_EMBEDDING_DEVICE": "cuda",
+        "RAG_EMBED_BATCH_SIZE": "512",
+    }
+    assert gpu["volumes"] == worker["volumes"]
+    # PyPI's torch (a CUDA build), whatever TORCH_INDEX_URL the CPU image was built with; an image of its own.
+    assert gpu["build"]["args"] == {"TORCH_INDEX_URL": ""} and gpu["image"] != worker["image"]
+    assert "ARG TORCH_INDEX_URL" in (ROOT / "Dockerfile").read_text()
+    node = next(arg for arg in gpu["command"] if arg.startswith("--hostname=")).removeprefix("--hostname=")
+    assert node.replace("%h", "$$HOSTNAME") in gpu["healthcheck"]["test"][-1]
 
 
 @pytest.mark.parametrize(

@@ -2,10 +2,19 @@
 
 from pathlib import Path
 
-from rag_site.settings_registry import read_bool, read_choice, read_float, read_int, read_list, read_str
+from rag_site.settings_registry import (
+    read_bool,
+    read_choice,
+    read_float,
+    read_int,
+    read_list,
+    read_pattern,
+    read_str,
+)
 
 RAG_EMBEDDING_MODEL = read_str("RAG_EMBEDDING_MODEL")
-RAG_EMBEDDING_DEVICE = read_str("RAG_EMBEDDING_DEVICE")
+# auto | cpu | cuda | cuda:N, resolved when a model loads (sources/embedding/device.py): torch is not imported here.
+RAG_EMBEDDING_DEVICE = read_pattern("RAG_EMBEDDING_DEVICE")
 # torch | onnx | onnx-int8 (sources/embedding/backends.py): part of a local model's identity, so a change re-embeds.
 RAG_EMBEDDING_BACKEND = read_choice("RAG_EMBEDDING_BACKEND")
 RAG_EMBED_BATCH_SIZE = read_int("RAG_EMBED_BATCH_SIZE")

@@ -55,6 +55,10 @@ class ApiEmbedder:
         return self._spec is not None
 
     @property
+    def runs_on(self) -> str:
+        return "api"
+
+    @property
     def spec(self) -> ModelSpec:
         if self._spec is None:
             self.embed([PROBE_TEXT])  # one call, once per process: the answer's size is the model's

@@ -32,6 +32,11 @@ class Embedder(Protocol):
         """Whether this process has the model ready (asking never loads it)."""
         ...
 
+    @property
+    def runs_on(self) -> str:
+        """What runs the model here ("cuda fp16", "cpu onnx", "api"); "" until it has loaded (never loads it)."""
+        ...
+
     def embed(
         self,
         texts: list[str],
