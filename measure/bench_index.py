@@ -103,6 +103,7 @@ class Hardware:
     processes: int = 1
     threads: int = 0
     device: str = ""
+    raw: bool = True  # also time the model's raw encode of every chunk (a second pass over them)
 
 
 def index_bench(root: Path, hardware: Hardware | None = None) -> dict:
@@ -202,10 +203,12 @@ def _index_bench(root: Path, hardware: Hardware) -> dict:
         os.close(root_fd)
     embedder = embedder_for(provider=model.provider, name=model.name, device=settings.RAG_EMBEDDING_DEVICE)
     embedder.embed(texts[:64], batch_size=settings.RAG_EMBED_BATCH_SIZE)  # warm-up, not timed
-    started, cpu_started = time.perf_counter(), time.process_time()
-    embedder.embed(texts, batch_size=settings.RAG_EMBED_BATCH_SIZE)
-    encode_seconds = time.perf_counter() - started
-    encode_cpu = time.process_time() - cpu_started
+    encode_seconds = encode_cpu = 0.0
+    if hardware.raw:
+        started, cpu_started = time.perf_counter(), time.process_time()
+        embedder.embed(texts, batch_size=settings.RAG_EMBED_BATCH_SIZE)
+        encode_seconds = time.perf_counter() - started
+        encode_cpu = time.process_time() - cpu_started
     inside = EmbedTimer(embedder)
 
     bench_root = WorkspaceRoot.objects.create(
@@ -237,6 +240,7 @@ def _index_bench(root: Path, hardware: Hardware) -> dict:
     index_rate = first.chunks_embedded / index_seconds if index_seconds else 0.0
     return {
         "model": model.name,
+        "runs_on": getattr(embedder, "runs_on", "") or model.provider,
         "files": first.files_total,
         "chunks": first.chunks_embedded,
         "encode_chunks_per_s": round(encode_rate, 1),
@@ -248,7 +252,7 @@ def _index_bench(root: Path, hardware: Hardware) -> dict:
         "index_other_seconds": round(index_seconds - inside.seconds, 2),
         # This process's CPU per chunk (PostgreSQL's is its own): on a busy machine wall-clock rates
         # measure the neighbours, CPU time far less so.
-        "encode_cpu_ms_per_chunk": round(1000 * encode_cpu / len(texts), 2) if texts else None,
+        "encode_cpu_ms_per_chunk": round(1000 * encode_cpu / len(texts), 2) if texts and encode_cpu else None,
         "index_cpu_ms_per_chunk": round(1000 * index_cpu / first.chunks_embedded, 2) if first.chunks_embedded else None,
         "load_average": [round(load, 2) for load in os.getloadavg()],
         "reverify_seconds": round(reverify_seconds, 3),
@@ -313,3 +317,44 @@ def query_latency(provider: str, name: str, *, device: str, repeats: int = QUERY
             os.environ.pop("RAG_TORCH_THREADS", None)
         else:
             os.environ["RAG_TORCH_THREADS"] = saved_env
+
+
+def vectors_bench(root: Path, *, count: int = 1000, device: str = "cuda") -> dict:
+    """The local model's vectors on ``device`` against PyTorch fp32 on the CPU, for the first ``count`` chunks of
+    ``root`` as indexing embeds them, and ``device``'s raw encode rate at RAG_EMBED_BATCH_SIZE.
+
+    The identity rule of a model's vectors (docs/sources.md): cosine >= 0.999 to the CPU's fp32 for every text.
+    """
+    from django.conf import settings
+
+    from sources.embedding.backends import local_name_parse
+    from sources.embedding.local import LocalEmbedder
+    from sources.ingest import embed_text
+
+    texts: list[str] = []
+    for path, text in text_files(root):
+        name = str(path.relative_to(root))
+        chunks = chunk_text(text, name, max_chars=settings.RAG_CHUNK_MAX_CHARS, overlap=settings.RAG_CHUNK_OVERLAP)
+        texts.extend(embed_text(chunk, name) for chunk in chunks)
+        if len(texts) >= count:
+            break
+    texts = texts[:count]
+    if not texts:
+        raise ApplicationError(f"rag_bench vectors: no text file to chunk under {root}")
+    model = local_name_parse(settings.RAG_EMBEDDING_MODEL)[0]  # PyTorch on both sides: the reference is torch fp32
+    reference = LocalEmbedder(model, device="cpu").embed(texts, batch_size=64)
+    other = LocalEmbedder(model, device=device)
+    other.embed(texts[:64], batch_size=64)  # loads the model and settles its precision, not timed
+    started = time.perf_counter()
+    vectors = other.embed(texts, batch_size=settings.RAG_EMBED_BATCH_SIZE)
+    seconds = time.perf_counter() - started
+    cosines = (reference * vectors).sum(axis=1)
+    return {
+        "texts": len(texts),
+        "runs_on": other.runs_on,
+        "batch_size": settings.RAG_EMBED_BATCH_SIZE,
+        "encode_chunks_per_s": round(len(texts) / seconds, 1) if seconds else None,
+        "cosine_min": round(float(cosines.min()), 6),
+        "cosine_mean": round(float(cosines.mean()), 6),
+        "identity_rule_met": bool(cosines.min() >= 0.999),
+    }

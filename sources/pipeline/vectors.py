@@ -164,6 +164,8 @@ def vectors_fill(
                     on_embedded(vectors_stored(job_id))
                 claims.hung_end(stale_seconds)
                 time.sleep(POLL_SECONDS)
+        if on_embedded is not None:
+            on_embedded(vectors_stored(job_id))  # the last batches other workers stored while this one looked
     except BaseException:
         # Cancelled (the heartbeat found the job no longer this worker's), failed or stopped: what is stored stays
         # and the rest stays pending; the encoder thread drops the batches nobody will store.

@@ -6,7 +6,7 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 
 from kernel.errors import ApplicationError
-from measure.bench_index import Hardware, chunk_bench, index_bench
+from measure.bench_index import Hardware, chunk_bench, index_bench, vectors_bench
 from measure.bench_slowloris import slowloris_arguments, slowloris_command
 
 
@@ -26,7 +26,8 @@ class Command(BaseCommand):
         "words, and to all of it by meaning. "
         "`grep PATH` (or `grep --root NAME`, or `grep --chunks N`: the search bench's package files making N "
         "chunks, copied under var/bench): /api/v1/grep against ripgrep over the same files, identical (file, "
-        "line) sets per pattern, and p50/p95 at --clients."
+        "line) sets per pattern, and p50/p95 at --clients. "
+        "`vectors PATH`: the local model's vectors on --device (cuda) against PyTorch fp32 on the CPU, per chunk."
     )
 
     def add_arguments(self, parser) -> None:
@@ -43,6 +44,7 @@ class Command(BaseCommand):
                 "answers",
                 "searchable",
                 "grep",
+                "vectors",
             ],
             help="What to measure.",
         )
@@ -131,6 +133,11 @@ class Command(BaseCommand):
             "--threads", type=int, default=0, help="Threads per process (RAG_TORCH_THREADS; default 0: one per core)."
         )
         index.add_argument("--device", default="", help="RAG_EMBEDDING_DEVICE for the run (cpu, cuda, auto).")
+        index.add_argument(
+            "--no-raw", action="store_true", help="Skip the raw encode of every chunk before the end-to-end run."
+        )
+        vectors = parser.add_argument_group("vectors (also --device, default cuda)")
+        vectors.add_argument("--count", type=int, default=1000, help="Chunks of PATH compared (default 1000).")
         grep = parser.add_argument_group("grep (also --clients, --seconds, --chunks)")
         grep.add_argument("--root", default="", help="An indexed root to measure instead of PATH's stored texts.")
         fresh = parser.add_argument_group("freshness")
@@ -171,8 +178,16 @@ class Command(BaseCommand):
             self._index(
                 path,
                 as_json=json,
-                hardware=Hardware(processes=options["processes"], threads=options["threads"], device=options["device"]),
+                hardware=Hardware(
+                    processes=options["processes"],
+                    threads=options["threads"],
+                    device=options["device"],
+                    raw=not options["no_raw"],
+                ),
             )
+            return
+        if what == "vectors":
+            self._vectors(path, as_json=json, count=options["count"], device=options["device"] or "cuda")
             return
         if what == "searchable":
             self._searchable(path, as_json=json, **options)
@@ -340,6 +355,21 @@ class Command(BaseCommand):
         self.stdout.write(f"  PDF            {report['pdf_pages']} pages, {report['pdf_pages_per_s']} pages/s")
         self.stdout.write(f"  peak memory    {report['peak_child_rss_mb']} MB (largest child's resident set)")
 
+    def _vectors(self, path: Path, *, as_json: bool, count: int, device: str) -> None:
+        try:
+            report = vectors_bench(path, count=count, device=device)
+        except ApplicationError as exc:
+            raise CommandError(exc.message) from None
+        if as_json:
+            self.stdout.write(_json(report))
+            return
+        self.stdout.write(
+            f"{report['texts']} chunks on {report['runs_on']} against PyTorch fp32 on the CPU: cosine min "
+            f"{report['cosine_min']}, mean {report['cosine_mean']} (rule >= 0.999: "
+            f"{'met' if report['identity_rule_met'] else 'NOT met'}); raw encode {report['encode_chunks_per_s']} "
+            f"chunks/s at batch {report['batch_size']}"
+        )
+
     def _index(self, path: Path, *, as_json: bool, hardware: Hardware) -> None:
         from django.core.management import call_command
 
@@ -355,8 +385,8 @@ class Command(BaseCommand):
             return
         self.stdout.write(
             f"indexed {report['files']} files into {report['chunks']} chunks in {report['index_seconds']} s "
-            f"with {report['model']} ({report['processes']} process(es) x {report['threads'] or 'default'} "
-            f"thread(s), device {report['device'] or 'as set'})"
+            f"with {report['model']} on {report['runs_on']} ({report['processes']} process(es) x "
+            f"{report['threads'] or 'default'} thread(s))"
         )
         self.stdout.write(f"  raw encode     {report['encode_chunks_per_s']:>8} chunks/s")
         self.stdout.write(f"  end-to-end     {report['index_chunks_per_s']:>8} chunks/s")
