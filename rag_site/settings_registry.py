@@ -531,14 +531,17 @@ DECLARED: tuple[Setting, ...] = (
         name="RAG_EMBEDDING_BACKEND",
         topic=INDEXING,
         default="onnx",
-        choices=("torch", "onnx", "onnx-int8"),
+        choices=("torch", "onnx", "onnx-int8", "auto"),
         what="embedding backend",
         doc=(
             "What runs a local embedding model: `onnx` (ONNX Runtime, exported from the model's own weights on "
             "first use and cached under `RAG_VAR_DIR/models/onnx`; the same scores as PyTorch on every eval set, "
             "a query embedded in less than half the time; a model ONNX cannot run, such as one with a layer "
             "after pooling, stays on PyTorch), `torch` (sentence-transformers on PyTorch, the default before) "
-            "or `onnx-int8` (that export with int8 weights). Part of the model's identity: after a change the "
+            "or `onnx-int8` (that export with int8 weights), or `auto` (whichever of `torch` and `onnx` this machine "
+            "measures faster, one for bulk embedding and one for a query: timed once, a few seconds, and cached in "
+            "`RAG_VAR_DIR/models/backend-choice.json`; the admin's Index overview shows the choice). Part of the "
+            "model's identity (`auto` is a model of its own, `all-MiniLM-L6-v2#auto`): after a change the "
             "next index run re-embeds each root beside its current vectors and switches when done, and skills "
             "and tools re-embed at their re-verify; queries always use the backend their chunks were embedded "
             "with. See [Embedding backends](sources.md#embedding-backends)."

@@ -395,7 +395,7 @@ def _embed(model: EmbeddingModel, query: str, *, device: str, cache_size: int):
     metrics.QUERY_EMBEDDING_CACHE.labels(result="miss").inc()
     embedder = embedder_for(provider=model.provider, name=model.name, device=device)
     started = time.perf_counter()
-    vector = embedder.embed([query])[0]
+    vector = embedder.embed([query], purpose="query")[0]
     vector.setflags(write=False)  # shared by every request that asks the same
     _query_vectors.put(key, vector, size=cache_size)
     return vector, time.perf_counter() - started

@@ -34,7 +34,7 @@ def warm_up(config: WarmUpConfig) -> list[str]:
     default = model_reference(config.default_model, backend=config.backend)  # the model the first index run creates
     for provider, name in sorted(models or {default}):
         try:
-            embedder_for(provider=provider, name=name, device=search.device).embed(["warm up"])
+            embedder_for(provider=provider, name=name, device=search.device).embed(["warm up"], purpose="query")
             loaded.append(f"embedding model {name}")
         except EmbeddingError as exc:
             log.warning("warm-up: embedding model %s not loaded: %s", name, exc)

@@ -15,6 +15,8 @@ from kernel.config import llm_config
 from kernel.errors import NotFound
 from kernel.heartbeats import queue_lengths
 from sources.config import embedding_config
+from sources.embedding.backends import AUTO
+from sources.embedding.choice import choices_listed
 from sources.health import Health, health_check
 from sources.job_report import job_progress_read
 from sources.jobs import jobs_ahead
@@ -222,7 +224,8 @@ def index_overview(*, scope: Scope) -> dict:
     running = list(jobs.filter(status__in=ACTIVE_JOB_STATUSES))
     for job in running:
         job.report = job_progress_read(job)  # type: ignore[attr-defined]  # the job page's numbers, like an annotation
-    health = health_check(embedding=embedding_config(), llm=llm_config())
+    embedding = embedding_config()
+    health = health_check(embedding=embedding, llm=llm_config())
     return {
         "kinds": rows,
         "models": models,
@@ -233,6 +236,8 @@ def index_overview(*, scope: Scope) -> dict:
         "queue": queue_lengths(QUEUES),
         "llm": _llm_models(health),
         "llm_recent_minutes": RECENT_MINUTES,
+        # RAG_EMBEDDING_BACKEND=auto: what this machine measured (the cache under RAG_VAR_DIR/models), else None.
+        "backend_choices": choices_listed() if embedding.backend == AUTO else None,
     }
 
 

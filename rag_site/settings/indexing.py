@@ -15,7 +15,8 @@ from rag_site.settings_registry import (
 RAG_EMBEDDING_MODEL = read_str("RAG_EMBEDDING_MODEL")
 # auto | cpu | cuda | cuda:N, resolved when a model loads (sources/embedding/device.py): torch is not imported here.
 RAG_EMBEDDING_DEVICE = read_pattern("RAG_EMBEDDING_DEVICE")
-# torch | onnx | onnx-int8 (sources/embedding/backends.py): part of a local model's identity, so a change re-embeds.
+# torch | onnx | onnx-int8 | auto (sources/embedding/backends.py, choice.py): part of a local model's identity,
+# so a change re-embeds.
 RAG_EMBEDDING_BACKEND = read_choice("RAG_EMBEDDING_BACKEND")
 RAG_EMBED_BATCH_SIZE = read_int("RAG_EMBED_BATCH_SIZE")
 # Intra-op threads of the local models per process; 0 = torch's default (one

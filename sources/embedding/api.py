@@ -72,8 +72,10 @@ class ApiEmbedder:
         batch_size: int = 64,
         pieces: bool = False,
         on_batch: Callable[[], None] | None = None,
+        purpose: str = "bulk",
     ) -> np.ndarray:
-        """Unit vectors for ``texts``, ``batch_size`` per request; ``pieces`` is moot (the server reads whole texts)."""
+        """Unit vectors for ``texts``, ``batch_size`` per request; ``pieces`` and ``purpose`` are moot (the server
+        reads whole texts, the same way for every job)."""
         if not texts:
             return np.zeros((0, self._spec.dimensions if self._spec else 0), dtype=np.float32)
         parts = []

@@ -2,8 +2,9 @@
 
 The backend is part of a local model's identity: ``all-MiniLM-L6-v2`` runs
 on PyTorch (sentence-transformers), ``all-MiniLM-L6-v2#onnx`` on ONNX
-Runtime and ``all-MiniLM-L6-v2#onnx-int8`` on ONNX Runtime with weights
-quantised to int8. Their vectors differ a little, so an EmbeddingModel row
+Runtime, ``all-MiniLM-L6-v2#onnx-int8`` on ONNX Runtime with weights
+quantised to int8, and ``all-MiniLM-L6-v2#auto`` on whichever of the first
+two this machine measured faster for the job (choice.py). Their vectors differ a little, so an EmbeddingModel row
 per backend keeps them apart: switching RAG_EMBEDDING_BACKEND names another
 model, which re-embeds (a root's blue/green generation, a skill's
 fingerprint), and the query side, which knows a model by its row's name,
@@ -15,7 +16,10 @@ from sources.embedding.base import EmbeddingError
 TORCH = "torch"
 ONNX = "onnx"
 ONNX_INT8 = "onnx-int8"
-BACKENDS = (TORCH, ONNX, ONNX_INT8)
+# torch for bulk and onnx for queries, or the reverse, whichever this machine runs faster (choice.py): one
+# identity, since the two agree within the rule (cosine >= 0.999), and not torch's or onnx's, so a switch re-embeds.
+AUTO = "auto"
+BACKENDS = (TORCH, ONNX, ONNX_INT8, AUTO)
 # "@" already means dimensions for API models; "#" never ends a model name
 # or a sensible path, and torch adds nothing, so existing rows keep their names.
 SEPARATOR = "#"

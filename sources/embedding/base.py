@@ -44,8 +44,11 @@ class Embedder(Protocol):
         batch_size: int = 64,
         pieces: bool = False,
         on_batch: Callable[[], None] | None = None,
+        purpose: str = "bulk",
     ) -> np.ndarray:
         """Return a float32 array of shape (len(texts), dimensions); ``pieces``:
         texts longer than the model reads are embedded in pieces and averaged;
-        ``on_batch`` is called after each batch."""
+        ``on_batch`` is called after each batch; ``purpose``: ``bulk`` (chunks)
+        or ``query`` (a search's query), which an ``#auto`` model may run on
+        different backends (choice.py)."""
         ...

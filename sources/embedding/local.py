@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from sources.embedding.backends import TORCH, local_name, local_name_parse
+from sources.embedding.backends import AUTO, ONNX, TORCH, local_name, local_name_parse
 from sources.embedding.base import EmbeddingError, ModelSpec
 from sources.embedding.device import PRECISION_SAMPLE, device_resolve, on_gpu, runs_on_torch, vectors_agree
 from sources.embedding.pieces import pieces_pool, text_pieces
@@ -88,7 +88,7 @@ def onnx_export_ready(name: str) -> Path | None:
             f"cannot load embedding model {name!r}: the ONNX backend exports a model saved on this machine, "
             f"and {path!r} is neither the bundled model nor a directory"
         )
-    return onnx_model_file(Path(path), backend)
+    return onnx_model_file(Path(path), ONNX if backend == AUTO else backend)  # auto times (and may run) onnx
 
 
 def torch_threads_apply() -> None:
@@ -211,10 +211,12 @@ class LocalEmbedder:
         batch_size: int = 64,
         pieces: bool = False,
         on_batch: Callable[[], None] | None = None,
+        purpose: str = "bulk",
     ) -> np.ndarray:
         """Unit vectors for ``texts``; with ``pieces``, a text longer than the
         model reads is embedded piece by piece and averaged (pieces.py).
-        ``on_batch`` is called after every batch (a job's heartbeat)."""
+        ``on_batch`` is called after every batch (a job's heartbeat). One
+        backend does every ``purpose`` here (``#auto`` models: choice.py)."""
         if not texts:
             return np.zeros((0, self.spec.dimensions), dtype=np.float32)
         model = self._load()

@@ -4,7 +4,9 @@ import threading
 
 from sources.embedding.api import PREFIX as API_PREFIX
 from sources.embedding.api import ApiEmbedder
+from sources.embedding.backends import AUTO, local_name_parse
 from sources.embedding.base import Embedder, EmbeddingError
+from sources.embedding.choice import AutoEmbedder
 from sources.embedding.local import LocalEmbedder, local_model_name
 
 PROVIDERS = ("local", "api")
@@ -27,8 +29,16 @@ def embedder_for(*, provider: str, name: str, device: str = "cpu") -> Embedder:
     key = (provider, name)
     with _lock:
         if key not in _cache:
-            _cache[key] = ApiEmbedder(name) if provider == "api" else LocalEmbedder(name, device=device)
+            _cache[key] = _embedder_new(provider=provider, name=name, device=device)
         return _cache[key]
+
+
+def _embedder_new(*, provider: str, name: str, device: str) -> Embedder:
+    if provider == "api":
+        return ApiEmbedder(name)
+    if local_name_parse(name)[1] == AUTO:
+        return AutoEmbedder(name, device=device)
+    return LocalEmbedder(name, device=device)
 
 
 def embedder_loaded(*, provider: str, name: str) -> bool:

@@ -192,6 +192,25 @@ def test_the_index_overview_counts_every_kind_and_lists_what_fails(admin_client)
     assert "all-MiniLM-L6-v2" in page
 
 
+def test_the_overview_shows_the_measured_backend_choice_under_auto(admin_client, settings, monkeypatch, tmp_path):
+    from sources.embedding.choice import BackendChoice, choice_save, machine_identity
+
+    monkeypatch.setenv("RAG_VAR_DIR", str(tmp_path))
+    assert "Embedding backend chosen by measurement" not in admin_client.get("/admin/overview/").content.decode()
+    settings.RAG_EMBEDDING_BACKEND = "auto"
+    assert "Not measured yet on this machine" in admin_client.get("/admin/overview/").content.decode()
+    measured = BackendChoice(
+        bulk="torch",
+        query="onnx",
+        agree=True,
+        bulk_per_second={"torch": 30.5, "onnx": 28.1},
+        query_ms={"torch": 15.1, "onnx": 6.1},
+    )
+    choice_save(machine_identity(model="all-MiniLM-L6-v2", device="cpu"), measured)
+    page = admin_client.get("/admin/overview/").content.decode()
+    assert "bulk torch (torch 30.5/s, onnx 28.1/s); query onnx (torch 15.1 ms, onnx 6.1 ms); vectors agree" in page
+
+
 def test_try_a_search_as_a_chosen_caller_with_every_score_explained(admin_client):
     services.skill_index(skill_id=Skill.objects.create(slug="deploy", body="# Deploy\n\nShip the release.\n").pk)
     services.skill_index(
