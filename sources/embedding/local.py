@@ -255,7 +255,10 @@ class LocalEmbedder:
             if on_batch is not None:
                 on_batch()
         assert vectors is not None  # inputs is never empty: embed() answers no texts without calling this
-        return vectors
+        # Unit length again in float32: fp16 normalises to within its own precision (an H100's fp16 vectors had
+        # norms up to 1.0002, so cosines to fp32 read above 1).
+        norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+        return np.divide(vectors, norms, out=vectors, where=norms > 0)
 
     @staticmethod
     def _pieces(model, texts: list[str]) -> tuple[list[str], list[int]]:
