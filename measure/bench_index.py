@@ -91,12 +91,34 @@ def chunk_bench(root: Path, *, max_chars: int = 1500, overlap: int = 200) -> Chu
     return result
 
 
-def index_bench(root: Path) -> dict:
+ENCODERS = ("model", "instant")
+
+
+def index_bench(root: Path, *, encoder: str = "model") -> dict:
     """Raw ``encode`` throughput against end-to-end indexing of the same tree.
 
     Registers ``root`` as a temporary workspace root (removed afterwards),
     so the real walker, chunker, embedder and bulk writes are measured.
+    ``encoder``: "model", the one RAG_EMBEDDING_MODEL names; "instant", a
+    stand-in that answers at once (measure/instant_encoder.py), so only
+    what is around the encoder is measured.
     """
+    if encoder not in ENCODERS:
+        raise ValueError(f"unknown encoder {encoder!r}; valid encoders: {', '.join(ENCODERS)}")
+    if encoder == "model":
+        return _index_bench(root)
+    from django.test import override_settings
+
+    from measure.instant_encoder import InstantEncoder
+
+    with (
+        InstantEncoder(process=True) as server,
+        override_settings(RAG_EMBEDDING_MODEL=server.model_name, RAG_LLM_BASE_URL=server.base_url),
+    ):
+        return _index_bench(root)
+
+
+def _index_bench(root: Path) -> dict:
     from django.conf import settings
 
     from sources import jobs, pipeline, roots

@@ -6,7 +6,7 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 
 from kernel.errors import ApplicationError
-from measure.bench_index import chunk_bench, index_bench
+from measure.bench_index import ENCODERS, chunk_bench, index_bench
 from measure.bench_slowloris import slowloris_arguments, slowloris_command
 
 
@@ -50,6 +50,13 @@ class Command(BaseCommand):
         parser.add_argument("--json", action="store_true", help="Print one JSON object instead of a table.")
         parser.add_argument("--max-chars", type=int, default=1500)
         parser.add_argument("--overlap", type=int, default=200)
+        parser.add_argument(
+            "--encoder",
+            choices=ENCODERS,
+            default="model",
+            help="index: the model RAG_EMBEDDING_MODEL names, or an instant stand-in that answers each text a "
+            "random unit vector at once (measures everything around the encoder).",
+        )
         search = parser.add_argument_group("search")
         search.add_argument("--chunks", type=int, help="Corpus size (built once, reused while it stays this size).")
         search.add_argument("--clients", default="1,16", help="Concurrent clients, comma-separated (default 1,16).")
@@ -157,7 +164,7 @@ class Command(BaseCommand):
         if not path.is_dir():
             raise CommandError(f"{path} is not a directory")
         if what == "index":
-            self._index(path, as_json=json)
+            self._index(path, as_json=json, encoder=options["encoder"])
             return
         if what == "searchable":
             self._searchable(path, as_json=json, **options)
@@ -325,12 +332,12 @@ class Command(BaseCommand):
         self.stdout.write(f"  PDF            {report['pdf_pages']} pages, {report['pdf_pages_per_s']} pages/s")
         self.stdout.write(f"  peak memory    {report['peak_child_rss_mb']} MB (largest child's resident set)")
 
-    def _index(self, path: Path, *, as_json: bool) -> None:
+    def _index(self, path: Path, *, as_json: bool, encoder: str) -> None:
         from django.core.management import call_command
 
         call_command("migrate", interactive=False, verbosity=0)  # a fresh var/ has no tables yet
         try:
-            report = index_bench(path)
+            report = index_bench(path, encoder=encoder)
         except ApplicationError as exc:
             raise CommandError(exc.message) from None
         if as_json:
