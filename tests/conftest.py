@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from measure.instant_encoder import InstantEncoder
 from rag_site.supervisor import process_stop
 from tests.openai_server import FakeOpenAI
 
@@ -210,3 +211,13 @@ def openai_server() -> Iterator[FakeOpenAI]:
         yield server
     finally:
         server.stop()
+
+
+@pytest.fixture
+def instant_encoder(settings) -> Iterator[InstantEncoder]:
+    """An encoder that answers every text at once (measure/instant_encoder.py) as this test's embedding model: the
+    ``api:`` model ``instant_encoder.model_name`` at ``instant_encoder.base_url``, reachable from worker processes."""
+    with InstantEncoder() as server:
+        settings.RAG_LLM_BASE_URL = server.base_url
+        settings.RAG_EMBEDDING_MODEL = server.model_name
+        yield server

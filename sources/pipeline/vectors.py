@@ -37,6 +37,7 @@ from django.utils import timezone
 
 from kernel import metrics
 from sources import locks
+from sources.chunk_vectors import chunk_vectors_store
 from sources.config import IndexingConfig
 from sources.embedding import EmbeddingError, embedder_for
 from sources.encoder_thread import BackgroundWork
@@ -323,14 +324,7 @@ def _store(rows: _Rows, vectors: np.ndarray, *, made: str) -> int:
                 rows.batch_id,
             )
             return 0
-        Chunk.objects.bulk_update(
-            [
-                Chunk(pk=pk, embedding=vector, vector_pending=False, embedded_as=made)
-                for pk, vector in zip(rows.ids, vectors, strict=True)
-            ],
-            ["embedding", "vector_pending", "embedded_as"],
-            batch_size=1000,
-        )
+        chunk_vectors_store(ids=rows.ids, vectors=vectors, embedded_as=made)
         VectorBatch.objects.filter(pk=rows.batch_id).update(done_at=timezone.now(), stored=len(rows.ids))
     metrics.CHUNKS_EMBEDDED.labels(model=rows.model.name).inc(len(rows.ids))
     return len(rows.ids)

@@ -6,7 +6,7 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 
 from kernel.errors import ApplicationError
-from measure.bench_index import Hardware, chunk_bench, index_bench, vectors_bench
+from measure.bench_index import ENCODERS, Hardware, chunk_bench, index_bench, vectors_bench
 from measure.bench_slowloris import slowloris_arguments, slowloris_command
 
 
@@ -52,6 +52,13 @@ class Command(BaseCommand):
         parser.add_argument("--json", action="store_true", help="Print one JSON object instead of a table.")
         parser.add_argument("--max-chars", type=int, default=1500)
         parser.add_argument("--overlap", type=int, default=200)
+        parser.add_argument(
+            "--encoder",
+            choices=ENCODERS,
+            default="model",
+            help="index: the model RAG_EMBEDDING_MODEL names, or an instant stand-in that answers each text a "
+            "random unit vector at once (measures everything around the encoder).",
+        )
         search = parser.add_argument_group("search")
         search.add_argument("--chunks", type=int, help="Corpus size (built once, reused while it stays this size).")
         search.add_argument("--clients", default="1,16", help="Concurrent clients, comma-separated (default 1,16).")
@@ -183,6 +190,7 @@ class Command(BaseCommand):
                     threads=options["threads"],
                     device=options["device"],
                     raw=not options["no_raw"],
+                    encoder=options["encoder"],
                 ),
             )
             return
