@@ -441,7 +441,11 @@ DECLARED: tuple[Setting, ...] = (
         default=1,
         minimum=1,
         doc="Processes of the bulk worker under `make run` and compose's `worker` (full index jobs, rebuilds, "
-        "re-verify, uploaded documents' extraction; each loads the model once).",
+        "re-verify, uploaded documents' extraction; each loads the model once). Every bulk process, on any "
+        "machine sharing the broker and database, also embeds the vector batches of a running job "
+        "([Vectors from every worker](sources.md#vectors-from-every-worker)); processes scale where threads "
+        "stop: best measured with `RAG_TORCH_THREADS` at 2 cores 2 x 1 (1.27x of 1 x 2), at 16 cores 8 x 2 "
+        "(1.91x of 1 x 16).",
     ),
     IntSetting(
         name="RAG_INTERACTIVE_CONCURRENCY",
@@ -559,7 +563,9 @@ DECLARED: tuple[Setting, ...] = (
             "core. Web "
             "processes (`rag_site/wsgi.py`) default to 1: they answer many short queries at once, and with a "
             "thread per core in every worker they fight over the cores (vector search 7.6 q/s at 16 clients "
-            "with torch's default, 61 with 1). Celery workers keep one per core for batch embedding."
+            "with torch's default, 61 with 1). Celery workers keep one per core for batch embedding; with "
+            "several bulk processes (`RAG_WORKER_CONCURRENCY`) give each about cores / processes (2 at 16 "
+            "cores: 8 x 2 embedded 1.91x as fast as 1 x 16)."
         ),
     ),
     ChoiceSetting(
@@ -603,7 +609,9 @@ DECLARED: tuple[Setting, ...] = (
         minimum=1,
         doc=(
             "Chunks collected across files before one embedding call (the model sorts a call's texts by "
-            "length, so bigger calls pad less: ratio 0.70 at 64, 1.08 at 1024 on `rag_bench index`)."
+            "length, so bigger calls pad less: ratio 0.70 at 64, 1.08 at 1024 on `rag_bench index`), and the "
+            "most a root's vector batch holds (a job makes at least 16 batches, never smaller than "
+            "`RAG_EMBED_BATCH_SIZE`, so several worker processes share even a small one)."
         ),
     ),
     ListSetting(

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from django.db import transaction
-from django.db.models import Q
+from django.db.models import Max, Q
 from django.utils import timezone
 
 from kernel.errors import ApplicationError
@@ -32,7 +32,16 @@ from sources.jobs import HandOff
 from sources.models import Chunk, FileText, IndexedFile, IndexJob, JobStatus, Source, WorkspaceRoot
 from sources.outcomes import job_outcome, reasons_count
 from sources.pipeline.plans import SegmentPlan, segment_for, segment_plans
-from sources.pipeline.vectors import Position, pending_count, vectors_fill, vectors_plan
+from sources.pipeline.vectors import (
+    EARLY_BATCH_CHUNKS,
+    Position,
+    pending_count,
+    vectors_fill,
+    vectors_plan,
+    vectors_plan_reset,
+    vectors_plan_written,
+    vectors_stored,
+)
 from sources.progress import Phase
 from sources.reading import Content, ReadRules, content_chunks, content_read, extractor_identity, reason_failed
 from sources.walk import REPLACED, Skipped
@@ -87,6 +96,12 @@ class _Run:
     def __init__(self, job: IndexJob, config: IndexingConfig, helpers: Helpers | None = None) -> None:
         self.job = job
         self.helpers = helpers
+        # Words first with helpers: vector batches of EARLY_BATCH_CHUNKS (never under one model batch) are planned
+        # as chunks are written (written since ``vectors_above``, at ``planned_at`` chunks written).
+        self.early = max(EARLY_BATCH_CHUNKS, config.embedding.batch_size)
+        self.positions: list[Position] = []
+        self.vectors_above = 0
+        self.planned_at = 0
         self.root: WorkspaceRoot = job.root
         self.connector = connector_for(root=self.root, job=job, config=config)
         # Words first, vectors behind (sources/pipeline/vectors.py); with contextual descriptions, which are written
@@ -148,6 +163,10 @@ class _Run:
             files = files.filter(about)
         states = self.states = {(s.source_id, s.generation, s.path): s for s in files}
         self.texted = file_texts_present(sources=[p.source for p in plans], about=about)
+        self.positions = [Position(plan.source.pk, plan.generation, plan.model) for plan in plans]
+        if self.words_first:
+            vectors_plan_reset(self.job.pk)  # a new attempt plans again from what is pending
+            self.vectors_above = Chunk.objects.aggregate(top=Max("pk"))["top"] or 0  # what this run writes is above
         self.job.phase = Phase.LISTING
         self._beat(force=True)
         known = self._known(plans, states)
@@ -173,7 +192,7 @@ class _Run:
         # Gone files leave search now, not after the embedding.
         self._delete_missing(plans, states, kept | self.moved)
         if self.words_first:
-            self._vectors(plans, targeted)
+            self._vectors(targeted)
         self.job.phase = Phase.FINISHING
         self._beat(force=True)
         self._flip(plans)
@@ -343,24 +362,41 @@ class _Run:
             self.batch.add(document)
         if self.job.phase == Phase.EMBEDDING:
             self.job.phase = Phase.READING  # the batch is stored; back to the files (or on to finishing)
-        # Every chunk this run embedded goes through its one batch (a new attempt starts both at zero).
-        self.job.chunks_embedded = self.batch.embedded
+        # Every chunk this run embedded goes through its one batch (a new attempt starts both at zero); words first,
+        # its vector batches count them.
+        if not self.words_first:
+            self.job.chunks_embedded = self.batch.embedded
         self.job.chunks_written = self.batch.written
         self.job.chunks_deleted += self.batch.deleted - deleted
         self.job.chunks_undescribed += self.batch.undescribed - undescribed
+        if self.words_first and self.helpers is not None and self.batch.written >= self.planned_at + self.early:
+            self._vectors_early()
 
-    def _vectors(self, plans: list[SegmentPlan], targeted: list[str]) -> None:
+    def _vectors_early(self) -> None:
+        """Vector batches for the chunks written so far, sent to the other bulk processes while this one reads on:
+        with several processes (or a GPU), the encoder starts before the last file is read."""
+        self.planned_at = self.batch.written
+        batches, self.vectors_above = vectors_plan_written(
+            self.job.pk, self.positions, above=self.vectors_above, size=self.early
+        )
+        if batches:
+            assert self.helpers is not None  # only called with helpers
+            self.helpers(self.job.pk, batches)
+            self.job.chunks_embedded = vectors_stored(self.job.pk)
+
+    def _vectors(self, targeted: list[str]) -> None:
         """The second stage: vectors for every chunk still pending in the segments this run writes (those it wrote,
         and those an earlier run left, cancelled or crashed); a targeted job only for its paths. The chunks are
-        split into batches that this process and the helpers it sends embed together (pipeline/vectors.py)."""
-        positions = [Position(plan.source.pk, plan.generation, plan.model) for plan in plans]
+        split into batches that this process and the helpers it sends embed together (pipeline/vectors.py); those
+        planned while it read may be done already."""
         self.job.phase = Phase.EMBEDDING
-        self.job.chunks_queued = pending_count(positions, paths=targeted or None)
-        self.job.chunks_embedded = 0
+        stored = vectors_stored(self.job.pk)
+        self.job.chunks_queued = pending_count(self.positions, paths=targeted or None) + stored
+        self.job.chunks_embedded = stored
         self._beat(force=True)
         batches = vectors_plan(
             self.job.pk,
-            positions,
+            self.positions,
             paths=targeted or None,
             size=self.embedding.flush_chunks,
             least=self.embedding.batch_size,

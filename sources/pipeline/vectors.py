@@ -8,6 +8,9 @@ RAG_INDEX_FLUSH_CHUNKS (``vectors_plan``, one ``VectorBatch`` row each) that
 any bulk worker process, on this machine or another sharing the broker and
 database, claims and embeds (``vectors_fill``): the job's own process, and
 the helpers it sends through Celery (``sources.tasks.vectors_batch_task``).
+With helpers, batches of the chunks written so far are planned while the
+job still reads (``vectors_plan_written``), so the encoder starts before the
+last file is read.
 
 A claim is the batch's session advisory lock (sources/locks.py): a worker
 that dies loses it with its session and the batch is claimed again at once;
@@ -28,6 +31,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
+from itertools import chain
 
 import numpy as np
 from django.db import DatabaseError, transaction
@@ -50,6 +54,8 @@ log = logging.getLogger(__name__)
 # A job's pending chunks make at least this many batches (when they fill a model batch each), so several worker
 # processes share even a small job, and the one that finishes last waits for little.
 MIN_BATCHES = 16
+# Batches planned while a job still reads (``vectors_plan_written``) hold this many chunks, or one model batch.
+EARLY_BATCH_CHUNKS = 256
 POLL_SECONDS = 0.2  # how often the job looks at batches other workers hold, once none is left to claim
 _BEAT_SECONDS = 2.0  # a claimer shows it is alive at most this often (after each model batch)
 
@@ -76,36 +82,62 @@ def pending_count(positions: list[Position], *, paths: list[str] | None = None) 
     return _pending(positions, paths).count()
 
 
+def vectors_plan_reset(job_id: int) -> None:
+    """Drop an earlier attempt's batches: what they stored is no longer pending, what they did not is planned
+    again (a helper still embedding one of them finds it gone and stores nothing)."""
+    VectorBatch.objects.filter(job_id=job_id).delete()
+
+
 def vectors_plan(
     job_id: int, positions: list[Position], *, paths: list[str] | None = None, size: int, least: int = 1
 ) -> int:
-    """Split the pending chunks at ``positions`` (below ``paths``) into batches; returns how many.
+    """Split the pending chunks at ``positions`` (below ``paths``) that no batch of the job holds yet into
+    batches; returns how many.
 
     Longest first, so a batch's texts are alike in length (the model pads each of its batches to the longest) and
     the last batches, which workers finish at different times, are the quickest. A batch holds ``size`` chunks
     (RAG_INDEX_FLUSH_CHUNKS), fewer when that would make fewer than MIN_BATCHES for the processes to share, but
-    never fewer than ``least`` (one model batch, RAG_EMBED_BATCH_SIZE). An earlier attempt's batches are dropped
-    first: what they stored is no longer pending, what they did not is planned again (a helper still embedding
-    one of them finds it gone and stores nothing).
+    never fewer than ``least`` (one model batch, RAG_EMBED_BATCH_SIZE).
     """
-    VectorBatch.objects.filter(job_id=job_id).delete()
-    rows = []
+    planned = set(chain.from_iterable(VectorBatch.objects.filter(job_id=job_id).values_list("chunk_ids", flat=True)))
+    batches = []
     for position in positions:
         pending = _pending([position], paths).annotate(chars=Length("content"))
-        ids = list(pending.order_by("-chars", "pk").values_list("pk", flat=True))
+        ids = [pk for pk in pending.order_by("-chars", "pk").values_list("pk", flat=True) if pk not in planned]
         share = max(least, min(size, -(-len(ids) // MIN_BATCHES)))
-        for start in range(0, len(ids), share):
-            rows.append(
-                VectorBatch(
-                    job_id=job_id,
-                    source_id=position.source_id,
-                    generation=position.generation,
-                    model=position.model,
-                    chunk_ids=ids[start : start + share],
-                )
+        batches += [(position, ids[start : start + share]) for start in range(0, len(ids), share)]
+    return _batches_create(job_id, batches)
+
+
+def vectors_plan_written(job_id: int, positions: list[Position], *, above: int, size: int) -> tuple[int, int]:
+    """Batches of ``size`` for the chunks written since chunk id ``above`` (while the job still reads, so other
+    workers embed them meanwhile); a remainder short of a batch waits for the next call or ``vectors_plan``.
+    Returns how many batches, and the id to pass as ``above`` next time."""
+    batches = []
+    for position in positions:
+        ids = list(_pending([position], None).filter(pk__gt=above).order_by("pk").values_list("pk", flat=True))
+        whole = len(ids) - len(ids) % size
+        batches += [(position, ids[start : start + size]) for start in range(0, whole, size)]
+    if batches:
+        above = max(ids[-1] for _, ids in batches)
+    return _batches_create(job_id, batches), above
+
+
+def _batches_create(job_id: int, batches: list[tuple[Position, list[int]]]) -> int:
+    VectorBatch.objects.bulk_create(
+        [
+            VectorBatch(
+                job_id=job_id,
+                source_id=position.source_id,
+                generation=position.generation,
+                model=position.model,
+                chunk_ids=ids,
             )
-    VectorBatch.objects.bulk_create(rows, batch_size=500)
-    return len(rows)
+            for position, ids in batches
+        ],
+        batch_size=500,
+    )
+    return len(batches)
 
 
 def vectors_stored(job_id: int) -> int:
