@@ -7,10 +7,14 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from kernel.errors import ApplicationError
 from measure.bench_load import percentile_ms
 from sources.chunking import chunk_text, language_for
+
+if TYPE_CHECKING:
+    from sources.pipeline.run import Helpers
 
 # Files the bench reads: text under this size (the indexer's default limit is
 # 500 kB; a little more shows the cost of big files without drowning in them).
@@ -168,7 +172,7 @@ def _hardware_applied(hardware: Hardware) -> Iterator[None]:
 
 
 @contextmanager
-def _helpers_started(hardware: Hardware, model) -> Iterator[object]:
+def _helpers_started(hardware: Hardware, model) -> Iterator["Helpers | None"]:
     """``hardware.processes - 1`` bulk worker processes with the model loaded, and the job's ``helpers`` that sends
     them its batches; None (and nothing started) for one process."""
     if hardware.processes <= 1:

@@ -444,7 +444,7 @@ DECLARED: tuple[Setting, ...] = (
         "re-verify, uploaded documents' extraction; each loads the model once). Every bulk process, on any "
         "machine sharing the broker and database, also embeds the vector batches of a running job "
         "([Vectors from every worker](sources.md#vectors-from-every-worker)); processes scale where threads "
-        "stop: best measured with `RAG_TORCH_THREADS` at 2 cores 2 x 1 (1.27x of 1 x 2), at 16 cores 8 x 2 "
+        "stop: best measured with `RAG_TORCH_THREADS` at 2 cores 2 x 1 (1.2x of 1 x 2), at 16 cores 8 x 2 "
         "(1.91x of 1 x 16).",
     ),
     IntSetting(

@@ -33,7 +33,6 @@ from sources.models import Chunk, FileText, IndexedFile, IndexJob, JobStatus, So
 from sources.outcomes import job_outcome, reasons_count
 from sources.pipeline.plans import SegmentPlan, segment_for, segment_plans
 from sources.pipeline.vectors import (
-    EARLY_BATCH_CHUNKS,
     Position,
     pending_count,
     vectors_fill,
@@ -96,9 +95,10 @@ class _Run:
     def __init__(self, job: IndexJob, config: IndexingConfig, helpers: Helpers | None = None) -> None:
         self.job = job
         self.helpers = helpers
-        # Words first with helpers: vector batches of EARLY_BATCH_CHUNKS (never under one model batch) are planned
-        # as chunks are written (written since ``vectors_above``, at ``planned_at`` chunks written).
-        self.early = max(EARLY_BATCH_CHUNKS, config.embedding.batch_size)
+        # Words first with helpers: vector batches of RAG_INDEX_FLUSH_CHUNKS (never under one model batch) are
+        # planned as chunks are written (written since ``vectors_above``, at ``planned_at`` chunks written); as
+        # large as one embedding call, since they are in the order written and only the model sorts them by length.
+        self.early = max(config.embedding.flush_chunks, config.embedding.batch_size)
         self.positions: list[Position] = []
         self.vectors_above = 0
         self.planned_at = 0

@@ -54,8 +54,6 @@ log = logging.getLogger(__name__)
 # A job's pending chunks make at least this many batches (when they fill a model batch each), so several worker
 # processes share even a small job, and the one that finishes last waits for little.
 MIN_BATCHES = 16
-# Batches planned while a job still reads (``vectors_plan_written``) hold this many chunks, or one model batch.
-EARLY_BATCH_CHUNKS = 256
 POLL_SECONDS = 0.2  # how often the job looks at batches other workers hold, once none is left to claim
 _BEAT_SECONDS = 2.0  # a claimer shows it is alive at most this often (after each model batch)
 
