@@ -269,12 +269,15 @@ def test_the_gpu_profile_adds_a_bulk_worker_on_the_gpu():
         {"driver": "nvidia", "count": "all", "capabilities": ["gpu"]}
     ]
     assert "--queues=bulk" in gpu["command"] and gpu["command"][:4] == worker["command"][:4]
-    # worker's environment and mounts, with the device and a GPU-sized batch on top.
+    # worker's environment and mounts, with the device, a GPU-sized batch and two threads per process on top.
     assert gpu["environment"] == {
         **worker["environment"],
         "RAG_EMBEDDING_DEVICE": "cuda",
         "RAG_EMBED_BATCH_SIZE": "512",
+        "RAG_TORCH_THREADS": "2",
     }
+    # Several processes store a job's vector batches at once (docs/deployment.md#a-gpu-worker).
+    assert "--concurrency=4" in gpu["command"]
     assert gpu["volumes"] == worker["volumes"]
     # PyPI's torch (a CUDA build), whatever TORCH_INDEX_URL the CPU image was built with; an image of its own.
     assert gpu["build"]["args"] == {"TORCH_INDEX_URL": ""} and gpu["image"] != worker["image"]
