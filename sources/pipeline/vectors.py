@@ -138,6 +138,28 @@ def _batches_create(job_id: int, batches: list[tuple[Position, list[int]]]) -> i
     return len(batches)
 
 
+@dataclass(frozen=True, slots=True)
+class BatchesProgress:
+    """A job's vector batches as its page shows them: how many, how many done, by how many worker processes, and
+    how many are being embedded now."""
+
+    total: int
+    done: int
+    workers: int
+    working: int
+
+
+def vectors_batches_progress(job_id: int) -> BatchesProgress:
+    """One query over the job's batches (sources/pipeline/vectors.py)."""
+    rows = list(VectorBatch.objects.filter(job_id=job_id).values_list("done_at", "worker"))
+    return BatchesProgress(
+        total=len(rows),
+        done=sum(1 for done_at, _ in rows if done_at is not None),
+        workers=len({worker for _, worker in rows if worker}),
+        working=len({worker for done_at, worker in rows if worker and done_at is None}),
+    )
+
+
 def vectors_stored(job_id: int) -> int:
     """Vectors the job's batches stored so far, whoever embedded them."""
     return VectorBatch.objects.filter(job_id=job_id).aggregate(total=Sum("stored"))["total"] or 0

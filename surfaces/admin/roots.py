@@ -23,6 +23,7 @@ from sources.git_credentials import credential_names, git_remote_problems, legac
 from sources.job_report import job_outcome_read, job_progress_read, job_searchable
 from sources.models import ACTIVE_JOB_STATUSES, IndexJob, JobStatus, Segment, Tool, WorkspaceRoot
 from sources.outcomes import by_kind_words, left_out_words
+from sources.pipeline.vectors import vectors_batches_progress
 from sources.progress import phase_steps
 from sources.roots import glob_problem, root_files_reread, root_pin
 from sources.tools import tool_parameters_validate
@@ -567,6 +568,7 @@ def _live_context(job: IndexJob, *, may_cancel: bool) -> dict:
         "percent": progress.percent,
         "outcome": job_outcome_read(job),
         "phases": phase_steps(progress.phase),
+        "batches": vectors_batches_progress(job.pk),
         "left_out": left_out_words(job.left_out),
         "skipped": by_kind_words(job.skipped_by_reason),
         "failed": by_kind_words(job.failed_by_reason),

@@ -1,5 +1,6 @@
 """The admins' console: roots index on save, jobs are read-only records with live progress, what was indexed shows."""
 
+import re
 from pathlib import Path
 
 import pytest
@@ -92,6 +93,8 @@ def test_a_job_page_is_a_read_only_record_with_its_problems_as_a_table_and_links
     assert f'<a href="/admin/sources/workspaceroot/{root.pk}/change/">repo</a>' in page
     assert "<td><code>blob.py</code></td><td>binary file (NUL bytes)</td>" in page
     assert '<progress max="100" value="100"' in page and "hx-trigger" not in page  # finished: no polling
+    # Its vectors: every batch done, by the one process that ran it (in the test's process).
+    assert re.search(r'Vector batches</th><td colspan="3">(\d+) of \1 done, embedded by 1 worker process<', page)
     root_page = admin_client.get(f"/admin/sources/workspaceroot/{root.pk}/change/").content.decode()
     assert f'href="/admin/sources/indexjob/?root__id__exact={root.pk}">1 job</a>' in root_page
     assert "<td><code>app.py</code></td><td>1</td><td>all-MiniLM-L6-v2#onnx</td>" in root_page  # chunks per file

@@ -12,7 +12,7 @@ from sources import locks, pipeline, tasks
 from sources.config import indexing_config
 from sources.models import Chunk, IndexJob, JobStatus, Source, VectorBatch, WorkspaceRoot
 from sources.pipeline import vectors
-from sources.pipeline.vectors import Position, vectors_plan
+from sources.pipeline.vectors import Position, vectors_batches_progress, vectors_plan
 from tests.conftest import index_root, running_worker, wait_for
 from tests.openai_server import slow
 from tests.tree import tree_make
@@ -143,3 +143,6 @@ def test_a_roots_vectors_are_embedded_once_by_two_worker_processes_also_when_one
     taken_over = next(batch for batch in batches if batch.pk == killed_batch)
     assert taken_over.attempts == 2 and taken_over.worker != helper
     assert len({batch.worker for batch in batches}) >= 2  # the work was shared
+    # The job's page says so.
+    progress = vectors_batches_progress(job.pk)
+    assert progress.total == progress.done == len(batches) and progress.workers >= 2 and progress.working == 0
