@@ -26,6 +26,7 @@ def test_every_task_has_its_queue_in_the_one_table_and_unknown_work_is_bulk():
         "sources.tasks.root_reverify_task",
         "sources.tasks.skills_reverify_task",
         "sources.tasks.root_push_retry_task",
+        "sources.tasks.vectors_batch_task",
         # The per-kind tasks before item_index_task, for messages a broker held at the upgrade.
         *(f"sources.tasks.{kind}_index_task" for kind in items.ITEM_KINDS),
     }
@@ -34,6 +35,8 @@ def test_every_task_has_its_queue_in_the_one_table_and_unknown_work_is_bulk():
     assert settings.CELERY_TASK_ROUTES["sources.tasks.jobs_reap_task"] == {"queue": queues.INTERACTIVE}
     assert settings.CELERY_TASK_ROUTES["sources.tasks.skills_reverify_task"] == {"queue": queues.BULK}
     assert settings.CELERY_TASK_ROUTES["sources.tasks.item_index_task"] == {"queue": queues.BULK}
+    # Every bulk process helps with a running job's vector batches (sources/pipeline/vectors.py).
+    assert settings.CELERY_TASK_ROUTES["sources.tasks.vectors_batch_task"] == {"queue": queues.BULK}
     assert settings.CELERY_TASK_DEFAULT_QUEUE == queues.BULK
 
 
