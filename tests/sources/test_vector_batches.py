@@ -37,16 +37,22 @@ def other_session():
     return psycopg.connect(**{key: params[key] for key in keep if params.get(key)}, autocommit=True)
 
 
-def test_a_batch_another_session_holds_is_left_to_it_and_claimed_once_that_session_is_gone(base):
+def pending_job(base, files: int) -> tuple[WorkspaceRoot, IndexJob, Position]:
+    """A root indexed, its chunks put back to pending as the words-first stage leaves them, and a running job whose
+    vector batches the test plans at the root's one position."""
     directory = base / "repo"
-    tree_make(directory, files=12)
+    tree_make(directory, files=files)
     root = WorkspaceRoot.objects.create(name="repo", path=str(directory), cooldown_seconds=0)
     assert index_root(root).status == JobStatus.SUCCEEDED
-    chunks = root_chunks(root)
-    chunks.update(vector_pending=True, embedding=None)  # as the words-first stage leaves them
+    root_chunks(root).update(vector_pending=True, embedding=None)
     source = Source.objects.get(pk=root.source_id)
     job = IndexJob.objects.create(root=root, status=JobStatus.RUNNING, worker="test")
-    position = Position(source.pk, source.active_generation, source.embedding_model)
+    return root, job, Position(source.pk, source.active_generation, source.embedding_model)
+
+
+def test_a_batch_another_session_holds_is_left_to_it_and_claimed_once_that_session_is_gone(base):
+    root, job, position = pending_job(base, files=12)
+    chunks = root_chunks(root)
     assert vectors_plan(job.pk, [position], size=5) == VectorBatch.objects.filter(job=job).count() >= 2
     first, *rest = VectorBatch.objects.filter(job=job).order_by("pk")
     planned = [pk for batch in [first, *rest] for pk in batch.chunk_ids]
@@ -72,15 +78,9 @@ def test_a_batch_another_session_holds_is_left_to_it_and_claimed_once_that_sessi
 
 
 def test_a_worker_that_lost_its_claim_stores_nothing(base):
-    directory = base / "repo"
-    tree_make(directory, files=4)
-    root = WorkspaceRoot.objects.create(name="repo", path=str(directory), cooldown_seconds=0)
-    assert index_root(root).status == JobStatus.SUCCEEDED
+    root, job, position = pending_job(base, files=4)
     chunks = root_chunks(root)
-    chunks.update(vector_pending=True, embedding=None)
-    source = Source.objects.get(pk=root.source_id)
-    job = IndexJob.objects.create(root=root, status=JobStatus.RUNNING, worker="test")
-    vectors_plan(job.pk, [Position(source.pk, source.active_generation, source.embedding_model)], size=1000, least=1000)
+    vectors_plan(job.pk, [position], size=1000, least=1000)
     batch = VectorBatch.objects.get(job=job)
     claims = vectors._Claims(job.pk)
     rows = claims.next()

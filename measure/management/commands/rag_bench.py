@@ -1,6 +1,7 @@
 """`manage.py rag_bench chunk|index PATH` and `rag_bench search --chunks N`: speed, measured by the project itself."""
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
@@ -296,12 +297,8 @@ class Command(BaseCommand):
         options = FreshnessOptions(
             rounds=rounds, bulk_files=bulk_files, concurrency=concurrency or settings.RAG_WORKER_CONCURRENCY
         )
-        try:
-            report = freshness_bench(options, log=lambda line: self.stderr.write(line))
-        except ApplicationError as exc:
-            raise CommandError(exc.message) from None
-        if as_json:
-            self.stdout.write(_json(report))
+        report = self._measured(lambda: freshness_bench(options, log=lambda line: self.stderr.write(line)), as_json)
+        if report is None:
             return
         self.stdout.write(
             f"seconds from a change on disk until search agrees ({options.concurrency} worker process(es), "
@@ -323,12 +320,10 @@ class Command(BaseCommand):
             clients=tuple(int(n) for n in options["clients"].split(",")),
             seconds=options["seconds"],
         )
-        try:
-            report = grep_bench(bench, log=(lambda line: None) if as_json else self.stdout.write)
-        except ApplicationError as exc:
-            raise CommandError(exc.message) from None
-        if as_json:
-            self.stdout.write(_json(report))
+        report = self._measured(
+            lambda: grep_bench(bench, log=(lambda line: None) if as_json else self.stdout.write), as_json
+        )
+        if report is None:
             return
         self.stdout.write(
             f"{report['files']} files of {report['path']}; identical to ripgrep: {report['all_identical']}"
@@ -363,13 +358,20 @@ class Command(BaseCommand):
         self.stdout.write(f"  PDF            {report['pdf_pages']} pages, {report['pdf_pages_per_s']} pages/s")
         self.stdout.write(f"  peak memory    {report['peak_child_rss_mb']} MB (largest child's resident set)")
 
-    def _vectors(self, path: Path, *, as_json: bool, count: int, device: str) -> None:
+    def _measured(self, measure: Callable[[], dict], as_json: bool) -> dict | None:
+        """The bench's report, its error as the command's; None once it is printed as JSON (nothing more to say)."""
         try:
-            report = vectors_bench(path, count=count, device=device)
+            report = measure()
         except ApplicationError as exc:
             raise CommandError(exc.message) from None
         if as_json:
             self.stdout.write(_json(report))
+            return None
+        return report
+
+    def _vectors(self, path: Path, *, as_json: bool, count: int, device: str) -> None:
+        report = self._measured(lambda: vectors_bench(path, count=count, device=device), as_json)
+        if report is None:
             return
         self.stdout.write(
             f"{report['texts']} chunks on {report['runs_on']} against PyTorch fp32 on the CPU: cosine min "
@@ -384,12 +386,8 @@ class Command(BaseCommand):
         if hardware.processes < 1 or hardware.threads < 0:
             raise CommandError("--processes must be at least 1 and --threads at least 0")
         call_command("migrate", interactive=False, verbosity=0)  # a fresh var/ has no tables yet
-        try:
-            report = index_bench(path, hardware)
-        except ApplicationError as exc:
-            raise CommandError(exc.message) from None
-        if as_json:
-            self.stdout.write(_json(report))
+        report = self._measured(lambda: index_bench(path, hardware), as_json)
+        if report is None:
             return
         self.stdout.write(
             f"indexed {report['files']} files into {report['chunks']} chunks in {report['index_seconds']} s "
