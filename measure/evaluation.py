@@ -1,6 +1,7 @@
 """`rag_eval`: index a BEIR dataset through the real pipeline, query every
 channel through the real search service, score them side by side."""
 
+import ast
 import functools
 import json
 import random
@@ -335,16 +336,54 @@ class CodeQuery:
     end_line: int
 
 
-def code_queries_load(path: Path) -> list[CodeQuery]:
+def code_queries_load(path: Path, *, root: Path | None = None) -> list[CodeQuery]:
+    """The queries of ``path``; with ``root``, a query that names its ``symbol`` in a Python file takes that
+    definition's lines as the file under ``root`` has them (a set written for one version of a package stays right
+    when the next moves its code), and a symbol the file lacks is an error."""
     if not path.is_file():
         raise ApplicationError(f"{path} does not exist (make it with make_code_eval.py PACKAGE OUT_DIR)")
     queries = []
     for number, row in _jsonl(path):
         try:
-            queries.append(CodeQuery(row["text"], row["path"], int(row["start_line"]), int(row["end_line"])))
+            query = CodeQuery(row["text"], row["path"], int(row["start_line"]), int(row["end_line"]))
         except (KeyError, TypeError, ValueError):
             raise ApplicationError(f"{path}:{number}: a query needs text, path, start_line and end_line") from None
+        symbol = row.get("symbol")
+        if root is not None and symbol and query.path.endswith(".py"):
+            lines = symbol_lines(root / query.path, symbol)
+            if lines is None:
+                raise ApplicationError(
+                    f"{path}:{number}: {symbol} is not defined in {root / query.path} (a different version of the "
+                    "code than the queries were written for?)"
+                )
+            query = replace(query, start_line=lines[0], end_line=lines[1])
+        queries.append(query)
     return queries
+
+
+def symbol_lines(file: Path, symbol: str) -> tuple[int, int] | None:
+    """The first line (decorators included) and the last of the class or function ``symbol`` (``Class.method``)
+    defines in ``file``; None when the file is missing, not Python or has no such definition."""
+    try:
+        tree = ast.parse(file.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, SyntaxError, ValueError):
+        return None
+    body, node = tree.body, None
+    for name in symbol.split("."):
+        node = next(
+            (
+                item
+                for item in body
+                if isinstance(item, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and item.name == name
+            ),
+            None,
+        )
+        if node is None:
+            return None
+        body = node.body
+    if node is None or node.end_lineno is None:
+        return None
+    return min([node.lineno, *(d.lineno for d in node.decorator_list)]), node.end_lineno
 
 
 def code_root_index(directory: Path):

@@ -18,6 +18,12 @@ _CODE_NAME = re.compile(r"[A-Za-z0-9]_[A-Za-z0-9]|[a-z]\.[A-Za-z_]|[a-z][A-Z]|[A
 _TRACE = re.compile(r"Traceback \(most recent call last\)|File \"[^\"]+\", line \d+|^\s+at [\w.$<>]+\(", re.M)
 # Words past which a query is a pasted passage rather than a question.
 LONG_WORDS = 30
+# A question as a person asks it opens with a question word or ends in "?" ("how does the admin build changelist
+# filters", "where is the retry delay computed?"); a description of what code does ("Returns the stream's encoding",
+# a docstring's first sentence) does not.
+_ASKING = re.compile(
+    r"(how|where|what|why|which|when|who|whose|can|could|does|do|did|is|are|should|would|will|if)\b", re.IGNORECASE
+)
 # Names in any text: what a definition is matched against.
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
@@ -41,6 +47,13 @@ def query_shape(query: str) -> QueryShape:
     if len(text.split()) > LONG_WORDS:
         return QueryShape.LONG
     return QueryShape.QUESTION
+
+
+def asks(query: str) -> bool:
+    """Whether ``query`` is a question as a person asks it ("how does ...", "where is ...", "... ?"), not a
+    description of what the wanted code does."""
+    text = query.strip()
+    return bool(_ASKING.match(text)) or text.endswith("?")
 
 
 def name_words(text: str) -> frozenset[str]:

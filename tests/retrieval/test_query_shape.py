@@ -1,6 +1,6 @@
 import pytest
 
-from retrieval.query_shape import QueryShape, name_words, query_shape
+from retrieval.query_shape import QueryShape, asks, name_words, query_shape
 from retrieval.vector_feedback import Feedback, feedback_for
 
 pytestmark = pytest.mark.unit
@@ -23,6 +23,22 @@ pytestmark = pytest.mark.unit
 )
 def test_a_query_is_told_by_its_shape(query, shape):
     assert query_shape(query) == shape
+
+
+@pytest.mark.parametrize(
+    ("query", "asked"),
+    [
+        ("how does the admin build changelist filters", True),
+        ("Where is the retry delay computed", True),
+        ("if I pass a countdown to a chord, does it delay the header", True),
+        ("the worker logs 'Received unregistered task', is a result stored?", True),
+        ("Returns the default stream encoding if not found.", False),
+        ("Checks if a given encoding is ascii.", False),
+        ("however the header is parsed", False),
+    ],
+)
+def test_a_question_a_person_asks_is_told_from_a_description(query, asked):
+    assert asks(query) == asked
 
 
 def test_name_words_are_whole_and_split():

@@ -121,7 +121,7 @@ class Command(BaseCommand):
         if root_dir is None:
             raise CommandError("--code needs --root SRC_DIR")
         try:
-            queries = code_queries_load(queries_path)
+            queries = code_queries_load(queries_path, root=root_dir)
             root, job = code_root_index(root_dir)
         except ApplicationError as exc:
             raise CommandError(exc.message) from None

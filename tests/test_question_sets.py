@@ -1,0 +1,57 @@
+"""The developer-question sets of ``make eval`` (measure/questions/): each question points at a definition that is
+there, and a set written for one version of a package follows its code to the next."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from kernel.errors import ApplicationError
+from measure.evaluation import code_queries_load, symbol_lines
+
+pytestmark = pytest.mark.unit
+QUESTIONS = Path(__file__).resolve().parents[1] / "measure" / "questions"
+SITE = Path(pytest.__file__).resolve().parents[1]  # site-packages: the packages the questions were written on
+
+
+@pytest.mark.parametrize("name", ["celery", "django"])
+def test_every_question_names_a_definition_of_the_installed_package(name):
+    rows = [json.loads(line) for line in (QUESTIONS / f"{name}.jsonl").read_text().splitlines() if line.strip()]
+    assert len(rows) >= 40
+    assert len({row["_id"] for row in rows}) == len(rows)
+    for row in rows:
+        assert symbol_lines(SITE / row["path"], row["symbol"]) is not None, row
+
+
+SOURCE = """\
+import functools
+
+
+class Pool:
+    @functools.cache
+    def grow(self, n):
+        return n + 1
+"""
+
+
+def queries(tmp_path, symbol: str) -> Path:
+    path = tmp_path / "questions.jsonl"
+    row = {"_id": "q1", "text": "how does the pool grow", "path": "pkg/pool.py", "start_line": 1, "end_line": 2}
+    path.write_text(json.dumps({**row, "symbol": symbol}) + "\n")
+    return path
+
+
+def test_a_question_takes_its_symbols_lines_from_the_code_it_is_asked_of(tmp_path):
+    (tmp_path / "src" / "pkg").mkdir(parents=True)
+    (tmp_path / "src" / "pkg" / "pool.py").write_text(SOURCE)
+    [query] = code_queries_load(queries(tmp_path, "Pool.grow"), root=tmp_path / "src")
+    assert (query.start_line, query.end_line) == (5, 7)  # the decorator's line first
+    [as_written] = code_queries_load(queries(tmp_path, "Pool.grow"))
+    assert (as_written.start_line, as_written.end_line) == (1, 2)
+
+
+def test_a_symbol_the_code_lacks_is_a_clear_error(tmp_path):
+    (tmp_path / "src" / "pkg").mkdir(parents=True)
+    (tmp_path / "src" / "pkg" / "pool.py").write_text(SOURCE)
+    with pytest.raises(ApplicationError, match="Pool.shrink is not defined in .*pool.py"):
+        code_queries_load(queries(tmp_path, "Pool.shrink"), root=tmp_path / "src")
