@@ -47,7 +47,7 @@ from retrieval.config import SearchConfig
 from retrieval.fusion_weights import lexical_weight
 from retrieval.lexical import lexical_candidates, lexical_query
 from retrieval.mmr import mmr_order
-from retrieval.query_shape import query_shape
+from retrieval.query_shape import QueryShape, asks, query_shape
 from retrieval.rerank import cross_encoder_for
 from retrieval.rerank import rerank as rerank_head
 from retrieval.rerank_api import ApiScorer
@@ -277,7 +277,8 @@ def _fused(query: str, lists: list[CandidateList], *, mode: Mode, config: Search
         and any(found.channel == LEXICAL and found.candidates for found in lists)
         and any(c.fusion_score is not None for c in vector)
     )
-    weight = lexical_weight(base=config.lexical_weight, shape=shape, vector=vector, steered=steered)
+    asked = shape == QueryShape.QUESTION and asks(query)
+    weight = lexical_weight(base=config.lexical_weight, shape=shape, vector=vector, steered=steered, asked=asked)
     order = fused(lists, method=config.fusion, lexical_weight=weight, rrf_k=config.rrf_k)
     return code_preferred(order, query=query, shape=shape, definition=DEFINITION_BONUS, asset=ASSET_FACTOR)
 

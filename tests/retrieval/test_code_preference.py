@@ -1,3 +1,5 @@
+from dataclasses import replace
+
 import pytest
 
 from retrieval.candidates import Scored
@@ -22,21 +24,14 @@ def test_a_question_about_code_puts_the_defining_chunk_before_the_stylesheet():
     assert preferred("how does the admin build changelist filters") == [3, 2, 1]
 
 
-def test_a_question_a_person_asks_weighs_the_defined_name_less_than_a_description():
-    # Issue 42: a developer's question names what surrounds the code it wants (task, worker, queue); a description
-    # (a docstring's first sentence) names what the code does. get_filters shares "filters" with both: + 0.1 x 1/2
-    # for the description, half of that for the question.
-    other = Scored(1, 0.54, 1, "views/main.py", "ChangeList.get_queryset", "python")
-    defines = Scored(2, 0.50, 1, "views/main.py", "ChangeList.get_filters", "python")
-    assert preferred("Builds the filters of the change list", (other, defines))[0] == 2
-    assert preferred("how are the filters of the change list built", (other, defines))[0] == 1
-
-
-def test_a_one_word_name_a_question_mentions_earns_a_quarter_of_the_bonus():
+def test_a_one_word_name_a_question_asks_about_earns_no_bonus():
+    # Issue 42: "how does a task retry" is about tasks; the class Task is its subject, not its answer. A description
+    # ("Retry the task", a docstring's first sentence) names what the code does: + 0.1.
     task = Scored(1, 0.50, 1, "app/task.py", "Task", "python")
     nearer = Scored(2, 0.53, 1, "app/trace.py", "", "python")
-    assert preferred("Retry the task", (task, nearer))[0] == 1  # described: + 0.1
-    assert preferred("how does a task retry", (task, nearer))[0] == 2  # asked: + 0.05 x 1/2
+    assert preferred("Retry the task", (task, nearer))[0] == 1
+    assert preferred("how does a task retry", (task, nearer))[0] == 2
+    assert preferred("how does a task retry", (replace(task, symbol="retry_task"), nearer))[0] == 1  # two words
 
 
 def test_a_question_about_styles_keeps_the_stylesheet_first():

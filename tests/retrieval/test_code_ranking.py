@@ -38,7 +38,11 @@ def files_scope() -> Scope:
 
 def test_a_question_about_python_code_finds_the_method_before_the_stylesheet(admin_root):
     hits = chunks_search(query="how does the admin build changelist filters", k=5, scope=files_scope())
-    assert hits[0].chunk.symbol == "ChangeList.get_filters", [(h.chunk.path, h.chunk.symbol) for h in hits]
+    found = [(h.chunk.path, h.chunk.symbol) for h in hits]
+    # First until issue 42; since asked questions weigh shared words 1.5 times (retrieval/fusion_weights.py),
+    # ChangeList.get_queryset, which shares more of them, is a hair ahead (0.633 against 0.628 here).
+    assert "ChangeList.get_filters" in [symbol for _, symbol in found[:2]], found
+    assert not any(path.endswith(".css") for path, _ in found[:3]), found
 
 
 def test_a_bare_identifier_finds_its_definition_first(admin_root):

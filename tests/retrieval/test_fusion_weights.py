@@ -1,7 +1,7 @@
 import pytest
 
 from retrieval.candidates import Candidate
-from retrieval.fusion_weights import NAME_WEIGHT, STEERED_WEIGHT, lexical_weight
+from retrieval.fusion_weights import ASKED_GAIN, NAME_WEIGHT, STEERED_WEIGHT, lexical_weight
 from retrieval.query_shape import QueryShape
 
 pytestmark = pytest.mark.unit
@@ -32,3 +32,12 @@ def test_a_question_whose_vector_search_the_lexical_hits_steered_is_not_given_th
     for best in (0.8, 0.3):
         assert lexical_weight(base=0.1, shape=QueryShape.QUESTION, vector=cosines(best), steered=True) == STEERED_WEIGHT
     assert lexical_weight(base=0.1, shape=QueryShape.IDENTIFIER, vector=cosines(0.9), steered=True) == NAME_WEIGHT
+
+
+def test_a_question_a_person_asks_weighs_the_lexical_channel_more_than_a_description():
+    for best in (0.8, 0.3):
+        described = lexical_weight(base=0.1, shape=QueryShape.QUESTION, vector=cosines(best))
+        asked = lexical_weight(base=0.1, shape=QueryShape.QUESTION, vector=cosines(best), asked=True)
+        assert asked == pytest.approx(described * ASKED_GAIN) and ASKED_GAIN > 1
+    # Steered, the lexical evidence is already in the vector: asking changes nothing.
+    assert lexical_weight(base=0.1, shape=QueryShape.QUESTION, vector=cosines(0.8), steered=True, asked=True) == 0
