@@ -339,7 +339,9 @@ class CodeQuery:
 def code_queries_load(path: Path, *, root: Path | None = None) -> list[CodeQuery]:
     """The queries of ``path``; with ``root``, a query that names its ``symbol`` in a Python file takes that
     definition's lines as the file under ``root`` has them (a set written for one version of a package stays right
-    when the next moves its code), and a symbol the file lacks is an error."""
+    when the next moves its code), and a symbol the file lacks is an error. A bare name (make_code_eval.py's
+    ``symbol``) is any definition of that name. A definition that still starts at the query's first line keeps the
+    query's lines; one that moved is followed to the nearest definition of the name."""
     if not path.is_file():
         raise ApplicationError(f"{path} does not exist (make it with make_code_eval.py PACKAGE OUT_DIR)")
     queries = []
@@ -350,40 +352,40 @@ def code_queries_load(path: Path, *, root: Path | None = None) -> list[CodeQuery
             raise ApplicationError(f"{path}:{number}: a query needs text, path, start_line and end_line") from None
         symbol = row.get("symbol")
         if root is not None and symbol and query.path.endswith(".py"):
-            lines = symbol_lines(root / query.path, symbol)
-            if lines is None:
+            found = symbol_lines(root / query.path, symbol)
+            if not found:
                 raise ApplicationError(
                     f"{path}:{number}: {symbol} is not defined in {root / query.path} (a different version of the "
                     "code than the queries were written for?)"
                 )
-            query = replace(query, start_line=lines[0], end_line=lines[1])
+            if all(start != query.start_line for start, _ in found):  # moved: follow it
+                start, end = min(found, key=lambda lines: abs(lines[0] - query.start_line))
+                query = replace(query, start_line=start, end_line=end)
         queries.append(query)
     return queries
 
 
-def symbol_lines(file: Path, symbol: str) -> tuple[int, int] | None:
-    """The first line (decorators included) and the last of the class or function ``symbol`` (``Class.method``)
-    defines in ``file``; None when the file is missing, not Python or has no such definition."""
+def symbol_lines(file: Path, symbol: str) -> list[tuple[int, int]]:
+    """The first line (decorators included) and the last of each class or function ``symbol`` names in ``file``:
+    a dotted name (``Class.method``) is that one definition, a bare name any definition of it at any depth. Empty
+    when the file is missing, not Python or has none."""
     try:
         tree = ast.parse(file.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, SyntaxError, ValueError):
-        return None
-    body, node = tree.body, None
-    for name in symbol.split("."):
-        node = next(
-            (
-                item
-                for item in body
-                if isinstance(item, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and item.name == name
-            ),
-            None,
-        )
-        if node is None:
-            return None
-        body = node.body
-    if node is None or node.end_lineno is None:
-        return None
-    return min([node.lineno, *(d.lineno for d in node.decorator_list)]), node.end_lineno
+        return []
+    kinds = (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
+    if "." not in symbol:
+        nodes = [node for node in ast.walk(tree) if isinstance(node, kinds) and node.name == symbol]
+    else:
+        body, nodes = tree.body, []
+        for name in symbol.split("."):
+            nodes = [item for item in body if isinstance(item, kinds) and item.name == name][:1]
+            if not nodes:
+                return []
+            body = nodes[0].body
+    return [
+        (min([node.lineno, *(d.lineno for d in node.decorator_list)]), node.end_lineno or node.lineno) for node in nodes
+    ]
 
 
 def code_root_index(directory: Path):

@@ -20,7 +20,7 @@ def test_every_question_names_a_definition_of_the_installed_package(name):
     assert len(rows) >= 40
     assert len({row["_id"] for row in rows}) == len(rows)
     for row in rows:
-        assert symbol_lines(SITE / row["path"], row["symbol"]) is not None, row
+        assert symbol_lines(SITE / row["path"], row["symbol"]) == [(row["start_line"], row["end_line"])], row
 
 
 SOURCE = """\
@@ -31,6 +31,11 @@ class Pool:
     @functools.cache
     def grow(self, n):
         return n + 1
+
+
+class Heap:
+    def grow(self):
+        pass
 """
 
 
@@ -48,6 +53,15 @@ def test_a_question_takes_its_symbols_lines_from_the_code_it_is_asked_of(tmp_pat
     assert (query.start_line, query.end_line) == (5, 7)  # the decorator's line first
     [as_written] = code_queries_load(queries(tmp_path, "Pool.grow"))
     assert (as_written.start_line, as_written.end_line) == (1, 2)
+
+
+def test_a_bare_name_is_the_definition_nearest_the_querys_lines(tmp_path):
+    # make_code_eval.py names a method by its name alone.
+    (tmp_path / "src" / "pkg").mkdir(parents=True)
+    (tmp_path / "src" / "pkg" / "pool.py").write_text(SOURCE)
+    [query] = code_queries_load(queries(tmp_path, "grow"), root=tmp_path / "src")
+    assert (query.start_line, query.end_line) == (5, 7)
+    assert symbol_lines(tmp_path / "src" / "pkg" / "pool.py", "grow") == [(5, 7), (11, 12)]
 
 
 def test_a_symbol_the_code_lacks_is_a_clear_error(tmp_path):

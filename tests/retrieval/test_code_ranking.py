@@ -41,8 +41,10 @@ def test_a_question_about_python_code_finds_the_method_before_the_stylesheet(adm
     found = [(h.chunk.path, h.chunk.symbol) for h in hits]
     # First until issue 42; since asked questions weigh shared words 1.5 times (retrieval/fusion_weights.py),
     # ChangeList.get_queryset, which shares more of them, is a hair ahead (0.633 against 0.628 here).
-    assert "ChangeList.get_filters" in [symbol for _, symbol in found[:2]], found
-    assert not any(path.endswith(".css") for path, _ in found[:3]), found
+    symbols = [symbol for _, symbol in found]
+    assert "ChangeList.get_filters" in symbols[:2], found
+    stylesheets = [rank for rank, (path, _) in enumerate(found) if path.endswith(".css")]
+    assert not stylesheets or stylesheets[0] > symbols.index("ChangeList.get_filters"), found
 
 
 def test_a_bare_identifier_finds_its_definition_first(admin_root):
