@@ -850,7 +850,7 @@ DECLARED: tuple[Setting, ...] = (
         doc=(
             "Weight of the lexical channel against the vector channel (1.0); measured with `rag_eval` (see "
             "[Retrieval quality](quality.md)). With `RAG_FUSION_BY_QUERY` a name weighs 1.0, a question as a "
-            "person asks it (\"how does ...\", \"where is ...?\") 1.5 times this, and more when nothing is close in "
+            'person asks it ("how does ...", "where is ...?") 1.5 times this, and more when nothing is close in '
             "meaning."
         ),
     ),
