@@ -1,6 +1,7 @@
 """The developer-question sets of ``make eval`` (measure/questions/): each question points at a definition that is
 there, and a set written for one version of a package follows its code to the next."""
 
+import importlib.metadata
 import json
 from pathlib import Path
 
@@ -14,13 +15,20 @@ QUESTIONS = Path(__file__).resolve().parents[1] / "measure" / "questions"
 SITE = Path(pytest.__file__).resolve().parents[1]  # site-packages: the packages the questions were written on
 
 
-@pytest.mark.parametrize("name", ["celery", "django"])
+# The versions the questions were written on: their lines are exact there; a later release may move the code
+# (rag_eval follows the symbol) but must still define it.
+WRITTEN_ON = {"celery": "5.7.0", "django": "5.2.19"}
+
+
+@pytest.mark.parametrize("name", sorted(WRITTEN_ON))
 def test_every_question_names_a_definition_of_the_installed_package(name):
     rows = [json.loads(line) for line in (QUESTIONS / f"{name}.jsonl").read_text().splitlines() if line.strip()]
     assert len(rows) >= 40
     assert len({row["_id"] for row in rows}) == len(rows)
+    exact = importlib.metadata.version(name) == WRITTEN_ON[name]
     for row in rows:
-        assert symbol_lines(SITE / row["path"], row["symbol"]) == [(row["start_line"], row["end_line"])], row
+        found = symbol_lines(SITE / row["path"], row["symbol"])
+        assert found == [(row["start_line"], row["end_line"])] if exact else len(found) == 1, row
 
 
 SOURCE = """\
