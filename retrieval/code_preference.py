@@ -12,7 +12,7 @@ from dataclasses import replace
 from pathlib import PurePosixPath
 
 from retrieval.candidates import Scored
-from retrieval.query_shape import QueryShape, asks, name_words
+from retrieval.query_shape import QueryShape, name_words
 
 # The bonus a chunk gets for defining what the query names, in cosine units (a fused score is a cosine plus the
 # weighted lexical share), and the factor a style or data file's score is multiplied by when the question is about
@@ -45,16 +45,17 @@ def is_asset(path: str) -> bool:
 
 
 def code_preferred(
-    order: Sequence[Scored], *, query: str, shape: QueryShape, definition: float, asset: float
+    order: Sequence[Scored], *, query: str, shape: QueryShape, definition: float, asset: float, asked: bool = False
 ) -> list[Scored]:
     """``order`` rescored: + ``definition`` x the share of a chunk's defined name that the query names (for an
-    identifier or symbol query, LOOKUP_BONUS for defining that very name; for a question a person asks,
-    ASKED_ONE_WORD_SHARE of it for a one-word name), and x ``asset`` for a style, markup or data file when the pool
-    holds code and the query does not ask for such files. Re-sorted, stable."""
+    identifier or symbol query, LOOKUP_BONUS for defining that very name; for a question a person asks (``asked``,
+    retrieval/query_shape.py ``asks``), ASKED_ONE_WORD_SHARE of it for a one-word name), and x ``asset`` for a
+    style, markup or data file when the pool holds code and the query does not ask for such files. Re-sorted,
+    stable."""
     if not order:
         return list(order)
     words = name_words(query)
-    one_word = ASKED_ONE_WORD_SHARE if shape == QueryShape.QUESTION and asks(query) else 1.0
+    one_word = ASKED_ONE_WORD_SHARE if asked else 1.0
     named = query.strip().removesuffix("()").rsplit(".", 1)[-1].lower()
     lookup = shape in (QueryShape.IDENTIFIER, QueryShape.SYMBOL)
     demote = asset < 1.0 and not (words & ASSET_WORDS) and any(item.symbol for item in order)

@@ -280,7 +280,7 @@ def _fused(query: str, lists: list[CandidateList], *, mode: Mode, config: Search
     asked = shape == QueryShape.QUESTION and asks(query)
     weight = lexical_weight(base=config.lexical_weight, shape=shape, vector=vector, steered=steered, asked=asked)
     order = fused(lists, method=config.fusion, lexical_weight=weight, rrf_k=config.rrf_k)
-    return code_preferred(order, query=query, shape=shape, definition=DEFINITION_BONUS, asset=ASSET_FACTOR)
+    return code_preferred(order, query=query, shape=shape, definition=DEFINITION_BONUS, asset=ASSET_FACTOR, asked=asked)
 
 
 def _check(*, query: str, k: int, mmr_lambda: float | None) -> None:

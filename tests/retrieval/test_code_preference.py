@@ -4,7 +4,7 @@ import pytest
 
 from retrieval.candidates import Scored
 from retrieval.code_preference import code_preferred, is_asset
-from retrieval.query_shape import QueryShape, query_shape
+from retrieval.query_shape import QueryShape, asks, query_shape
 
 pytestmark = pytest.mark.unit
 
@@ -14,9 +14,17 @@ DEFINES = Scored(3, 0.52, 1, "views/main.py", "ChangeList.get_filters", "python"
 
 
 def preferred(query: str, order=(CSS, USES, DEFINES)) -> list[int]:
+    shape = query_shape(query)
     return [
         item.chunk_id
-        for item in code_preferred(order, query=query, shape=query_shape(query), definition=0.1, asset=0.8)
+        for item in code_preferred(
+            order,
+            query=query,
+            shape=shape,
+            definition=0.1,
+            asset=0.8,
+            asked=shape == QueryShape.QUESTION and asks(query),
+        )
     ]
 
 
